@@ -1,0 +1,1 @@
+//! Real devices for the engine.
