@@ -2,7 +2,9 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the code map and the invariants.
 
+pub mod detector;
 pub mod layout;
+pub mod parity;
 pub mod rng;
 pub mod types;
 

@@ -1,0 +1,1 @@
+//! Per-disk latency-spike detector (FusionRAID §4.3).

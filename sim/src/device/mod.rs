@@ -1,0 +1,1 @@
+//! SSD and HDD device models.
