@@ -3,9 +3,18 @@
 //! See ARCHITECTURE.md at the repository root for the code map and the invariants.
 
 pub mod detector;
+pub mod engine;
 pub mod layout;
 pub mod parity;
 pub mod rng;
+pub mod scheme;
+pub mod slab;
+pub mod space;
 pub mod types;
+pub mod volume;
 
+pub use engine::api::{
+    Data, DevError, DevOp, DeviceIo, IoId, IoResult, Op, Reply, ReqError, Request, VolumeId,
+};
+pub use engine::{Engine, EngineConfig};
 pub use types::{DiskId, Nanos, PAGE_SIZE, Placement};

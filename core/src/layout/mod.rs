@@ -9,7 +9,18 @@
 //! columns and parity in the last `m`. A layout may rotate which *disk* a column lands on.
 
 mod error;
+pub mod gf;
+mod groups;
+mod mols;
+mod permutation;
+#[cfg(test)]
+mod tests;
+
 pub use error::GeometryError;
+pub use gf::GaloisField;
+pub use groups::GroupLayout;
+pub use mols::MolsLayout;
+pub use permutation::{PERMUTATIONS, PermutationLayout};
 
 use crate::types::{DiskId, Placement};
 

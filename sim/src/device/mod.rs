@@ -1,1 +1,135 @@
 //! SSD and HDD device models.
+//!
+//! A model is a deterministic, seeded state machine: it is told when each request arrives
+//! (`now`, non-decreasing across calls) and answers, at once, when that request completes. It
+//! never reads a clock, sleeps or spawns a thread, so the discrete-event simulator and the
+//! real-time emulation wrapper (which delays real completions) share the same code and the same
+//! seed gives the same completion times.
+//!
+//! Completion is decided at submission ("reservation" model): every internal resource (controller
+//! cores, flash dies, host link, DRAM write buffer) remembers until when it is booked. Stalls that
+//! the device decides on later (buffer flushes, garbage-collection passes) are recorded as time
+//! windows and delay every request that arrives, or would complete, inside them.
+//!
+//! Map of the files:
+//! - [`dist`]: unloaded-latency distributions (quantile tables).
+//! - [`queues`]: controller server pool and stall windows.
+//! - [`write_buffer`]: DRAM write buffer, back-pressure, periodic flush spikes.
+//! - [`flash_state`]: valid-data map, free-space accounting, victim valid fraction.
+//! - [`gc`]: garbage-collection policies (blocking passes, background + urgent).
+//! - [`config`] / [`ssd`]: the SSD model. [`hdd`]: the HDD model.
+//! - [`age`]: analytic preconditioning (the paper's "aged" state).
+//! - [`presets`]: named configurations. [`profile`] / [`profile_rows`] / [`fit`] /
+//!   [`fitted`]: measured load-latency curves, which rows count, the routine that fits a
+//!   configuration to them and its frozen results. [`loadgen`]: small drivers used by the
+//!   fit and the calibration tests.
+//!
+//! See `docs/DEVICE_MODELS.md` for the model, the source of every parameter and the
+//! calibration results.
+
+pub mod age;
+pub mod config;
+pub mod dist;
+pub mod fit;
+pub mod fitted;
+pub mod flash_state;
+pub mod gc;
+pub mod hdd;
+pub mod loadgen;
+pub mod presets;
+pub mod profile;
+pub mod profile_rows;
+pub mod queues;
+pub mod ssd;
+#[cfg(test)]
+mod ssd_tests;
+pub mod write_buffer;
+
+use fusionraid_core::Nanos;
+
+pub use age::AgeSpec;
+pub use config::SsdConfig;
+pub use dist::LatencyDist;
+pub use gc::GcPolicy;
+pub use hdd::{HddConfig, HddModel};
+pub use presets::{build, hdd_preset, list_hdd_presets, list_presets, preset};
+pub use ssd::SsdModel;
+
+/// The kind of a block request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Read,
+    Write,
+    /// Discard: the range no longer holds valid data (lowers the device's utilisation).
+    Trim,
+    /// Make previously acknowledged writes durable.
+    Flush,
+}
+
+/// Counters a model keeps; all byte counts are host-visible unless named `flash_*`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceStats {
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub flushes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub bytes_trimmed: u64,
+    /// Bytes programmed into flash: host data plus garbage-collection copies.
+    pub flash_bytes_written: u64,
+    /// Flash bytes copied by garbage collection (part of `flash_bytes_written`).
+    pub gc_bytes_copied: u64,
+    /// Die time spent on garbage collection (copies and erases), summed over dies.
+    pub gc_die_ns: u64,
+    /// Blocking stalls: buffer-flush spikes, blocking GC passes, urgent GC passes.
+    pub flush_stalls: u64,
+    pub gc_stalls: u64,
+    /// Sum of the stalls' durations (overlapping stalls each count in full).
+    pub stall_ns: u64,
+    /// Sum of (completion - arrival) over all requests, for a cheap mean.
+    pub busy_latency_ns: u128,
+}
+
+impl DeviceStats {
+    /// Flash bytes written per host byte written (1.0 before any write).
+    pub fn write_amplification(&self) -> f64 {
+        if self.bytes_written == 0 {
+            1.0
+        } else {
+            self.flash_bytes_written as f64 / self.bytes_written as f64
+        }
+    }
+
+    pub fn stalls(&self) -> u64 {
+        self.flush_stalls + self.gc_stalls
+    }
+}
+
+/// A device model. See the module documentation for the contract.
+pub trait DeviceModel: Send {
+    /// A request arrives at `now` (non-decreasing across calls). Returns its completion time
+    /// (`>= now`).
+    fn submit(&mut self, now: Nanos, kind: OpKind, offset: u64, len: u64) -> Nanos;
+    /// User-visible capacity.
+    fn capacity_bytes(&self) -> u64;
+    fn stats(&self) -> DeviceStats;
+    fn name(&self) -> &str;
+    /// Brings the device to a preconditioned state analytically, without simulating the
+    /// writes (SSDs: see [`AgeSpec`]). Devices without a write history (HDDs) ignore it.
+    fn age(&mut self, _spec: &AgeSpec) {}
+    /// Per-device speed factor from now on: multiplies service times and stalls (1.0 =
+    /// nominal, 2.0 = twice as slow). For heterogeneous fleets and slow-peer studies.
+    fn set_speed_factor(&mut self, _factor: f64) {}
+}
+
+/// 4 KiB: the logical page, the unit of the measured profiles and of per-page costs.
+pub const PAGE: u64 = 4096;
+
+/// Nanoseconds to move `bytes` at `mb_per_s` (decimal MB/s, as datasheets quote).
+pub(crate) fn xfer_ns(bytes: u64, mb_per_s: f64) -> Nanos {
+    if mb_per_s <= 0.0 {
+        return 0;
+    }
+    (bytes as f64 * 1000.0 / mb_per_s).round() as Nanos
+}

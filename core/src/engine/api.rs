@@ -1,0 +1,171 @@
+//! The engine's inputs and outputs: user requests and replies, device I/O commands and their
+//! completions. These are plain data; drivers (sim, io) translate them to and from the world.
+
+use crate::types::{DiskId, Nanos};
+
+/// A payload: real bytes, or only a length in size-only mode (large performance simulations,
+/// where no data is kept and parity is not computed, but every device I/O is still issued).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Data {
+    Bytes(Vec<u8>),
+    Size(u64),
+}
+
+impl Data {
+    pub fn len(&self) -> u64 {
+        match self {
+            Data::Bytes(b) => b.len() as u64,
+            Data::Size(n) => *n,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Data::Bytes(b) => Some(b),
+            Data::Size(_) => None,
+        }
+    }
+    pub fn into_bytes(self) -> Option<Vec<u8>> {
+        match self {
+            Data::Bytes(b) => Some(b),
+            Data::Size(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Data::Bytes(b) => write!(f, "Bytes({})", b.len()),
+            Data::Size(n) => write!(f, "Size({n})"),
+        }
+    }
+}
+
+/// Index of a volume in the pool.
+pub type VolumeId = u32;
+
+/// What a user asks of a volume. Offsets and lengths are in bytes and must be multiples of
+/// [`crate::PAGE_SIZE`]; the NBD layer advertises that as the minimum block size.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Read {
+        offset: u64,
+        len: u64,
+    },
+    Write {
+        offset: u64,
+        data: Data,
+        fua: bool,
+    },
+    /// Everything acknowledged before this request is durable when it is acknowledged.
+    Flush,
+    /// The range's content becomes unspecified; whole blocks give their space back.
+    Trim {
+        offset: u64,
+        len: u64,
+    },
+    /// The range reads as zeros afterwards.
+    WriteZeroes {
+        offset: u64,
+        len: u64,
+        fua: bool,
+    },
+}
+
+impl Op {
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            Op::Write { .. } | Op::WriteZeroes { .. } | Op::Trim { .. }
+        )
+    }
+}
+
+/// A user request. `id` is the caller's tag and comes back in the [`Reply`].
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub id: u64,
+    pub volume: VolumeId,
+    pub op: Op,
+}
+
+/// Why a request failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReqError {
+    #[error("no such volume {0}")]
+    NoVolume(VolumeId),
+    #[error("offset {offset} length {len} is outside the volume ({size} bytes)")]
+    OutOfRange { offset: u64, len: u64, size: u64 },
+    #[error("offset {offset} length {len} is not aligned to {align} bytes")]
+    Misaligned { offset: u64, len: u64, align: u64 },
+    #[error("payload is {got} bytes but the request says {want}")]
+    BadPayload { got: u64, want: u64 },
+    #[error("request of {len} bytes is larger than the limit of {max}")]
+    TooLarge { len: u64, max: u64 },
+    #[error("the engine is full ({0} requests in flight); retry after a reply")]
+    Busy(usize),
+    #[error("data lost beyond the volume's fault tolerance: {0}")]
+    Io(String),
+    #[error("no space left in the pool for this write")]
+    NoSpace,
+}
+
+/// The answer to a [`Request`]: read data for reads, nothing otherwise.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub id: u64,
+    pub result: Result<Option<Data>, ReqError>,
+    /// When the request was submitted, so drivers can measure latency without bookkeeping.
+    pub submitted_at: Nanos,
+}
+
+/// Handle of one device I/O the engine issued; it comes back with the completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IoId(pub u64);
+
+/// A device command. Offsets are in bytes on the member device.
+#[derive(Clone, Debug)]
+pub enum DevOp {
+    Read { offset: u64, len: u64 },
+    Write { offset: u64, data: Data, fua: bool },
+    Flush,
+    Trim { offset: u64, len: u64 },
+}
+
+impl DevOp {
+    pub fn len(&self) -> u64 {
+        match self {
+            DevOp::Read { len, .. } | DevOp::Trim { len, .. } => *len,
+            DevOp::Write { data, .. } => data.len(),
+            DevOp::Flush => 0,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn is_write(&self) -> bool {
+        matches!(self, DevOp::Write { .. })
+    }
+}
+
+/// One device I/O for the driver to perform.
+#[derive(Clone, Debug)]
+pub struct DeviceIo {
+    pub id: IoId,
+    pub disk: DiskId,
+    pub op: DevOp,
+    /// Foreground (on a user request's path) or background (conversion, compaction, rebuild).
+    pub background: bool,
+}
+
+/// A device-level failure. Any error marks the member failed: SSDs retry internally, so an
+/// error that reaches us means the device can no longer be trusted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("device error: {0}")]
+pub struct DevError(pub String);
+
+/// The result of a device I/O: read data for reads.
+pub type IoResult = Result<Option<Data>, DevError>;

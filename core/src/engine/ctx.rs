@@ -1,0 +1,99 @@
+//! [`Ctx`]: everything a scheme may touch while it handles one input. It is the only way a
+//! scheme issues device I/O or answers a user, so the engine sees every output.
+
+use std::collections::VecDeque;
+
+use super::api::{Data, DevOp, DeviceIo, Reply, ReqError};
+use super::disks::Disks;
+use super::iotable::{InflightIo, IoTable, IoTag};
+use super::stats::EngineStats;
+use crate::rng::Rng;
+use crate::types::{DiskId, Nanos};
+
+pub struct Ctx<'a> {
+    pub now: Nanos,
+    pub rng: &'a mut Rng,
+    pub size_only: bool,
+    pub(crate) disks: &'a mut Disks,
+    pub(crate) ios: &'a mut IoTable,
+    pub(crate) out_io: &'a mut VecDeque<DeviceIo>,
+    pub(crate) out_reply: &'a mut VecDeque<Reply>,
+    pub(crate) user_inflight: &'a mut usize,
+    pub stats: &'a mut EngineStats,
+}
+
+impl Ctx<'_> {
+    /// Issue a device I/O. The completion comes back to the scheme with `tag`.
+    pub fn issue(&mut self, disk: DiskId, op: DevOp, tag: IoTag, background: bool) {
+        assert!(disk.index() < self.disks.len(), "I/O to unknown {disk}");
+        let len = op.len();
+        let write = op.is_write();
+        let ticket = self.disks.on_issue(disk, self.now, len, write, background);
+        let id = self.ios.insert(InflightIo {
+            disk,
+            ticket,
+            tag,
+            issued_at: self.now,
+            len,
+            write,
+            background,
+        });
+        self.out_io.push_back(DeviceIo {
+            id,
+            disk,
+            op,
+            background,
+        });
+    }
+
+    /// Answer a user request. Exactly one reply per accepted request.
+    pub fn reply(&mut self, id: u64, submitted_at: Nanos, result: Result<Option<Data>, ReqError>) {
+        assert!(*self.user_inflight > 0, "reply without a request in flight");
+        *self.user_inflight -= 1;
+        self.stats.replies += 1;
+        if result.is_err() {
+            self.stats.failed_requests += 1;
+        }
+        self.out_reply.push_back(Reply {
+            id,
+            result,
+            submitted_at,
+        });
+    }
+
+    pub fn disk_count(&self) -> usize {
+        self.disks.len()
+    }
+    pub fn is_failed(&self, d: DiskId) -> bool {
+        self.disks.get(d).failed
+    }
+    pub fn is_unresponsive(&self, d: DiskId) -> bool {
+        self.disks.get(d).detector.is_unresponsive()
+    }
+    /// A disk new work should steer around when it can: failed or in a latency spike.
+    pub fn avoid(&self, d: DiskId) -> bool {
+        let s = self.disks.get(d);
+        s.failed || s.detector.is_unresponsive()
+    }
+    pub fn stragglers(&self, d: DiskId) -> u32 {
+        self.disks.get(d).detector.stragglers()
+    }
+    pub fn inflight(&self, d: DiskId) -> u32 {
+        self.disks.get(d).inflight
+    }
+    pub fn foreground_rate(&mut self, d: DiskId) -> f64 {
+        let now = self.now;
+        self.disks.get_mut(d).foreground_rate(now)
+    }
+    /// Mark a member failed: nothing is issued to it any more by well-behaved schemes.
+    pub fn fail_disk(&mut self, d: DiskId) {
+        let s = self.disks.get_mut(d);
+        if !s.failed {
+            s.failed = true;
+            self.stats.disk_failures += 1;
+        }
+    }
+    pub fn failed_disks(&self) -> usize {
+        self.disks.iter().filter(|s| s.failed).count()
+    }
+}

@@ -1,0 +1,275 @@
+//! The sans-IO engine, in the style of quinn-proto: inputs are user requests, device
+//! completions and the passage of time; outputs are device I/O commands, user replies and the
+//! next deadline. A driver loops:
+//!
+//! ```text
+//! loop {
+//!     engine.submit(req, now) / engine.handle_completion(io, result, now) / engine.handle_timeout(now)
+//!     while let Some(io) = engine.poll_device_io() { perform it }
+//!     while let Some(r)  = engine.poll_reply()     { answer the user }
+//!     sleep until engine.poll_timeout() or the next input
+//! }
+//! ```
+//! The engine never performs I/O, reads a clock, sleeps or spawns.
+
+pub mod api;
+pub mod ctx;
+pub mod disks;
+pub mod iotable;
+pub mod stats;
+
+use std::collections::VecDeque;
+
+use crate::detector::DetectorConfig;
+use crate::rng::Rng;
+use crate::scheme::{Scheme, VolumeStatus};
+use crate::types::{DiskId, Nanos, PAGE_SIZE};
+use api::{DeviceIo, IoId, IoResult, Op, Reply, ReqError, Request};
+use ctx::Ctx;
+use disks::Disks;
+use iotable::IoTable;
+use stats::EngineStats;
+
+/// Settings shared by every scheme.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub disks: usize,
+    pub detector: DetectorConfig,
+    /// Bound on user requests in flight; `submit` answers `Busy` beyond it (backpressure).
+    pub max_requests: usize,
+    /// Requests carry only sizes; no data is kept or computed.
+    pub size_only: bool,
+    pub seed: u64,
+}
+
+impl EngineConfig {
+    pub fn new(disks: usize) -> Self {
+        EngineConfig {
+            disks,
+            detector: DetectorConfig::paper_dc(),
+            max_requests: 4096,
+            size_only: false,
+            seed: 1,
+        }
+    }
+}
+
+pub struct Engine {
+    cfg: EngineConfig,
+    scheme: Box<dyn Scheme + Send>,
+    disks: Disks,
+    ios: IoTable,
+    rng: Rng,
+    out_io: VecDeque<DeviceIo>,
+    out_reply: VecDeque<Reply>,
+    user_inflight: usize,
+    stats: EngineStats,
+    now: Nanos,
+}
+
+/// A completion the engine could not match to an I/O it issued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("completion for unknown or already completed I/O {0:?}")]
+pub struct UnknownIo(pub IoId);
+
+impl Engine {
+    pub fn new(cfg: EngineConfig, scheme: Box<dyn Scheme + Send>, now: Nanos) -> Self {
+        assert!(cfg.disks > 0);
+        assert!(cfg.max_requests > 0);
+        Engine {
+            disks: Disks::new(cfg.disks, cfg.detector, now),
+            rng: Rng::new(cfg.seed),
+            cfg,
+            scheme,
+            ios: IoTable::default(),
+            out_io: VecDeque::new(),
+            out_reply: VecDeque::new(),
+            user_inflight: 0,
+            stats: EngineStats::default(),
+            now,
+        }
+    }
+
+    fn ctx_parts(&mut self, now: Nanos) -> (Ctx<'_>, &mut (dyn Scheme + Send)) {
+        // Time never goes backwards for the engine, whatever the driver's clock does.
+        self.now = self.now.max(now);
+        (
+            Ctx {
+                now: self.now,
+                rng: &mut self.rng,
+                size_only: self.cfg.size_only,
+                disks: &mut self.disks,
+                ios: &mut self.ios,
+                out_io: &mut self.out_io,
+                out_reply: &mut self.out_reply,
+                user_inflight: &mut self.user_inflight,
+                stats: &mut self.stats,
+            },
+            self.scheme.as_mut(),
+        )
+    }
+
+    /// Validate a request before the scheme sees it, so schemes can trust their input.
+    fn validate(&self, req: &Request) -> Result<(), ReqError> {
+        let size = self
+            .scheme
+            .volume_size(req.volume)
+            .ok_or(ReqError::NoVolume(req.volume))?;
+        let (offset, len) = match &req.op {
+            Op::Read { offset, len }
+            | Op::Trim { offset, len }
+            | Op::WriteZeroes { offset, len, .. } => (*offset, *len),
+            Op::Write { offset, data, .. } => {
+                if self.cfg.size_only != matches!(data, api::Data::Size(_)) {
+                    return Err(ReqError::BadPayload {
+                        got: data.len(),
+                        want: data.len(),
+                    });
+                }
+                (*offset, data.len())
+            }
+            Op::Flush => return Ok(()),
+        };
+        if offset % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || len == 0 {
+            return Err(ReqError::Misaligned {
+                offset,
+                len,
+                align: PAGE_SIZE,
+            });
+        }
+        let max = self.scheme.max_request_bytes();
+        if len > max {
+            return Err(ReqError::TooLarge { len, max });
+        }
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(ReqError::OutOfRange { offset, len, size });
+        }
+        Ok(())
+    }
+
+    /// A new user request. Errors are answered immediately through `poll_reply`, except
+    /// `Busy`, which is returned so the driver can hold the request back (backpressure).
+    pub fn submit(&mut self, req: Request, now: Nanos) -> Result<(), ReqError> {
+        if self.user_inflight >= self.cfg.max_requests {
+            self.stats.rejected_busy += 1;
+            return Err(ReqError::Busy(self.user_inflight));
+        }
+        self.stats.requests += 1;
+        self.user_inflight += 1;
+        let now_eff = self.now.max(now);
+        if let Err(e) = self.validate(&req) {
+            let (mut ctx, _) = self.ctx_parts(now);
+            ctx.reply(req.id, now_eff, Err(e));
+            return Ok(());
+        }
+        if let Op::Write { data, .. } = &req.op {
+            self.stats.user_bytes_written += data.len();
+        }
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        scheme.submit(&mut ctx, req);
+        Ok(())
+    }
+
+    /// A device I/O finished. Any error fails the member (see [`api::DevError`]).
+    pub fn handle_completion(
+        &mut self,
+        id: IoId,
+        result: IoResult,
+        now: Nanos,
+    ) -> Result<(), UnknownIo> {
+        let io = self.ios.remove(id).ok_or(UnknownIo(id))?;
+        self.now = self.now.max(now);
+        let failed = result.is_err();
+        self.disks.on_complete(io.disk, io.ticket, self.now, failed);
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        if io.write {
+            if io.background {
+                ctx.stats.device_bytes_written_bg += io.len;
+            } else {
+                ctx.stats.device_bytes_written_fg += io.len;
+            }
+        } else if io.background {
+            ctx.stats.device_bytes_read_bg += io.len;
+        }
+        let newly_failed = failed && !ctx.is_failed(io.disk);
+        if newly_failed {
+            ctx.fail_disk(io.disk);
+        }
+        scheme.on_io_complete(&mut ctx, io.tag, result);
+        if newly_failed {
+            scheme.on_disk_failed(&mut ctx, io.disk);
+        }
+        Ok(())
+    }
+
+    /// Time passed: slide detector windows and run scheme timers.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        self.now = self.now.max(now);
+        self.disks.advance(self.now);
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        scheme.on_tick(&mut ctx);
+    }
+
+    /// The operator (or a driver that lost a device) declares a member failed.
+    pub fn fail_disk(&mut self, disk: DiskId, now: Nanos) {
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        if !ctx.is_failed(disk) {
+            ctx.fail_disk(disk);
+            scheme.on_disk_failed(&mut ctx, disk);
+        }
+    }
+
+    pub fn poll_device_io(&mut self) -> Option<DeviceIo> {
+        self.out_io.pop_front()
+    }
+    pub fn poll_reply(&mut self) -> Option<Reply> {
+        self.out_reply.pop_front()
+    }
+    /// When `handle_timeout` should be called next, if ever.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let d = self.disks.next_deadline();
+        let s = self.scheme.next_deadline(self.now);
+        match (d, s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn scheme(&self) -> &dyn Scheme {
+        self.scheme.as_ref()
+    }
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+    pub fn disks(&self) -> &Disks {
+        &self.disks
+    }
+    pub fn scheme_name(&self) -> &str {
+        self.scheme.name()
+    }
+    pub fn volume_count(&self) -> usize {
+        self.scheme.volume_count()
+    }
+    pub fn volume_size(&self, v: api::VolumeId) -> Option<u64> {
+        self.scheme.volume_size(v)
+    }
+    pub fn volume_status(&self, v: api::VolumeId) -> Option<VolumeStatus> {
+        self.scheme.volume_status(v)
+    }
+    pub fn inflight_requests(&self) -> usize {
+        self.user_inflight
+    }
+    pub fn inflight_ios(&self) -> usize {
+        self.ios.len()
+    }
+    /// Nothing in flight and no background work pending or running.
+    pub fn is_idle(&self) -> bool {
+        self.user_inflight == 0 && self.ios.is_empty() && self.scheme.is_idle()
+    }
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+}

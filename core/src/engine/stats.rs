@@ -1,0 +1,40 @@
+//! Counters the engine and schemes keep for reports (redirections, conversions, ...).
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    pub requests: u64,
+    pub replies: u64,
+    pub failed_requests: u64,
+    pub rejected_busy: u64,
+    pub disk_failures: u64,
+    /// Writes whose first-choice location touched an unresponsive disk and went elsewhere.
+    pub redirected_writes: u64,
+    /// Reads served from another replica or rebuilt from parity to avoid a slow disk.
+    pub redirected_reads: u64,
+    pub reconstructed_reads: u64,
+    pub hedged_reads: u64,
+    pub full_stripe_writes: u64,
+    pub replicated_block_writes: u64,
+    pub conversions: u64,
+    pub relocations: u64,
+    pub pair_sets_freed_without_conversion: u64,
+    /// Bytes users asked to write.
+    pub user_bytes_written: u64,
+    /// Bytes the engine wrote to devices on behalf of users (foreground).
+    pub device_bytes_written_fg: u64,
+    /// Bytes written by background work (parity fill at conversion, compaction).
+    pub device_bytes_written_bg: u64,
+    pub device_bytes_read_bg: u64,
+    pub write_retries: u64,
+}
+
+impl EngineStats {
+    /// Device bytes written per user byte written.
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            return 0.0;
+        }
+        (self.device_bytes_written_fg + self.device_bytes_written_bg) as f64
+            / self.user_bytes_written as f64
+    }
+}

@@ -1,0 +1,123 @@
+//! Bulk kernels: XOR and the P/Q syndrome, eight bytes at a time.
+//!
+//! Work is done on native-endian `u64` words (every operation here acts on each byte on its
+//! own, so byte order does not matter) and the compiler vectorises the word loops further.
+//! The syndrome walks the columns in blocks of [`CHUNK`] bytes so P, Q and the current data
+//! chunk stay in L1 while every column is folded in.
+
+use super::gf256::{mul2, mul2_word};
+
+/// Bytes processed per pass over all columns: small enough that P, Q and one data chunk fit
+/// in a 32 KiB L1 cache.
+const CHUNK: usize = 4096;
+
+#[inline(always)]
+fn load(b: &[u8]) -> u64 {
+    u64::from_ne_bytes(b.try_into().expect("8-byte chunk"))
+}
+
+/// `dst ^= src`, byte by byte, computed a word at a time.
+pub fn xor_into(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "xor_into: length mismatch");
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (dw, sw) in (&mut d).zip(&mut s) {
+        dw.copy_from_slice(&(load(dw) ^ load(sw)).to_ne_bytes());
+    }
+    for (db, sb) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *db ^= sb;
+    }
+}
+
+/// `q = g*q ^ src` and, if given, `p ^= src`: one Horner step of the Q syndrome.
+fn fold_column(q: Option<&mut [u8]>, p: Option<&mut [u8]>, src: Option<&[u8]>) {
+    match (q, p, src) {
+        (Some(q), Some(p), Some(src)) => {
+            let mut qc = q.chunks_exact_mut(8);
+            let mut pc = p.chunks_exact_mut(8);
+            let mut sc = src.chunks_exact(8);
+            for ((qw, pw), sw) in (&mut qc).zip(&mut pc).zip(&mut sc) {
+                let s = load(sw);
+                qw.copy_from_slice(&(mul2_word(load(qw)) ^ s).to_ne_bytes());
+                pw.copy_from_slice(&(load(pw) ^ s).to_ne_bytes());
+            }
+            let tail = qc
+                .into_remainder()
+                .iter_mut()
+                .zip(pc.into_remainder())
+                .zip(sc.remainder());
+            for ((qb, pb), sb) in tail {
+                *qb = mul2(*qb) ^ sb;
+                *pb ^= sb;
+            }
+        }
+        (Some(q), _, None) => {
+            // A column treated as zero: Q still advances one power of g.
+            let mut qc = q.chunks_exact_mut(8);
+            for qw in &mut qc {
+                qw.copy_from_slice(&mul2_word(load(qw)).to_ne_bytes());
+            }
+            for qb in qc.into_remainder() {
+                *qb = mul2(*qb);
+            }
+        }
+        (Some(q), None, Some(src)) => {
+            let mut qc = q.chunks_exact_mut(8);
+            let mut sc = src.chunks_exact(8);
+            for (qw, sw) in (&mut qc).zip(&mut sc) {
+                qw.copy_from_slice(&(mul2_word(load(qw)) ^ load(sw)).to_ne_bytes());
+            }
+            for (qb, sb) in qc.into_remainder().iter_mut().zip(sc.remainder()) {
+                *qb = mul2(*qb) ^ sb;
+            }
+        }
+        (None, Some(p), Some(src)) => xor_into(p, src),
+        (None, _, _) => {}
+    }
+}
+
+/// Computes P (XOR of data) and/or Q (sum of g^i * D_i) of `data` into `p` / `q`, treating
+/// the columns for which `skip(i)` holds as all zeros (their slices are not read and may be
+/// empty). Every other column and both outputs must have length `len`.
+pub(super) fn syndrome<S: AsRef<[u8]>>(
+    data: &[S],
+    skip: impl Fn(usize) -> bool,
+    len: usize,
+    mut p: Option<&mut [u8]>,
+    mut q: Option<&mut [u8]>,
+) {
+    for (i, d) in data.iter().enumerate() {
+        assert!(
+            skip(i) || d.as_ref().len() == len,
+            "data column {i}: length mismatch"
+        );
+    }
+    assert!(
+        p.as_ref().is_none_or(|p| p.len() == len),
+        "P: length mismatch"
+    );
+    assert!(
+        q.as_ref().is_none_or(|q| q.len() == len),
+        "Q: length mismatch"
+    );
+    let top = (0..data.len()).rev().find(|&i| !skip(i));
+    for start in (0..len).step_by(CHUNK) {
+        let end = (start + CHUNK).min(len);
+        let mut pc = p.as_deref_mut().map(|p| &mut p[start..end]);
+        let mut qc = q.as_deref_mut().map(|q| &mut q[start..end]);
+        // Horner's rule from the highest column down: Q = (..(D_top g + D_top-1) g ..) + D_0.
+        // Seeding with the top column saves one pass over zeros.
+        let Some(top) = top else {
+            pc.iter_mut().chain(qc.iter_mut()).for_each(|c| c.fill(0));
+            continue;
+        };
+        let seed = &data[top].as_ref()[start..end];
+        pc.iter_mut()
+            .chain(qc.iter_mut())
+            .for_each(|c| c.copy_from_slice(seed));
+        for i in (0..top).rev() {
+            let src = (!skip(i)).then(|| &data[i].as_ref()[start..end]);
+            fold_column(qc.as_deref_mut(), pc.as_deref_mut(), src);
+        }
+    }
+}

@@ -1,0 +1,651 @@
+//! Background work: in-position conversion of replica pair sets to parity stripes (paper
+//! §4.2, Fig. 7), and relocation, which packs live blocks out of stripes full of holes (and
+//! merges patch lists) into fresh full stripes so their space comes back.
+
+use super::FusionScheme;
+use super::jobs::{ConvertJob, Job, ReadPurpose, RelocJob};
+use super::pairs::SlotState;
+use super::vol::Vol;
+use super::write::fill_parity;
+use crate::engine::api::{Data, DevOp, IoResult};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::space::StripeState;
+use crate::types::{DiskId, PAGE_SIZE};
+use crate::volume::Loc;
+
+impl FusionScheme {
+    /// Could any background task (running or startable) free stripes in `vol`?
+    pub(super) fn background_possible(&self, vol: usize) -> bool {
+        let v = &self.vols[vol];
+        v.bg_running > 0
+            || (self.cfg.conversion.enabled && v.pairs.set_count() > 0)
+            || v.holes() >= v.zone.dcols() as u64
+    }
+
+    /// Start background tasks where the triggers say so, up to the concurrency limit.
+    pub(super) fn kick_background(&mut self, ctx: &mut Ctx) {
+        for vol in 0..self.vols.len() {
+            if !self.vols[vol].space_waiters.is_empty() {
+                // Something finished: maybe space came back.
+                if self.vols[vol].stripes.spare_len() > 0 || self.vols[vol].pairs.spare_slots() > 0
+                {
+                    self.retry_space_waiters(ctx, vol);
+                }
+            }
+            let pol = self.cfg.conversion.clone();
+            while self.vols[vol].bg_running < pol.max_concurrent {
+                let v = &self.vols[vol];
+                let starving = !v.space_waiters.is_empty();
+                let low_space = v.free_share() < pol.spare_low_water;
+                let rep_full = v.stripes.count(StripeState::Replica) as f64
+                    >= pol.replicated_high_water * v.max_replica_stripes as f64;
+                let idle = pol
+                    .idle_ns
+                    .is_some_and(|i| ctx.now >= self.last_user_at + i);
+                let mut started = false;
+                if pol.enabled && (starving || low_space || rep_full || idle) {
+                    started = self.start_conversion(ctx, vol, starving);
+                }
+                if !started && (starving || low_space) {
+                    started = self.start_relocation(ctx, vol, starving);
+                }
+                if !started {
+                    break;
+                }
+            }
+            let v = &self.vols[vol];
+            if !v.space_waiters.is_empty() && v.bg_running == 0 && v.writes_in_flight == 0 {
+                // Nothing runs and nothing could start: the pool is full for these writes.
+                let waiters = std::mem::take(&mut self.vols[vol].space_waiters);
+                for h in waiters {
+                    self.fail_write(ctx, h, crate::engine::api::ReqError::NoSpace);
+                }
+            }
+        }
+    }
+
+    fn busy_disk(&self, ctx: &mut Ctx, disks: &[DiskId]) -> bool {
+        let limit = self.cfg.conversion.pause_fg_bytes_per_sec;
+        disks.iter().any(|&d| ctx.foreground_rate(d) > limit)
+    }
+
+    fn start_conversion(&mut self, ctx: &mut Ctx, vol: usize, force: bool) -> bool {
+        let v = &self.vols[vol];
+        let nparity = v.zone.nparity();
+        let mut ids = Vec::new();
+        v.pairs.oldest(|id, _| {
+            ids.push(id);
+            false
+        });
+        let mut cand = None;
+        for id in ids {
+            let set = v.pairs.set(id);
+            // Keep the stripe with the fewest failed members (at most what parity covers),
+            // then the fewest slow ones.
+            let score = |i: usize| {
+                let ds = v.zone.stripe_disks(set.stripes[i]);
+                (
+                    ds.iter().filter(|&&d| ctx.is_failed(d)).count(),
+                    ds.iter().filter(|&&d| ctx.is_unresponsive(d)).count(),
+                )
+            };
+            let keep = (0..set.copies as usize)
+                .filter(|&i| score(i).0 <= nparity)
+                .min_by_key(|&i| score(i));
+            let Some(keep) = keep else { continue };
+            let disks = v.zone.stripe_disks(set.stripes[keep]);
+            if !force && self.busy_disk(ctx, &disks) {
+                continue; // paper: conversion pauses while a disk is busy with foreground I/O
+            }
+            // Every live copy in the kept stripe must be readable from some copy.
+            let readable = set.slots.iter().all(|sl| {
+                !matches!(sl.state, SlotState::Live(_))
+                    || (0..set.copies as usize)
+                        .any(|j| !ctx.is_failed(v.zone.disk(set.stripes[j], sl.cols[j] as usize)))
+            });
+            if readable {
+                cand = Some((id, keep));
+                break;
+            }
+        }
+        if cand.is_none() && force {
+            // No settled set: close a partially used one so its space can come back.
+            let v = &mut self.vols[vol];
+            if let Some(id) = v.pairs.closable() {
+                v.pairs.close(id);
+                if v.settle_set(id, ctx.now) {
+                    return true;
+                }
+                return self.start_conversion(ctx, vol, false);
+            }
+        }
+        let Some((id, keep)) = cand else { return false };
+        let v = &mut self.vols[vol];
+        v.pairs.set_mut(id).converting = true;
+        v.pairs.refresh(id);
+        let set = v.pairs.set(id).clone();
+        let stripe = set.stripes[keep];
+        let width = v.zone.width();
+        let dcols = v.zone.dcols();
+        let bs = v.zone.block_size();
+        let h = self.jobs.insert(Job::Convert(ConvertJob {
+            vol,
+            set: id,
+            keep,
+            cols: vec![None; width],
+            pending: 0,
+            writing: false,
+            failed: false,
+        }));
+        let v = &mut self.vols[vol];
+        v.bg_running += 1;
+        // Read every data column as it is on disk, dead copies and never-written blocks
+        // included: parity must describe the stripe's actual content (paper Fig. 7). A column
+        // on a failed member is read from another copy when it is live, and counts as zeros
+        // when it is not (nobody will read it, and a rebuild recreates exactly that).
+        let mut n = 0;
+        for c in 0..dcols {
+            let mut src = Some((stripe, c));
+            if ctx.is_failed(v.zone.disk(stripe, c)) {
+                src = set
+                    .slots
+                    .iter()
+                    .find(|sl| {
+                        sl.cols[keep] as usize == c && matches!(sl.state, SlotState::Live(_))
+                    })
+                    .and_then(|sl| {
+                        (0..set.copies as usize)
+                            .map(|j| (set.stripes[j], sl.cols[j] as usize))
+                            .find(|&(s2, c2)| !ctx.is_failed(v.zone.disk(s2, c2)))
+                    });
+            }
+            if let Some((s2, c2)) = src {
+                let (disk, off) = v.zone.device_offset(s2, c2, 0);
+                ctx.issue(
+                    disk,
+                    DevOp::Read {
+                        offset: off,
+                        len: bs,
+                    },
+                    IoTag {
+                        job: h,
+                        part: c as u32,
+                    },
+                    true,
+                );
+                n += 1;
+            }
+        }
+        let Some(Job::Convert(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        j.pending = n;
+        if n == 0 {
+            self.convert_write_parity(ctx, h);
+        }
+        true
+    }
+
+    pub(super) fn convert_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let Some(Job::Convert(j)) = self.jobs.get_mut(tag.job) else {
+            unreachable!()
+        };
+        j.pending -= 1;
+        match result {
+            Err(_) => j.failed = true,
+            Ok(Some(Data::Bytes(b))) if !j.writing => j.cols[tag.part as usize] = Some(b),
+            Ok(_) => {}
+        }
+        if j.pending > 0 {
+            return;
+        }
+        let vol = j.vol;
+        let (id, failed, writing) = (j.set, j.failed, j.writing);
+        if failed {
+            // A member failed: give the set back untouched; it stays replicated (still
+            // redundant where it can be) and a later attempt keeps another stripe.
+            let _ = self.jobs.remove(tag.job);
+            let v = &mut self.vols[vol];
+            v.bg_running -= 1;
+            v.pairs.set_mut(id).converting = false;
+            v.settle_set(id, ctx.now);
+            return;
+        }
+        if writing {
+            self.finish_conversion(ctx, tag.job);
+        } else {
+            self.convert_write_parity(ctx, tag.job);
+        }
+    }
+
+    /// Fill the parity of the kept stripe.
+    fn convert_write_parity(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Convert(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        let v = &self.vols[j.vol];
+        let stripe = v.pairs.set(j.set).stripes[j.keep];
+        let width = v.zone.width();
+        let dcols = v.zone.dcols();
+        let bs = v.zone.block_size();
+        let payloads: Vec<Data> = if ctx.size_only {
+            vec![Data::Size(bs); width - dcols]
+        } else {
+            let mut cols: Vec<Vec<u8>> = j
+                .cols
+                .iter_mut()
+                .map(|c| c.take().unwrap_or_else(|| vec![0u8; bs as usize]))
+                .collect();
+            fill_parity(&mut cols, width - dcols);
+            cols.drain(dcols..).map(Data::Bytes).collect()
+        };
+        j.writing = true;
+        let mut n = 0;
+        for (i, p) in payloads.into_iter().enumerate() {
+            let (disk, off) = v.zone.device_offset(stripe, dcols + i, 0);
+            if ctx.is_failed(disk) {
+                continue; // degraded: the data columns are all readable
+            }
+            ctx.issue(
+                disk,
+                DevOp::Write {
+                    offset: off,
+                    data: p,
+                    fua: false,
+                },
+                IoTag {
+                    job: h,
+                    part: (dcols + i) as u32,
+                },
+                true,
+            );
+            n += 1;
+        }
+        j.pending = n;
+        if n == 0 {
+            self.finish_conversion(ctx, h);
+        }
+    }
+
+    /// Parity is on disk: the kept stripe's live copies become RAID data (W: 1 -> 0), the
+    /// other stripes are reclaimed and the set leaves the BPT.
+    fn finish_conversion(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Convert(j)) = self.jobs.remove(h) else {
+            unreachable!()
+        };
+        let v = &mut self.vols[j.vol];
+        v.bg_running -= 1;
+        let keep = j.keep;
+        let set = v.pairs.remove(j.set);
+        let stripe = set.stripes[keep];
+        let mut mask = 0u32;
+        let mut moves = Vec::new();
+        for slot in &set.slots {
+            if let SlotState::Live(ub) = slot.state {
+                let key = v.zone.flbn(set.stripes[0], slot.cols[0] as usize);
+                let col = slot.cols[keep] as usize;
+                mask |= 1 << col;
+                moves.push((ub, key, v.zone.flbn(stripe, col)));
+            }
+        }
+        v.stripes.set_state(stripe, StripeState::Raid);
+        v.stripes.set_valid_mask(stripe, mask);
+        v.raid_valid_blocks += mask.count_ones() as u64;
+        for (ub, key, flbn) in moves {
+            let e = v.bmt.get(ub);
+            if e.base == Loc::Rep(key) {
+                v.bmt.set(
+                    ub,
+                    crate::volume::Entry {
+                        base: Loc::Raid(flbn),
+                        patched: e.patched,
+                    },
+                );
+            }
+            v.patches.replace_loc(ub, Loc::Rep(key), Loc::Raid(flbn));
+            assert!(
+                v.references(ub, Loc::Raid(flbn)),
+                "converted slot not referenced by its owner"
+            );
+        }
+        for (i, &s) in set.stripes().iter().enumerate() {
+            if i != keep {
+                v.stripes.set_state(s, StripeState::Free);
+            }
+        }
+        if mask == 0 {
+            v.stripes.set_state(stripe, StripeState::Free);
+        }
+        ctx.stats.conversions += 1;
+    }
+
+    /// Pick up to one stripe's worth of user blocks worth moving: blocks of the RAID stripes
+    /// with the most holes (the cleaner's greedy policy) and blocks with patch lists. The BMT
+    /// is swept from a cursor, a bounded number of entries per call, so no reverse map (and
+    /// no metadata beyond the paper's) is needed.
+    fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, _force: bool) -> bool {
+        let v = &mut self.vols[vol];
+        let dcols = v.zone.dcols();
+        if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
+            return false;
+        }
+        // Gather the live blocks of RAID stripes that have holes, by stripe. A relocation
+        // must empty whole stripes, at least two of them, or it would only move space around
+        // (it consumes one stripe itself).
+        // stripe -> (user blocks with data in it, columns those references cover).
+        let mut by_stripe: std::collections::BTreeMap<u32, (Vec<u64>, u32)> = Default::default();
+        let budget = v.blocks.min(65_536);
+        for _ in 0..budget {
+            let ub = v.sweep_cursor;
+            v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
+            let e = v.bmt.get(ub);
+            let mut locs = vec![e.base];
+            if e.patched {
+                locs.extend(v.patches.get(ub).iter().map(|n| n.loc));
+            }
+            for loc in locs {
+                if let Loc::Raid(f) = loc {
+                    let (s, _) = v.zone.split(f);
+                    if (v.stripes.valid(s).count_ones() as usize) < dcols {
+                        let g = by_stripe.entry(s).or_default();
+                        if !g.0.contains(&ub) {
+                            g.0.push(ub);
+                        }
+                        g.1 += 1;
+                    }
+                }
+            }
+        }
+        let mut groups: Vec<(u32, Vec<u64>, u32)> = by_stripe
+            .into_iter()
+            .filter(|(_, g)| g.0.iter().all(|&u| v.locks.is_available(u)))
+            .map(|(s, g)| (s, g.0, g.1))
+            .collect();
+        groups.sort_by_key(|(s, _, _)| v.stripes.valid(*s).count_ones());
+        // Fill the target from the emptiest stripes. Worth it when it empties two stripes, or
+        // empties one and fills the target completely: a full target is never a candidate
+        // again, so live data in part-empty stripes strictly shrinks and cleaning can not
+        // cycle.
+        let mut picked: Vec<u64> = Vec::new();
+        let mut emptied = 0;
+        for (s, ubs, cols) in &groups {
+            let fresh: Vec<u64> = ubs
+                .iter()
+                .copied()
+                .filter(|u| !picked.contains(u))
+                .collect();
+            if picked.len() + fresh.len() > dcols {
+                let room = dcols - picked.len();
+                picked.extend(&fresh[..room]);
+                break;
+            }
+            picked.extend(&fresh);
+            if *cols == v.stripes.valid(*s).count_ones() {
+                emptied += 1;
+            }
+        }
+        if !(emptied >= 2 || (emptied >= 1 && picked.len() == dcols)) {
+            return false;
+        }
+        for &ub in &picked {
+            assert!(
+                v.locks.try_acquire(ub, ub + 1),
+                "candidate block locked meanwhile"
+            );
+        }
+        if picked.is_empty() {
+            return false;
+        }
+        let redirect = self.cfg.redirect;
+        let width = v.zone.width();
+        let nparity = v.zone.nparity();
+        let zone = &v.zone;
+        let target = v.stripes.take_spare(|s| {
+            (0..width).all(|c| {
+                let d = zone.disk(s, c);
+                !(ctx.is_failed(d) || redirect && ctx.is_unresponsive(d))
+            })
+        });
+        let target = target.or_else(|| {
+            v.stripes
+                .take_spare(|s| (0..width).all(|c| !ctx.is_failed(zone.disk(s, c))))
+        });
+        let target = target.or_else(|| {
+            v.stripes.take_spare(|s| {
+                (0..width)
+                    .filter(|&c| ctx.is_failed(zone.disk(s, c)))
+                    .count()
+                    <= nparity
+            })
+        });
+        let Some((stripe, _)) = target else {
+            for ub in picked {
+                let _ = v.locks.release(ub, ub + 1);
+            }
+            return false;
+        };
+        v.bg_running += 1;
+        let n = picked.len();
+        let bs = v.zone.block_size();
+        let h = self.jobs.insert(Job::Reloc(RelocJob {
+            vol,
+            stripe,
+            blocks: picked.clone(),
+            data: vec![None; n],
+            reads_left: n,
+            pending: 0,
+            writing: false,
+            failed: false,
+        }));
+        for (i, ub) in picked.into_iter().enumerate() {
+            self.start_read(
+                ctx,
+                vol,
+                ReadPurpose::Reloc { job: h, index: i },
+                ub * bs,
+                bs,
+            );
+        }
+        true
+    }
+
+    /// One block of a relocation has been read (None: unreadable, the relocation is dropped).
+    pub(super) fn reloc_block_read(
+        &mut self,
+        ctx: &mut Ctx,
+        h: u64,
+        index: usize,
+        data: Option<Vec<u8>>,
+    ) {
+        let Some(Job::Reloc(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        j.reads_left -= 1;
+        match data {
+            Some(d) => j.data[index] = Some(d),
+            None => j.failed = true,
+        }
+        if j.reads_left > 0 {
+            return;
+        }
+        if j.failed {
+            return self.finish_reloc(ctx, h, false);
+        }
+        let vol = j.vol;
+        let stripe = j.stripe;
+        let v = &self.vols[vol];
+        let width = v.zone.width();
+        let bs = v.zone.block_size();
+        let Some(Job::Reloc(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        let payloads: Vec<Data> = if ctx.size_only {
+            vec![Data::Size(bs); width]
+        } else {
+            let mut cols: Vec<Vec<u8>> = (0..width)
+                .map(|c| {
+                    j.data
+                        .get(c)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_else(|| vec![0u8; bs as usize])
+                })
+                .collect();
+            fill_parity(&mut cols, v.zone.nparity());
+            cols.into_iter().map(Data::Bytes).collect()
+        };
+        j.writing = true;
+        let mut n = 0;
+        for (c, p) in payloads.into_iter().enumerate() {
+            let (disk, off) = v.zone.device_offset(stripe, c, 0);
+            if ctx.is_failed(disk) {
+                continue; // degraded target: parity covers the column
+            }
+            ctx.issue(
+                disk,
+                DevOp::Write {
+                    offset: off,
+                    data: p,
+                    fua: false,
+                },
+                IoTag {
+                    job: h,
+                    part: c as u32,
+                },
+                true,
+            );
+            n += 1;
+        }
+        j.pending = n;
+        if n == 0 {
+            self.finish_reloc(ctx, h, true);
+        }
+    }
+
+    pub(super) fn reloc_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let Some(Job::Reloc(j)) = self.jobs.get_mut(tag.job) else {
+            unreachable!()
+        };
+        j.pending -= 1;
+        if result.is_err() {
+            j.failed = true;
+        }
+        if j.pending == 0 {
+            let ok = !j.failed;
+            self.finish_reloc(ctx, tag.job, ok);
+        }
+    }
+
+    fn finish_reloc(&mut self, ctx: &mut Ctx, h: u64, ok: bool) {
+        let Some(Job::Reloc(j)) = self.jobs.remove(h) else {
+            unreachable!()
+        };
+        let v = &mut self.vols[j.vol];
+        v.bg_running -= 1;
+        let now = ctx.now;
+        if ok {
+            v.stripes.set_state(j.stripe, StripeState::Raid);
+            for (c, &ub) in j.blocks.iter().enumerate() {
+                v.raid_block_live(j.stripe, c);
+                let loc = Loc::Raid(v.zone.flbn(j.stripe, c));
+                v.map_whole(ub, loc, now);
+            }
+            ctx.stats.relocations += j.blocks.len() as u64;
+        } else if v.stripes.state(j.stripe) == StripeState::Busy {
+            v.stripes.set_state(j.stripe, StripeState::Free);
+        }
+        for &ub in &j.blocks {
+            let ready = self.vols[j.vol].locks.release(ub, ub + 1);
+            // Writes parked behind the relocation run now, in their order.
+            for p in ready {
+                self.run_write(ctx, p.job);
+            }
+        }
+    }
+}
+
+/// Check one volume's metadata against itself (tests and debugging). Panics on violation.
+pub(super) fn check_volume(v: &Vol) {
+    let dcols = v.zone.dcols();
+    let mut raid_refs = std::collections::HashMap::<(u32, usize), u64>::new();
+    let mut rep_refs = std::collections::HashMap::<u64, u64>::new();
+    let mut note = |ub: u64, loc: Loc| match loc {
+        Loc::Unmapped => {}
+        Loc::Raid(f) => {
+            let (s, c) = v.zone.split(f);
+            assert!(c < dcols, "block {ub} mapped to a parity column");
+            let prev = raid_refs.insert((s, c), ub);
+            assert!(
+                prev.is_none() || prev == Some(ub),
+                "RAID block {f} shared by blocks {prev:?} and {ub}"
+            );
+        }
+        Loc::Rep(k) => {
+            let prev = rep_refs.insert(k, ub);
+            assert!(
+                prev.is_none() || prev == Some(ub),
+                "replica {k} shared by blocks {prev:?} and {ub}"
+            );
+        }
+    };
+    for ub in 0..v.blocks {
+        let e = v.bmt.get(ub);
+        note(ub, e.base);
+        assert_eq!(
+            e.patched,
+            !v.patches.get(ub).is_empty(),
+            "P bit of block {ub} disagrees with its patch list"
+        );
+        for n in v.patches.get(ub) {
+            note(ub, n.loc);
+        }
+    }
+    let mut valid_total = 0u64;
+    for s in 0..v.stripes.len() as u32 {
+        match v.stripes.state(s) {
+            StripeState::Raid => {
+                let mask = v.stripes.valid(s);
+                valid_total += mask.count_ones() as u64;
+                for c in 0..dcols {
+                    let live = mask & (1 << c) != 0;
+                    assert_eq!(
+                        live,
+                        raid_refs.contains_key(&(s, c)),
+                        "stripe {s} column {c}: valid bit {live} but referenced {}",
+                        !live
+                    );
+                }
+                assert!(
+                    mask != 0,
+                    "RAID stripe {s} with no live block should be free"
+                );
+            }
+            StripeState::Free => assert!(
+                raid_refs.keys().all(|&(x, _)| x != s),
+                "free stripe {s} still referenced"
+            ),
+            StripeState::Replica => assert!(
+                v.pairs.set_of_stripe(s).is_some(),
+                "replica stripe {s} in no pair set"
+            ),
+            StripeState::Busy => {}
+        }
+    }
+    assert_eq!(
+        valid_total, v.raid_valid_blocks,
+        "RAID live-block counter drifted"
+    );
+    for (&k, &ub) in &rep_refs {
+        let r = v
+            .pairs
+            .lookup(&v.zone, k)
+            .expect("mapped replica key without a set");
+        assert_eq!(
+            v.pairs.set(r.set).slots[r.slot as usize].state,
+            SlotState::Live(ub),
+            "replica {k} mapped by {ub} but slot not live for it"
+        );
+    }
+    let _ = PAGE_SIZE;
+}

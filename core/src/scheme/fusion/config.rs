@@ -1,0 +1,181 @@
+//! Configuration of a FusionRAID pool and its volumes.
+
+use crate::layout::{GeometryError, GroupLayout, Layout, MolsLayout, PermutationLayout};
+use crate::types::Nanos;
+
+/// Redundancy level of a volume: RAID5 keeps one parity column and two replicas of recent
+/// small writes; RAID6 keeps two parity columns and three replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Raid5,
+    Raid6,
+}
+
+impl Level {
+    pub fn nparity(self) -> usize {
+        match self {
+            Level::Raid5 => 1,
+            Level::Raid6 => 2,
+        }
+    }
+    /// Copies a replicated write makes: the same fault tolerance as the parity level.
+    pub fn copies(self) -> usize {
+        self.nparity() + 1
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Raid5 => "raid5",
+            Level::Raid6 => "raid6",
+        }
+    }
+}
+
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "raid5" | "5" => Ok(Level::Raid5),
+            "raid6" | "6" => Ok(Level::Raid6),
+            _ => Err(format!("unknown RAID level '{s}' (raid5 or raid6)")),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutKind {
+    /// RAID+ mutually orthogonal Latin squares (prime-power pool sizes).
+    Mols,
+    /// RAID50-style fixed groups of `width` disks.
+    Groups,
+    /// dRAID-style permutations (any pool size).
+    Permutation { seed: u64 },
+}
+
+impl LayoutKind {
+    pub fn build(
+        self,
+        disks: usize,
+        width: usize,
+        nparity: usize,
+    ) -> Result<Box<dyn Layout>, GeometryError> {
+        Ok(match self {
+            LayoutKind::Mols => Box::new(MolsLayout::new(disks, width)?),
+            LayoutKind::Groups => Box::new(GroupLayout::new(disks, width, nparity)?),
+            LayoutKind::Permutation { seed } => {
+                Box::new(PermutationLayout::new(disks, width, seed)?)
+            }
+        })
+    }
+}
+
+impl std::str::FromStr for LayoutKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "mols" | "raid+" => Ok(LayoutKind::Mols),
+            "groups" | "raid50" => Ok(LayoutKind::Groups),
+            "permutation" | "draid" => Ok(LayoutKind::Permutation { seed: 0x5eed }),
+            _ => Err(format!("unknown layout '{s}' (mols, groups, permutation)")),
+        }
+    }
+}
+
+/// The pool's members and how they are cut into blocks.
+#[derive(Clone, Debug)]
+pub struct PoolGeometry {
+    pub disks: usize,
+    pub disk_bytes: u64,
+    /// Stripe unit and mapping granularity (64 KiB in the paper).
+    pub block_size: u64,
+    /// Bytes reserved at the start of every member for the superblock and metadata.
+    pub data_offset: u64,
+    pub layout: LayoutKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct VolumeConfig {
+    pub name: String,
+    pub level: Level,
+    /// Blocks per stripe, data and parity.
+    pub width: usize,
+    pub size_bytes: u64,
+    /// Upper bound of the replicated area as a share of the volume's logical size (paper: 10%).
+    pub replicated_fraction: f64,
+    /// Physical stripes beyond those the logical size needs, as a share: room for the
+    /// replicated area, out-of-place writes and holes before compaction.
+    pub spare_fraction: f64,
+}
+
+impl VolumeConfig {
+    pub fn new(name: &str, level: Level, width: usize, size_bytes: u64) -> Self {
+        VolumeConfig {
+            name: name.to_string(),
+            level,
+            width,
+            size_bytes,
+            replicated_fraction: 0.10,
+            spare_fraction: 0.25,
+        }
+    }
+}
+
+/// When background conversion of replicated pairs to parity stripes runs (paper §4.2).
+#[derive(Clone, Debug)]
+pub struct ConversionPolicy {
+    pub enabled: bool,
+    /// Convert when spare stripes fall below this share of the zone.
+    pub spare_low_water: f64,
+    /// Convert when the replicated area exceeds this share of its configured size.
+    pub replicated_high_water: f64,
+    /// Convert when no user request arrived for this long.
+    pub idle_ns: Option<Nanos>,
+    /// Pause while any disk of a candidate serves more foreground bytes per second than this
+    /// (paper: 40 MB/s, the per-drive average it observed).
+    pub pause_fg_bytes_per_sec: f64,
+    /// Conversions and compactions in flight at once per volume.
+    pub max_concurrent: usize,
+}
+
+impl Default for ConversionPolicy {
+    fn default() -> Self {
+        ConversionPolicy {
+            enabled: true,
+            spare_low_water: 0.10,
+            replicated_high_water: 0.5,
+            idle_ns: Some(50_000_000),
+            pause_fg_bytes_per_sec: 40e6,
+            max_concurrent: 2,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct FusionConfig {
+    pub pool: PoolGeometry,
+    pub volumes: Vec<VolumeConfig>,
+    /// Steer reads and writes around unresponsive disks (off = the paper's Fusion-ND).
+    pub redirect: bool,
+    pub conversion: ConversionPolicy,
+    /// Re-issue a replicated read to another copy after this long (hedged request); None = off.
+    pub hedge_ns: Option<Nanos>,
+    /// Blocks of one stripe a write must cover in full to take the RAID path. None = the
+    /// break-even point floor(width / copies) (= floor(width/2) for RAID5, paper §4.2).
+    pub raid_threshold: Option<usize>,
+    /// Largest user request in bytes (NBD clients are told; the engine rejects larger).
+    /// Each zone keeps enough spare stripes for one request this large on top of the reserve.
+    pub max_request_bytes: u64,
+}
+
+impl FusionConfig {
+    pub fn new(pool: PoolGeometry, volumes: Vec<VolumeConfig>) -> Self {
+        FusionConfig {
+            pool,
+            volumes,
+            redirect: true,
+            conversion: ConversionPolicy::default(),
+            hedge_ns: None,
+            raid_threshold: None,
+            max_request_bytes: 32 << 20,
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The state of every request and background task in flight, one [`Job`] each.
+
+use super::pairs::SlotRef;
+use crate::engine::api::Data;
+use crate::types::Nanos;
+use crate::volume::Loc;
+
+pub enum Job {
+    Read(ReadJob),
+    Write(WriteJob),
+    Flush(FlushJob),
+    Convert(ConvertJob),
+    Reloc(RelocJob),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Read,
+    Write,
+    Flush,
+    Convert,
+    Reloc,
+}
+
+impl Job {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Job::Read(_) => Kind::Read,
+            Job::Write(_) => Kind::Write,
+            Job::Flush(_) => Kind::Flush,
+            Job::Convert(_) => Kind::Convert,
+            Job::Reloc(_) => Kind::Reloc,
+        }
+    }
+}
+
+/// Who reads: a user (reply when done) or a relocation (feed its gathered blocks).
+#[derive(Clone, Copy, Debug)]
+pub enum ReadPurpose {
+    User { id: u64, at: Nanos },
+    Reloc { job: u64, index: usize },
+}
+
+/// How a read part is being served.
+#[derive(Debug)]
+pub enum PartMode {
+    /// One device read from the block's location (or one replica).
+    Direct {
+        stripe: u32,
+    },
+    /// Rebuilt from the other columns of the stripe (the target disk is slow or failed).
+    Rebuild {
+        target: usize,
+        missing: Vec<usize>,
+        cols: Vec<Option<Vec<u8>>>,
+        waiting: u32,
+    },
+    Done,
+}
+
+/// A run of pages of one user block served from one location.
+#[derive(Debug)]
+pub struct ReadPart {
+    pub first: u16,
+    pub count: u16,
+    /// Byte offset of this run in the job's buffer.
+    pub buf_off: usize,
+    pub loc: Loc,
+    pub mode: PartMode,
+    pub tries: u8,
+    /// Device reads of this part still in flight (hedging may add one).
+    pub inflight: u32,
+    pub issued_at: Nanos,
+    pub hedged: bool,
+    /// (tag code, stripe) of each device read in flight; its pin is released on completion.
+    pub pins: Vec<(u32, u32)>,
+}
+
+pub struct ReadJob {
+    pub vol: usize,
+    pub purpose: ReadPurpose,
+    pub buf: Option<Vec<u8>>,
+    pub parts: Vec<ReadPart>,
+    pub pending: usize,
+    pub error: Option<String>,
+}
+
+#[derive(Debug)]
+pub enum WriteKind {
+    Data(Data),
+    Zeroes(u64),
+    Trim(u64),
+}
+
+impl WriteKind {
+    pub fn len(&self) -> u64 {
+        match self {
+            WriteKind::Data(d) => d.len(),
+            WriteKind::Zeroes(n) | WriteKind::Trim(n) => *n,
+        }
+    }
+}
+
+/// Where a piece of a write goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Dest {
+    /// A data column of a fresh full stripe.
+    Stripe { stripe: u32, col: usize },
+    /// A replica slot.
+    Slot(SlotRef),
+    /// Nothing to write: the block becomes unmapped (trim, or zeroes of a whole block).
+    Unmap,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Piece {
+    pub ub: u64,
+    pub first: u16,
+    pub count: u16,
+    pub dest: Dest,
+}
+
+pub struct WriteJob {
+    pub vol: usize,
+    pub id: u64,
+    pub at: Nanos,
+    pub fua: bool,
+    pub offset: u64,
+    pub kind: WriteKind,
+    pub ub_first: u64,
+    pub ub_end: u64,
+    pub pieces: Vec<Piece>,
+    pub stripes: Vec<u32>,
+    pub pending: u32,
+    pub failed: bool,
+    pub tries: u8,
+}
+
+pub struct FlushJob {
+    pub id: u64,
+    pub at: Nanos,
+    pub pending: u32,
+}
+
+/// In-position conversion of one pair set (paper §4.2, Fig. 7).
+pub struct ConvertJob {
+    pub vol: usize,
+    pub set: u32,
+    /// Index (in the set) of the stripe that keeps its copies as RAID data.
+    pub keep: usize,
+    pub cols: Vec<Option<Vec<u8>>>,
+    pub pending: u32,
+    pub writing: bool,
+    pub failed: bool,
+}
+
+/// Relocation: gather up to one stripe's worth of user blocks (from stripes full of holes, or
+/// with patch lists) into a fresh full stripe, then free what they left behind.
+pub struct RelocJob {
+    pub vol: usize,
+    pub stripe: u32,
+    pub blocks: Vec<u64>,
+    pub data: Vec<Option<Vec<u8>>>,
+    pub reads_left: usize,
+    pub pending: u32,
+    pub writing: bool,
+    pub failed: bool,
+}

@@ -1,0 +1,339 @@
+//! The FusionRAID scheme (Jiang et al., FAST'21): a declustered shared pool, two-phase writes
+//! into stripe-ready replica pairs, in-position conversion to parity stripes, and redirection
+//! of reads and writes around disks the spike detector marks unresponsive.
+//!
+//! Files: `config` (pool and volume settings), `vol` (one volume's metadata), `pairs` (Block
+//! Pairing Table and pairing), `write` (both write paths), `read` (reads, replica choice and
+//! reconstruction), `background` (conversion and relocation/compaction), `jobs` (the state of
+//! requests in flight).
+
+mod background;
+pub mod config;
+mod jobs;
+pub mod pairs;
+mod read;
+pub mod vol;
+mod write;
+
+use crate::engine::api::{IoResult, Op, Request, VolumeId};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::layout::GeometryError;
+use crate::scheme::{Scheme, VolumeStatus};
+use crate::slab::Slab;
+use crate::space::{StripeState, Zone};
+use crate::types::{DiskId, Nanos, PAGE_SIZE};
+pub use config::{ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig};
+use jobs::Job;
+use vol::Vol;
+
+/// A pool or volume configuration that can not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("volume '{volume}': {source}")]
+    Geometry {
+        volume: String,
+        source: GeometryError,
+    },
+    #[error("block size {0} must be a power of two, at least 4 KiB and at most 1 MiB")]
+    BlockSize(u64),
+    #[error("volumes need {need} blocks per disk but members hold only {have}")]
+    TooSmall { need: u64, have: u64 },
+    #[error("volume '{0}': {1}")]
+    Volume(String, String),
+    #[error("the pool needs at least one volume")]
+    NoVolumes,
+}
+
+pub struct FusionScheme {
+    cfg: FusionConfig,
+    vols: Vec<Vol>,
+    jobs: Slab<Job>,
+    last_user_at: Nanos,
+    name: String,
+}
+
+impl FusionScheme {
+    pub fn new(cfg: FusionConfig) -> Result<Self, ConfigError> {
+        let pool = &cfg.pool;
+        let bs = pool.block_size;
+        if !bs.is_power_of_two() || !(PAGE_SIZE..=(1 << 20)).contains(&bs) {
+            return Err(ConfigError::BlockSize(bs));
+        }
+        if cfg.volumes.is_empty() {
+            return Err(ConfigError::NoVolumes);
+        }
+        let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
+        let mut first_block = 0u64;
+        let mut vols = Vec::new();
+        for v in &cfg.volumes {
+            let verr = |m: String| ConfigError::Volume(v.name.clone(), m);
+            if v.size_bytes == 0 || v.size_bytes % bs != 0 {
+                return Err(verr(format!(
+                    "size {} must be a positive multiple of the block size {bs}",
+                    v.size_bytes
+                )));
+            }
+            if !(0.0..=1.0).contains(&v.replicated_fraction)
+                || !(0.0..=4.0).contains(&v.spare_fraction)
+            {
+                return Err(verr(
+                    "replicated_fraction must be in [0,1] and spare_fraction in [0,4]".into(),
+                ));
+            }
+            let np = v.level.nparity();
+            if v.width < np + 2 || v.width > 32 {
+                return Err(verr(format!(
+                    "width {} must be between {} and 32",
+                    v.width,
+                    np + 2
+                )));
+            }
+            let layout = pool
+                .layout
+                .build(pool.disks, v.width, np)
+                .map_err(|source| ConfigError::Geometry {
+                    volume: v.name.clone(),
+                    source,
+                })?;
+            let dcols = (v.width - np) as u64;
+            let blocks = v.size_bytes / bs;
+            let data_stripes = blocks.div_ceil(dcols);
+            let rep_blocks = (blocks as f64 * v.replicated_fraction).ceil() as u64;
+            let rep_stripes = rep_blocks.div_ceil(dcols) * v.level.copies() as u64;
+            // Out-of-place writes need spare stripes: one request's worth on top of the
+            // background reserve (see Vol::reserve_stripes), at the very least.
+            let request_stripes = cfg.max_request_bytes.div_ceil(bs * dcols) + 1;
+            let floor = 2 * (v.level.copies() as u64 + 2) + request_stripes;
+            let slack = ((data_stripes as f64 * v.spare_fraction).ceil() as u64).max(floor);
+            let want = data_stripes + rep_stripes + slack;
+            let tpl = layout.template_stripes();
+            let stripes = want.div_ceil(tpl) * tpl;
+            let zone = Zone::new(layout, np, stripes, first_block, bs, pool.data_offset);
+            first_block += zone.blocks_per_disk();
+            vols.push(Vol::new(v.clone(), zone));
+        }
+        if first_block > have {
+            return Err(ConfigError::TooSmall {
+                need: first_block,
+                have,
+            });
+        }
+        let name = if cfg.redirect {
+            "fusionraid"
+        } else {
+            "fusion-nd"
+        }
+        .to_string();
+        Ok(FusionScheme {
+            cfg,
+            vols,
+            jobs: Slab::default(),
+            last_user_at: 0,
+            name,
+        })
+    }
+
+    /// Blocks per disk the configured volumes use (for sizing members).
+    pub fn blocks_per_disk(&self) -> u64 {
+        self.vols.iter().map(|v| v.zone.blocks_per_disk()).sum()
+    }
+
+    pub fn config(&self) -> &FusionConfig {
+        &self.cfg
+    }
+
+    /// Internal consistency check for tests: every mapped location is accounted for exactly
+    /// as the stripe table and the pairing table say. Panics on the first violation.
+    pub fn check_invariants(&self) {
+        for v in &self.vols {
+            background::check_volume(v);
+        }
+    }
+
+    fn threshold(&self, v: &Vol) -> usize {
+        self.cfg
+            .raid_threshold
+            .unwrap_or(v.zone.width() / v.copies())
+    }
+}
+
+impl Scheme for FusionScheme {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn volume_count(&self) -> usize {
+        self.vols.len()
+    }
+    fn volume_size(&self, v: VolumeId) -> Option<u64> {
+        self.vols.get(v as usize).map(|v| v.cfg.size_bytes)
+    }
+    fn max_request_bytes(&self) -> u64 {
+        self.cfg.max_request_bytes
+    }
+
+    fn submit(&mut self, ctx: &mut Ctx, req: Request) {
+        self.last_user_at = ctx.now;
+        let at = ctx.now;
+        match req.op {
+            Op::Read { offset, len } => {
+                self.start_read(
+                    ctx,
+                    req.volume as usize,
+                    jobs::ReadPurpose::User { id: req.id, at },
+                    offset,
+                    len,
+                );
+            }
+            Op::Write { offset, data, fua } => self.start_write(
+                ctx,
+                req.volume as usize,
+                req.id,
+                offset,
+                jobs::WriteKind::Data(data),
+                fua,
+            ),
+            Op::WriteZeroes { offset, len, fua } => self.start_write(
+                ctx,
+                req.volume as usize,
+                req.id,
+                offset,
+                jobs::WriteKind::Zeroes(len),
+                fua,
+            ),
+            Op::Trim { offset, len } => self.start_write(
+                ctx,
+                req.volume as usize,
+                req.id,
+                offset,
+                jobs::WriteKind::Trim(len),
+                false,
+            ),
+            Op::Flush => self.start_flush(ctx, req.id),
+        }
+    }
+
+    fn on_io_complete(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let kind = match self.jobs.get(tag.job) {
+            Some(j) => j.kind(),
+            None => return, // a hedged read's loser, or a retried part: nobody waits for it
+        };
+        match kind {
+            jobs::Kind::Read => self.read_io_done(ctx, tag, result),
+            jobs::Kind::Write => self.write_io_done(ctx, tag, result),
+            jobs::Kind::Flush => self.flush_io_done(ctx, tag, result),
+            jobs::Kind::Convert => self.convert_io_done(ctx, tag, result),
+            jobs::Kind::Reloc => self.reloc_io_done(ctx, tag, result),
+        }
+        self.kick_background(ctx);
+    }
+
+    fn on_tick(&mut self, ctx: &mut Ctx) {
+        self.hedge_reads(ctx);
+        self.kick_background(ctx);
+    }
+
+    fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
+        let mut d = self.hedge_deadline(now);
+        if self.cfg.conversion.enabled
+            && self
+                .vols
+                .iter()
+                .any(|v| v.pairs.lru_len() > 0 || !v.space_waiters.is_empty())
+        {
+            // Background work is possible: come back when the idle trigger would fire, and
+            // at least every 10 ms to re-check the foreground-throughput pause.
+            let idle = self.cfg.conversion.idle_ns.map(|i| self.last_user_at + i);
+            let poll = now + 10_000_000;
+            let t = idle.map_or(poll, |i| if i > now { i.min(poll) } else { poll });
+            d = Some(d.map_or(t, |x| x.min(t)));
+        }
+        d
+    }
+
+    fn on_disk_failed(&mut self, ctx: &mut Ctx, _disk: DiskId) {
+        // Nothing is remapped eagerly: reads reconstruct or use the surviving copies, and new
+        // writes avoid the failed member. Rebuilding redundancy is the rebuild process's job.
+        self.kick_background(ctx);
+    }
+
+    fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus> {
+        let vol = self.vols.get(v as usize)?;
+        let bs = vol.zone.block_size();
+        let w = vol.zone.width() as u64;
+        Some(VolumeStatus {
+            name: vol.cfg.name.clone(),
+            size_bytes: vol.cfg.size_bytes,
+            level: format!(
+                "{} {}+{}",
+                vol.cfg.level.name(),
+                vol.zone.dcols(),
+                vol.zone.nparity()
+            ),
+            raid_bytes: vol.stripes.count(StripeState::Raid) * w * bs,
+            replicated_bytes: vol.stripes.count(StripeState::Replica) * w * bs,
+            free_bytes: vol.stripes.count(StripeState::Free) * w * bs,
+            conversion_backlog: vol.pairs.set_count() as u64,
+            mapped_bytes: vol.bmt.mapped_blocks() * bs,
+            metadata_bytes: vol.metadata_bytes(),
+        })
+    }
+
+    fn is_idle(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    fn check_invariants(&self) {
+        FusionScheme::check_invariants(self)
+    }
+
+    fn debug_state(&self) -> String {
+        let kinds: Vec<String> = self
+            .jobs
+            .handles()
+            .into_iter()
+            .filter_map(|h| self.jobs.get(h))
+            .map(|j| match j {
+                Job::Read(r) => format!(
+                    "read(pending {}, parts {:?})",
+                    r.pending,
+                    r.parts
+                        .iter()
+                        .map(|p| (&p.mode, p.inflight))
+                        .collect::<Vec<_>>()
+                ),
+                Job::Write(w) => format!("write(pending {}, tries {})", w.pending, w.tries),
+                Job::Flush(f) => format!("flush({})", f.pending),
+                Job::Convert(c) => format!("convert(pending {}, writing {})", c.pending, c.writing),
+                Job::Reloc(r) => format!(
+                    "reloc(reads_left {}, pending {}, writing {})",
+                    r.reads_left, r.pending, r.writing
+                ),
+            })
+            .collect();
+        format!("jobs: {kinds:?}\n") + &self
+            .vols
+            .iter()
+            .map(|v| {
+                format!(
+                    "{}: jobs {} locks held {} waiting {} space_waiters {} bg {} spare stripes {} free {} raid {} replica {} busy {} sets {} lru {} spare slots {} holes {}\n",
+                    v.cfg.name,
+                    self.jobs.len(),
+                    v.locks.held(),
+                    v.locks.waiting(),
+                    v.space_waiters.len(),
+                    v.bg_running,
+                    v.stripes.spare_len(),
+                    v.stripes.count(StripeState::Free),
+                    v.stripes.count(StripeState::Raid),
+                    v.stripes.count(StripeState::Replica),
+                    v.stripes.count(StripeState::Busy),
+                    v.pairs.set_count(),
+                    v.pairs.lru_len(),
+                    v.pairs.spare_slots(),
+                    v.holes()
+                )
+            })
+            .collect::<String>()
+    }
+}

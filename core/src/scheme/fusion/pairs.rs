@@ -1,0 +1,454 @@
+//! Block Pairing Table (BPT) and stripe-ready pairing (paper §4.2).
+//!
+//! A *pair set* is 2 (RAID5) or 3 (RAID6) spare stripes whose data columns are matched into
+//! *slots*: one block per stripe, on distinct disks. A replicated write of a block takes one
+//! slot and writes the same pages into every block of it. Because each copy already sits in a
+//! data column of a real stripe, conversion later only fills the parity of one stripe (which
+//! keeps its copies as RAID data) and frees the others: no data moves.
+//!
+//! A slot is named by its *key*, the FLBN of its copy in the set's first stripe; the BMT
+//! stores that key with W = 1. The BPT maps a key back to its set, slot and copies.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::space::Zone;
+use crate::types::{DiskId, Nanos};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    /// Not handed out yet (in the spare-pair list).
+    Spare,
+    /// Handed to a write in flight.
+    Writing,
+    /// Holds (part of) user block `owner`.
+    Live(u64),
+    /// Superseded, trimmed, or never used: a hole once converted.
+    Dead,
+}
+
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// Column of this slot's block in each stripe of the set.
+    pub cols: [u8; 3],
+    pub state: SlotState,
+}
+
+#[derive(Clone, Debug)]
+pub struct PairSet {
+    pub stripes: [u32; 3],
+    pub copies: u8,
+    pub slots: Vec<Slot>,
+    pub last_access: Nanos,
+    pub converting: bool,
+    pub(crate) in_lru: bool,
+}
+
+impl PairSet {
+    pub fn stripes(&self) -> &[u32] {
+        &self.stripes[..self.copies as usize]
+    }
+    pub fn count(&self, f: impl Fn(SlotState) -> bool) -> usize {
+        self.slots.iter().filter(|s| f(s.state)).count()
+    }
+    /// Every slot settled (live or dead): nothing being written, nothing left to hand out.
+    pub fn is_settled(&self) -> bool {
+        self.slots
+            .iter()
+            .all(|s| matches!(s.state, SlotState::Live(_) | SlotState::Dead))
+    }
+    pub fn live(&self) -> usize {
+        self.count(|s| matches!(s, SlotState::Live(_)))
+    }
+}
+
+/// Where a key lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRef {
+    pub set: u32,
+    pub slot: u16,
+}
+
+#[derive(Default)]
+pub struct PairTable {
+    sets: Vec<Option<PairSet>>,
+    free_ids: Vec<u32>,
+    /// stripe -> (set, index of the stripe in the set).
+    by_stripe: HashMap<u32, (u32, u8)>,
+    /// Slots ready for replicated writes, in hand-out order.
+    spare: VecDeque<SlotRef>,
+    /// Settled sets by last access, oldest first: conversion candidates.
+    lru: BTreeSet<(Nanos, u32)>,
+}
+
+impl PairTable {
+    pub fn set(&self, id: u32) -> &PairSet {
+        self.sets[id as usize]
+            .as_ref()
+            .expect("dangling pair set id")
+    }
+    pub fn set_mut(&mut self, id: u32) -> &mut PairSet {
+        self.sets[id as usize]
+            .as_mut()
+            .expect("dangling pair set id")
+    }
+    pub fn set_count(&self) -> usize {
+        self.sets.len() - self.free_ids.len()
+    }
+    pub fn spare_slots(&self) -> usize {
+        self.spare.len()
+    }
+    pub fn lru_len(&self) -> usize {
+        self.lru.len()
+    }
+
+    /// Register a new set (stripes already marked Replica by the caller); its slots become spare.
+    pub fn insert(&mut self, set: PairSet, now: Nanos) -> u32 {
+        let id = match self.free_ids.pop() {
+            Some(i) => i,
+            None => {
+                self.sets.push(None);
+                (self.sets.len() - 1) as u32
+            }
+        };
+        for (i, &s) in set.stripes().iter().enumerate() {
+            let prev = self.by_stripe.insert(s, (id, i as u8));
+            assert!(prev.is_none(), "stripe {s} already in a pair set");
+        }
+        for slot in 0..set.slots.len() {
+            self.spare.push_back(SlotRef {
+                set: id,
+                slot: slot as u16,
+            });
+        }
+        let mut set = set;
+        set.last_access = now;
+        self.sets[id as usize] = Some(set);
+        id
+    }
+
+    /// Remove a set entirely (after conversion or when all its slots died).
+    pub fn remove(&mut self, id: u32) -> PairSet {
+        let set = self.sets[id as usize]
+            .take()
+            .expect("removing a missing set");
+        if set.in_lru {
+            self.lru.remove(&(set.last_access, id));
+        }
+        for &s in set.stripes() {
+            self.by_stripe.remove(&s);
+        }
+        if set.slots.iter().any(|s| s.state == SlotState::Spare) {
+            self.spare.retain(|r| r.set != id);
+        }
+        self.free_ids.push(id);
+        set
+    }
+
+    pub fn key(&self, zone: &Zone, r: SlotRef) -> u64 {
+        let set = self.set(r.set);
+        zone.flbn(set.stripes[0], set.slots[r.slot as usize].cols[0] as usize)
+    }
+
+    /// Find the slot a key names.
+    pub fn lookup(&self, zone: &Zone, key: u64) -> Option<SlotRef> {
+        let (stripe, col) = zone.split(key);
+        let &(set, idx) = self.by_stripe.get(&stripe)?;
+        if idx != 0 {
+            return None;
+        }
+        let s = self.set(set);
+        let slot = s.slots.iter().position(|sl| sl.cols[0] as usize == col)?;
+        Some(SlotRef {
+            set,
+            slot: slot as u16,
+        })
+    }
+
+    pub fn set_of_stripe(&self, stripe: u32) -> Option<u32> {
+        self.by_stripe.get(&stripe).map(|&(s, _)| s)
+    }
+
+    /// The copies of a slot: (stripe, column) per copy.
+    pub fn copies(&self, r: SlotRef) -> Vec<(u32, usize)> {
+        let set = self.set(r.set);
+        let slot = &set.slots[r.slot as usize];
+        set.stripes()
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, slot.cols[i] as usize))
+            .collect()
+    }
+
+    /// Hand out the first spare slot whose disks `ok` accepts; skipped slots go to the tail.
+    /// Returns the slot and how many were skipped (redirections).
+    pub fn take_spare(
+        &mut self,
+        zone: &Zone,
+        mut ok: impl FnMut(&[DiskId]) -> bool,
+    ) -> Option<(SlotRef, usize)> {
+        let n = self.spare.len();
+        let mut disks = Vec::with_capacity(3);
+        for skipped in 0..n {
+            let r = self.spare.pop_front()?;
+            disks.clear();
+            disks.extend(self.copies(r).iter().map(|&(s, c)| zone.disk(s, c)));
+            if ok(&disks) {
+                let set = self.set_mut(r.set);
+                assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
+                set.slots[r.slot as usize].state = SlotState::Writing;
+                return Some((r, skipped));
+            }
+            self.spare.push_back(r);
+        }
+        None
+    }
+
+    /// Give back a slot taken by `take_spare` but not written: it returns to the list's head.
+    pub fn untake(&mut self, r: SlotRef) {
+        let set = self.set_mut(r.set);
+        assert_eq!(set.slots[r.slot as usize].state, SlotState::Writing);
+        set.slots[r.slot as usize].state = SlotState::Spare;
+        self.spare.push_front(r);
+    }
+
+    /// Record an access for least-recently-accessed conversion order.
+    pub fn touch(&mut self, id: u32, now: Nanos) {
+        let set = self.sets[id as usize]
+            .as_mut()
+            .expect("touch of a missing set");
+        if set.in_lru {
+            self.lru.remove(&(set.last_access, id));
+            self.lru.insert((now, id));
+        }
+        set.last_access = now;
+    }
+
+    /// Re-evaluate whether a set is a conversion candidate (settled, not converting).
+    pub fn refresh(&mut self, id: u32) {
+        let set = self.sets[id as usize]
+            .as_mut()
+            .expect("refresh of a missing set");
+        let want = set.is_settled() && !set.converting;
+        if want != set.in_lru {
+            if want {
+                self.lru.insert((set.last_access, id));
+            } else {
+                self.lru.remove(&(set.last_access, id));
+            }
+            set.in_lru = want;
+        }
+    }
+
+    /// The least recently accessed settled set that `ok` accepts (bounded scan).
+    pub fn oldest(&self, mut ok: impl FnMut(u32, &PairSet) -> bool) -> Option<u32> {
+        self.lru
+            .iter()
+            .take(64)
+            .map(|&(_, id)| id)
+            .find(|&id| ok(id, self.set(id)))
+    }
+
+    /// Sets that are not settled but have no write in flight: candidates to close early
+    /// when space is short and no settled set exists.
+    pub fn closable(&self) -> Option<u32> {
+        self.sets.iter().enumerate().find_map(|(i, s)| {
+            let s = s.as_ref()?;
+            let writing = s.slots.iter().any(|sl| sl.state == SlotState::Writing);
+            (!s.converting && !writing && !s.is_settled()).then_some(i as u32)
+        })
+    }
+
+    /// Mark the remaining spare slots of a set dead so it can be converted now.
+    pub fn close(&mut self, id: u32) {
+        self.spare.retain(|r| r.set != id);
+        let set = self.set_mut(id);
+        for sl in set.slots.iter_mut() {
+            if sl.state == SlotState::Spare {
+                sl.state = SlotState::Dead;
+            }
+        }
+        self.refresh(id);
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        let per_set: u64 = self
+            .sets
+            .iter()
+            .flatten()
+            .map(|s| {
+                std::mem::size_of::<PairSet>() as u64
+                    + s.slots.capacity() as u64 * std::mem::size_of::<Slot>() as u64
+            })
+            .sum();
+        per_set
+            + self.by_stripe.len() as u64 * 16
+            + self.spare.len() as u64 * 8
+            + self.lru.len() as u64 * 16
+    }
+}
+
+/// Match the data columns of 2 or 3 stripes into slots with every copy on a distinct disk.
+/// First choice is the paper's diagonal: with common disks listed first, copy i of column j
+/// goes one step further along the list (A-B, B-C, C-A), which never collides when a stripe
+/// has at least two data columns; a bounded backtracking search covers the rest.
+pub fn match_columns(disks: &[Vec<DiskId>], dcols: usize) -> Option<Vec<[u8; 3]>> {
+    let copies = disks.len();
+    assert!((2..=3).contains(&copies));
+    // Order each stripe's data columns: disks shared with another stripe first.
+    let shared =
+        |d: DiskId, me: usize| (0..copies).any(|o| o != me && disks[o][..dcols].contains(&d));
+    let order: Vec<Vec<usize>> = (0..copies)
+        .map(|i| {
+            let mut cols: Vec<usize> = (0..dcols).collect();
+            cols.sort_by_key(|&c| (!shared(disks[i][c], i), disks[i][c]));
+            cols
+        })
+        .collect();
+    let mut used = vec![vec![false; dcols]; copies];
+    let mut out: Vec<[u8; 3]> = Vec::with_capacity(dcols);
+    let mut budget = 100_000u32;
+    fn search(
+        i: usize,
+        disks: &[Vec<DiskId>],
+        order: &[Vec<usize>],
+        used: &mut [Vec<bool>],
+        out: &mut Vec<[u8; 3]>,
+        budget: &mut u32,
+        dcols: usize,
+    ) -> bool {
+        if i == dcols {
+            return true;
+        }
+        let copies = disks.len();
+        let a = order[0][i];
+        // Candidates for the other copies, diagonal first.
+        let cand = |k: usize| -> Vec<usize> {
+            (0..dcols).map(|j| order[k][(i + k + j) % dcols]).collect()
+        };
+        let cb = cand(1);
+        let cc = if copies == 3 {
+            cand(2)
+        } else {
+            vec![usize::MAX]
+        };
+        for &b in &cb {
+            if used[1][b] || disks[1][b] == disks[0][a] {
+                continue;
+            }
+            for &c in &cc {
+                if *budget == 0 {
+                    return false;
+                }
+                *budget -= 1;
+                if copies == 3
+                    && (used[2][c] || disks[2][c] == disks[0][a] || disks[2][c] == disks[1][b])
+                {
+                    continue;
+                }
+                used[0][a] = true;
+                used[1][b] = true;
+                if copies == 3 {
+                    used[2][c] = true;
+                }
+                out.push([a as u8, b as u8, if copies == 3 { c as u8 } else { 0 }]);
+                if search(i + 1, disks, order, used, out, budget, dcols) {
+                    return true;
+                }
+                out.pop();
+                used[0][a] = false;
+                used[1][b] = false;
+                if copies == 3 {
+                    used[2][c] = false;
+                }
+            }
+        }
+        false
+    }
+    if search(0, disks, &order, &mut used, &mut out, &mut budget, dcols) {
+        Some(out)
+    } else {
+        None
+    }
+}
+
+/// Number of disks the data columns of two stripes have in common.
+pub fn common_disks(a: &[DiskId], b: &[DiskId], dcols: usize) -> usize {
+    a[..dcols].iter().filter(|d| b[..dcols].contains(d)).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(v: &[u32]) -> Vec<DiskId> {
+        v.iter().map(|&x| DiskId(x)).collect()
+    }
+
+    #[test]
+    fn diagonal_pairing_of_three_common_disks() {
+        // Both stripes use disks A=1, B=2, C=3 (plus others): pairs must never share a disk.
+        let s1 = d(&[1, 2, 3, 10, 99]);
+        let s2 = d(&[3, 1, 2, 20, 98]);
+        let m = match_columns(&[s1.clone(), s2.clone()], 4).unwrap();
+        assert_eq!(m.len(), 4);
+        let mut seen_a = vec![];
+        let mut seen_b = vec![];
+        for p in &m {
+            assert_ne!(s1[p[0] as usize], s2[p[1] as usize]);
+            seen_a.push(p[0]);
+            seen_b.push(p[1]);
+        }
+        seen_a.sort();
+        seen_b.sort();
+        assert_eq!(seen_a, vec![0, 1, 2, 3]);
+        assert_eq!(seen_b, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn triples_on_distinct_disks_even_when_all_common() {
+        let s = [
+            d(&[1, 2, 3, 4, 50, 51]),
+            d(&[2, 3, 4, 1, 52, 53]),
+            d(&[4, 1, 2, 3, 54, 55]),
+        ];
+        let m = match_columns(&s, 4).unwrap();
+        for p in &m {
+            let (a, b, c) = (
+                s[0][p[0] as usize],
+                s[1][p[1] as usize],
+                s[2][p[2] as usize],
+            );
+            assert!(a != b && b != c && a != c);
+        }
+    }
+
+    #[test]
+    fn random_stripes_always_match() {
+        let mut rng = crate::rng::Rng::new(3);
+        for _ in 0..500 {
+            let n = 8 + rng.below(24) as u32;
+            let k = 3 + rng.below((n - 3).min(10) as u64) as usize;
+            let copies = 2 + rng.below(2) as usize;
+            let stripes: Vec<Vec<DiskId>> = (0..copies)
+                .map(|_| {
+                    let mut all: Vec<u32> = (0..n).collect();
+                    for i in 0..k {
+                        let j = i + rng.below((n as usize - i) as u64) as usize;
+                        all.swap(i, j);
+                    }
+                    d(&all[..k])
+                })
+                .collect();
+            let dcols = k - (copies - 1);
+            let m = match_columns(&stripes, dcols).expect("no matching");
+            for p in m {
+                let ds: Vec<DiskId> = (0..copies).map(|i| stripes[i][p[i] as usize]).collect();
+                for x in 0..copies {
+                    for y in x + 1..copies {
+                        assert_ne!(ds[x], ds[y]);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! Reads (paper §4.3): each requested page comes from its newest location (a patch or the
+//! base). A replicated block is read from the copy on the least troubled disk; a RAID block on
+//! a failed or unresponsive disk is rebuilt from the rest of its stripe (as ToleRAID does);
+//! optionally a slow replicated read is hedged to another copy.
+
+use super::FusionScheme;
+use super::jobs::{Job, PartMode, ReadJob, ReadPart, ReadPurpose};
+use crate::engine::api::{Data, DevOp, IoResult, ReqError};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::parity;
+use crate::types::{DiskId, Nanos, PAGE_SIZE};
+use crate::volume::Loc;
+use crate::volume::patch::segments;
+
+/// IoTag.part = part index * PART_STRIDE + code. Codes below DIRECT are the columns of a
+/// rebuild; DIRECT + i is a plain read of copy i (0 for a RAID block).
+const PART_STRIDE: u32 = 64;
+const DIRECT: u32 = 32;
+const MAX_TRIES: u8 = 4;
+
+impl FusionScheme {
+    fn read_job(&mut self, h: u64) -> &mut ReadJob {
+        match self.jobs.get_mut(h) {
+            Some(Job::Read(r)) => r,
+            _ => panic!("read job {h:#x} missing"),
+        }
+    }
+
+    pub(super) fn start_read(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        purpose: ReadPurpose,
+        offset: u64,
+        len: u64,
+    ) -> u64 {
+        let v = &self.vols[vol];
+        let bs = v.zone.block_size();
+        let end = offset + len;
+        let mut parts = Vec::new();
+        let mut b = offset / bs;
+        while b * bs < end {
+            let lo = offset.max(b * bs);
+            let hi = end.min((b + 1) * bs);
+            let first = ((lo - b * bs) / PAGE_SIZE) as u16;
+            let count = ((hi - lo) / PAGE_SIZE) as u16;
+            let e = v.bmt.get(b);
+            let segs = if e.patched {
+                segments(e.base, v.patches.get(b), first, count)
+            } else {
+                vec![(first, count, e.base)]
+            };
+            for (f, c, loc) in segs {
+                let buf_off = (b * bs + f as u64 * PAGE_SIZE - offset) as usize;
+                parts.push(ReadPart {
+                    first: f,
+                    count: c,
+                    buf_off,
+                    loc,
+                    mode: PartMode::Done,
+                    tries: 0,
+                    inflight: 0,
+                    issued_at: ctx.now,
+                    hedged: false,
+                    pins: Vec::new(),
+                });
+            }
+            b += 1;
+        }
+        let n = parts.len();
+        let job = ReadJob {
+            vol,
+            purpose,
+            buf: (!ctx.size_only).then(|| vec![0u8; len as usize]),
+            parts,
+            pending: n,
+            error: None,
+        };
+        let h = self.jobs.insert(Job::Read(job));
+        for i in 0..n {
+            self.plan_part(ctx, h, i);
+        }
+        if self.read_job(h).pending == 0 {
+            self.finish_read(ctx, h);
+        }
+        h
+    }
+
+    /// Choose how to serve part `i` and issue its device reads. Unmapped parts finish at once.
+    fn plan_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
+        let redirect = self.cfg.redirect;
+        let (vol, loc, first, count) = {
+            let job = self.read_job(h);
+            let p = &job.parts[i];
+            (job.vol, p.loc, p.first, p.count)
+        };
+        let v = &mut self.vols[vol];
+        let page_off = first as u64 * PAGE_SIZE;
+        let len = count as u64 * PAGE_SIZE;
+        let part_tag = |col: u32| IoTag {
+            job: h,
+            part: i as u32 * PART_STRIDE + col,
+        };
+        let mode = match loc {
+            Loc::Unmapped => None,
+            Loc::Rep(key) => {
+                let r = v
+                    .pairs
+                    .lookup(&v.zone, key)
+                    .expect("replica key without a pair set");
+                v.pairs.touch(r.set, ctx.now);
+                let copies = v.pairs.copies(r);
+                let alive: Vec<(u32, usize, DiskId)> = copies
+                    .iter()
+                    .map(|&(s, c)| (s, c, v.zone.disk(s, c)))
+                    .filter(|&(_, _, d)| !ctx.is_failed(d))
+                    .collect();
+                let pick = if redirect {
+                    // The paper's rule: the copy whose disk has fewer stragglers; queue depth
+                    // breaks ties, so load spreads over the copies when all are healthy.
+                    alive
+                        .iter()
+                        .min_by_key(|&&(_, _, d)| {
+                            (ctx.is_unresponsive(d), ctx.stragglers(d), ctx.inflight(d))
+                        })
+                        .copied()
+                } else {
+                    alive.first().copied()
+                };
+                match pick {
+                    None => {
+                        self.part_failed(
+                            ctx,
+                            h,
+                            i,
+                            "every copy of a replicated block is on a failed member",
+                        );
+                        return;
+                    }
+                    Some((s, c, d)) => {
+                        if (s, c) != copies[0] && ctx.avoid(v.zone.disk(copies[0].0, copies[0].1)) {
+                            ctx.stats.redirected_reads += 1;
+                        }
+                        let ci = copies
+                            .iter()
+                            .position(|&x| x == (s, c))
+                            .expect("picked copy") as u32;
+                        let (disk, off) = v.zone.device_offset(s, c, page_off);
+                        assert_eq!(disk, d);
+                        v.stripes.pin(s);
+                        ctx.issue(
+                            disk,
+                            DevOp::Read { offset: off, len },
+                            part_tag(DIRECT + ci),
+                            false,
+                        );
+                        Some((PartMode::Direct { stripe: s }, vec![(DIRECT + ci, s)], 1))
+                    }
+                }
+            }
+            Loc::Raid(f) => {
+                let (s, c) = v.zone.split(f);
+                let width = v.zone.width();
+                let disk = v.zone.disk(s, c);
+                let failed_cols: Vec<usize> = (0..width)
+                    .filter(|&x| ctx.is_failed(v.zone.disk(s, x)))
+                    .collect();
+                let others_fine = (0..width)
+                    .filter(|&x| x != c)
+                    .all(|x| !ctx.avoid(v.zone.disk(s, x)));
+                let rebuild =
+                    ctx.is_failed(disk) || (redirect && ctx.is_unresponsive(disk) && others_fine);
+                if !rebuild {
+                    let (dk, off) = v.zone.device_offset(s, c, page_off);
+                    v.stripes.pin(s);
+                    ctx.issue(
+                        dk,
+                        DevOp::Read { offset: off, len },
+                        part_tag(DIRECT),
+                        false,
+                    );
+                    Some((PartMode::Direct { stripe: s }, vec![(DIRECT, s)], 1))
+                } else {
+                    let mut missing = failed_cols.clone();
+                    if !missing.contains(&c) {
+                        missing.push(c);
+                    }
+                    if missing.len() > v.zone.nparity() {
+                        self.part_failed(
+                            ctx,
+                            h,
+                            i,
+                            "more members of a stripe failed than its parity covers",
+                        );
+                        return;
+                    }
+                    if !ctx.is_failed(disk) {
+                        ctx.stats.redirected_reads += 1;
+                    }
+                    ctx.stats.reconstructed_reads += 1;
+                    let mut n = 0;
+                    let mut pins = Vec::new();
+                    for x in (0..width).filter(|x| !missing.contains(x)) {
+                        let (dk, off) = v.zone.device_offset(s, x, page_off);
+                        v.stripes.pin(s);
+                        pins.push((x as u32, s));
+                        ctx.issue(
+                            dk,
+                            DevOp::Read { offset: off, len },
+                            part_tag(x as u32),
+                            false,
+                        );
+                        n += 1;
+                    }
+                    Some((
+                        PartMode::Rebuild {
+                            target: c,
+                            missing,
+                            cols: vec![None; width],
+                            waiting: n,
+                        },
+                        pins,
+                        n,
+                    ))
+                }
+            }
+        };
+        let now = ctx.now;
+        let job = self.read_job(h);
+        let p = &mut job.parts[i];
+        match mode {
+            None => {
+                p.mode = PartMode::Done;
+                job.pending -= 1;
+            }
+            Some((m, pins, n)) => {
+                p.mode = m;
+                p.pins.extend(pins);
+                p.inflight += n;
+                p.issued_at = now;
+            }
+        }
+    }
+
+    fn read_job_vol(&mut self, h: u64) -> usize {
+        self.read_job(h).vol
+    }
+
+    fn part_failed(&mut self, _ctx: &mut Ctx, h: u64, i: usize, why: &str) {
+        let job = self.read_job(h);
+        job.parts[i].mode = PartMode::Done;
+        job.pending -= 1;
+        job.error.get_or_insert_with(|| why.to_string());
+    }
+
+    pub(super) fn read_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let i = (tag.part / PART_STRIDE) as usize;
+        let col = tag.part % PART_STRIDE;
+        let vol = self.read_job_vol(tag.job);
+        let bytes_of = |r: &IoResult| -> Option<Vec<u8>> {
+            match r {
+                Ok(Some(Data::Bytes(b))) => Some(b.clone()),
+                _ => None,
+            }
+        };
+        let job = self.read_job(tag.job);
+        let p = &mut job.parts[i];
+        p.inflight -= 1;
+        // Every device read pinned its stripe once; release this read's pin.
+        let pos = p
+            .pins
+            .iter()
+            .position(|&(code, _)| code == col)
+            .expect("completion of a read this part did not issue");
+        let (_, s) = p.pins.swap_remove(pos);
+        self.vols[vol].stripes.unpin(s);
+        let job = self.read_job(tag.job);
+        let p = &mut job.parts[i];
+        let mut replan = false;
+        let mut done_bytes: Option<Option<Vec<u8>>> = None;
+        match &mut p.mode {
+            PartMode::Done => return, // the slower half of a hedged read
+            PartMode::Direct { .. } => {
+                if result.is_ok() {
+                    done_bytes = Some(bytes_of(&result));
+                } else if p.inflight == 0 {
+                    replan = true;
+                } else {
+                    return; // the hedge may still succeed
+                }
+            }
+            PartMode::Rebuild {
+                target,
+                missing,
+                cols,
+                waiting,
+            } => {
+                if col >= DIRECT {
+                    return; // a stale direct read from before this part was re-planned
+                }
+                *waiting -= 1;
+                match &result {
+                    Ok(_) => cols[col as usize] = Some(bytes_of(&result).unwrap_or_default()),
+                    Err(_) => cols[col as usize] = None,
+                }
+                if *waiting > 0 {
+                    return;
+                }
+                let width = cols.len();
+                let have = (0..width)
+                    .filter(|x| !missing.contains(x))
+                    .all(|x| cols[x].is_some());
+                if !have {
+                    replan = true;
+                } else if ctx.size_only {
+                    done_bytes = Some(None);
+                } else {
+                    let target = *target;
+                    let plen = p.count as usize * PAGE_SIZE as usize;
+                    let mut bufs: Vec<Vec<u8>> = cols
+                        .iter_mut()
+                        .map(|c| c.take().unwrap_or_else(|| vec![0u8; plen]))
+                        .collect();
+                    let nparity = self.vols[vol].zone.nparity();
+                    let missing_now = {
+                        let job = self.read_job(tag.job);
+                        match &job.parts[i].mode {
+                            PartMode::Rebuild { missing, .. } => missing.clone(),
+                            _ => unreachable!(),
+                        }
+                    };
+                    let mut refs: Vec<&mut [u8]> =
+                        bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+                    parity::reconstruct(&mut refs, nparity, &missing_now)
+                        .expect("reconstruction within parity");
+                    done_bytes = Some(Some(std::mem::take(&mut bufs[target])));
+                }
+            }
+        }
+        if replan {
+            let job = self.read_job(tag.job);
+            let p = &mut job.parts[i];
+            p.tries += 1;
+            if p.tries >= MAX_TRIES {
+                self.part_failed(ctx, tag.job, i, "reads failed on every member tried");
+            } else {
+                self.plan_part(ctx, tag.job, i);
+                return;
+            }
+        } else if let Some(bytes) = done_bytes {
+            let job = self.read_job(tag.job);
+            let p = &mut job.parts[i];
+            p.mode = PartMode::Done;
+            let off = p.buf_off;
+            if let (Some(buf), Some(b)) = (job.buf.as_mut(), bytes) {
+                buf[off..off + b.len()].copy_from_slice(&b);
+            }
+            job.pending -= 1;
+        }
+        if self.read_job(tag.job).pending == 0 {
+            self.finish_read(ctx, tag.job);
+        }
+    }
+
+    fn finish_read(&mut self, ctx: &mut Ctx, h: u64) {
+        // Hedged duplicates may still be in flight; the job stays until they return only if
+        // they pin stripes, so move their pins' release to completion by keeping the job
+        // alive while any part has reads in flight.
+        let job = self.read_job(h);
+        if job.parts.iter().any(|p| p.inflight > 0) {
+            if let ReadPurpose::User { id, at } = job.purpose {
+                let result = match job.error.take() {
+                    Some(e) => Err(ReqError::Io(e)),
+                    None => Ok(Some(match job.buf.take() {
+                        Some(b) => Data::Bytes(b),
+                        None => {
+                            Data::Size(job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum())
+                        }
+                    })),
+                };
+                job.purpose = ReadPurpose::Reloc {
+                    job: u64::MAX,
+                    index: 0,
+                };
+                ctx.reply(id, at, result);
+            }
+            return;
+        }
+        let Some(Job::Read(job)) = self.jobs.remove(h) else {
+            unreachable!()
+        };
+        let len: u64 = job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum();
+        match job.purpose {
+            ReadPurpose::User { id, at } => {
+                let result = match job.error {
+                    Some(e) => Err(ReqError::Io(e)),
+                    None => Ok(Some(match job.buf {
+                        Some(b) => Data::Bytes(b),
+                        None => Data::Size(len),
+                    })),
+                };
+                ctx.reply(id, at, result);
+            }
+            ReadPurpose::Reloc { job: u64::MAX, .. } => {} // already answered (hedge tail)
+            ReadPurpose::Reloc { job: r, index } => {
+                let data = if job.error.is_some() {
+                    None
+                } else {
+                    Some(job.buf.unwrap_or_default())
+                };
+                self.reloc_block_read(ctx, r, index, data);
+            }
+        }
+    }
+
+    /// Issue a second read of slow replicated parts to another copy (hedged request).
+    pub(super) fn hedge_reads(&mut self, ctx: &mut Ctx) {
+        let Some(hedge) = self.cfg.hedge_ns else {
+            return;
+        };
+        for h in self.jobs.handles() {
+            let Some(Job::Read(job)) = self.jobs.get(h) else {
+                continue;
+            };
+            let vol = job.vol;
+            let due: Vec<usize> = job
+                .parts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| {
+                    matches!(p.mode, PartMode::Direct { .. })
+                        && !p.hedged
+                        && p.inflight == 1
+                        && matches!(p.loc, Loc::Rep(_))
+                        && p.issued_at + hedge <= ctx.now
+                })
+                .map(|(i, _)| i)
+                .collect();
+            for i in due {
+                let (loc, first, count, cur) = {
+                    let Some(Job::Read(job)) = self.jobs.get(h) else {
+                        unreachable!()
+                    };
+                    let p = &job.parts[i];
+                    let PartMode::Direct { stripe } = p.mode else {
+                        unreachable!()
+                    };
+                    (p.loc, p.first, p.count, stripe)
+                };
+                let Loc::Rep(key) = loc else { unreachable!() };
+                let v = &mut self.vols[vol];
+                let Some(r) = v.pairs.lookup(&v.zone, key) else {
+                    continue;
+                };
+                let copies = v.pairs.copies(r);
+                let other = copies
+                    .iter()
+                    .position(|&(s, c)| s != cur && !ctx.avoid(v.zone.disk(s, c)));
+                let Some(ci) = other else { continue };
+                let (s, c) = copies[ci];
+                let code = DIRECT + ci as u32;
+                let (disk, off) = v.zone.device_offset(s, c, first as u64 * PAGE_SIZE);
+                v.stripes.pin(s);
+                ctx.issue(
+                    disk,
+                    DevOp::Read {
+                        offset: off,
+                        len: count as u64 * PAGE_SIZE,
+                    },
+                    IoTag {
+                        job: h,
+                        part: i as u32 * PART_STRIDE + code,
+                    },
+                    false,
+                );
+                ctx.stats.hedged_reads += 1;
+                let Some(Job::Read(job)) = self.jobs.get_mut(h) else {
+                    unreachable!()
+                };
+                let p = &mut job.parts[i];
+                p.hedged = true;
+                p.inflight += 1;
+                p.pins.push((code, s));
+            }
+        }
+    }
+
+    /// The next time a replicated read becomes due for hedging. Reads already past due were
+    /// hedged or could not be (no healthy other copy) at the last tick; they do not count, or
+    /// the timer would fire again and again at the same instant.
+    pub(super) fn hedge_deadline(&self, now: Nanos) -> Option<Nanos> {
+        let hedge = self.cfg.hedge_ns?;
+        let mut best: Option<Nanos> = None;
+        for h in self.jobs.handles() {
+            if let Some(Job::Read(job)) = self.jobs.get(h) {
+                for p in &job.parts {
+                    if matches!(p.mode, PartMode::Direct { .. })
+                        && !p.hedged
+                        && matches!(p.loc, Loc::Rep(_))
+                    {
+                        let t = p.issued_at + hedge;
+                        if t <= now {
+                            continue;
+                        }
+                        best = Some(best.map_or(t, |b: Nanos| b.min(t)));
+                    }
+                }
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,207 @@
+//! One FusionRAID volume: its zone, stripe table, Block Mapping Table, patch lists, Block
+//! Pairing Table and write locks, and the bookkeeping that keeps them consistent.
+
+use super::config::VolumeConfig;
+use super::pairs::{PairTable, SlotState};
+use crate::scheme::locks::BlockLocks;
+use crate::space::{StripeState, StripeTable, Zone};
+use crate::types::{Nanos, PAGE_SIZE};
+use crate::volume::{Bmt, Entry, Loc, PatchTable};
+
+/// A request waiting for its block locks (or for free space).
+#[derive(Debug)]
+pub struct Parked {
+    pub job: u64,
+}
+
+pub struct Vol {
+    pub cfg: VolumeConfig,
+    pub zone: Zone,
+    pub stripes: StripeTable,
+    pub bmt: Bmt,
+    pub patches: PatchTable,
+    pub pairs: PairTable,
+    pub locks: BlockLocks<Parked>,
+    /// User blocks in the volume.
+    pub blocks: u64,
+    pub pages_per_block: u16,
+    /// Most stripes the replicated area may take (its logical share times the copies).
+    pub max_replica_stripes: u64,
+    /// Live data blocks in RAID stripes (holes = RAID stripes x data columns - this).
+    pub raid_valid_blocks: u64,
+    /// Conversions and relocations in flight.
+    pub bg_running: usize,
+    /// Where the relocation sweeper resumes its scan of the BMT.
+    pub sweep_cursor: u64,
+    /// Writes parked until conversion or compaction frees stripes.
+    pub space_waiters: Vec<u64>,
+    /// User writes with device I/O in flight (their completion may free space).
+    pub writes_in_flight: usize,
+}
+
+impl Vol {
+    pub fn new(cfg: VolumeConfig, zone: Zone) -> Self {
+        let block = zone.block_size();
+        let blocks = cfg.size_bytes.div_ceil(block);
+        let dcols = zone.dcols() as u64;
+        let copies = cfg.level.copies() as u64;
+        let rep_blocks = (blocks as f64 * cfg.replicated_fraction).ceil() as u64;
+        let max_replica_stripes = rep_blocks.div_ceil(dcols) * copies;
+        Vol {
+            stripes: StripeTable::new(zone.stripes()),
+            bmt: Bmt::new(blocks),
+            patches: PatchTable::new((block / PAGE_SIZE) as u16),
+            pairs: PairTable::default(),
+            locks: BlockLocks::default(),
+            blocks,
+            pages_per_block: (block / PAGE_SIZE) as u16,
+            max_replica_stripes,
+            raid_valid_blocks: 0,
+            bg_running: 0,
+            sweep_cursor: 0,
+            space_waiters: Vec::new(),
+            writes_in_flight: 0,
+            cfg,
+            zone,
+        }
+    }
+
+    pub fn copies(&self) -> usize {
+        self.cfg.level.copies()
+    }
+    pub fn free_share(&self) -> f64 {
+        self.stripes.count(StripeState::Free) as f64 / self.stripes.len() as f64
+    }
+    /// Spare stripes user writes leave to background work, so conversion and relocation can
+    /// always make progress (a cleaner needs a free stripe to clean into).
+    pub fn reserve_stripes(&self) -> u64 {
+        self.copies() as u64 + 2
+    }
+    /// May a user write take `n` more spare stripes?
+    pub fn user_may_take(&self, n: u64) -> bool {
+        self.stripes.count(StripeState::Free) >= self.reserve_stripes() + n
+    }
+    pub fn holes(&self) -> u64 {
+        self.stripes.count(StripeState::Raid) * self.zone.dcols() as u64 - self.raid_valid_blocks
+    }
+
+    /// Does user block `ub` still reference `loc` (as base or in a patch)?
+    pub fn references(&self, ub: u64, loc: Loc) -> bool {
+        let e = self.bmt.get(ub);
+        e.base == loc || (e.patched && self.patches.references(ub, loc))
+    }
+
+    /// `loc` no longer holds data of `ub` (unless `ub` still references it elsewhere):
+    /// clear its RAID valid bit or kill its replica slot, and give back stripes left empty.
+    pub fn release(&mut self, ub: u64, loc: Loc, now: Nanos) {
+        if self.references(ub, loc) {
+            return;
+        }
+        match loc {
+            Loc::Unmapped => {}
+            Loc::Raid(f) => {
+                let (s, c) = self.zone.split(f);
+                assert_eq!(
+                    self.stripes.state(s),
+                    StripeState::Raid,
+                    "RAID location in a non-RAID stripe"
+                );
+                assert!(self.stripes.valid(s) & (1 << c) != 0, "releasing a hole");
+                self.stripes.set_valid(s, c, false);
+                self.raid_valid_blocks -= 1;
+                if self.stripes.valid(s) == 0 {
+                    self.stripes.set_state(s, StripeState::Free);
+                }
+            }
+            Loc::Rep(key) => {
+                let r = self
+                    .pairs
+                    .lookup(&self.zone, key)
+                    .expect("replica key without a pair set");
+                let set = self.pairs.set_mut(r.set);
+                let slot = &mut set.slots[r.slot as usize];
+                assert_eq!(
+                    slot.state,
+                    SlotState::Live(ub),
+                    "replica slot not owned by the block"
+                );
+                slot.state = SlotState::Dead;
+                self.settle_set(r.set, now);
+            }
+        }
+    }
+
+    /// A set whose slots are all dead (and not converting) frees its stripes without any I/O.
+    /// Returns true if the set was freed.
+    pub fn settle_set(&mut self, id: u32, _now: Nanos) -> bool {
+        let set = self.pairs.set(id);
+        if set.is_settled() && set.live() == 0 && !set.converting {
+            let set = self.pairs.remove(id);
+            for &s in set.stripes() {
+                self.stripes.set_state(s, StripeState::Free);
+            }
+            return true;
+        }
+        self.pairs.refresh(id);
+        false
+    }
+
+    /// Point user block `ub` wholly at `loc`, releasing everything it referenced before.
+    pub fn map_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
+        let old = self.bmt.get(ub);
+        let mut olds = if old.patched {
+            self.patches.clear(ub)
+        } else {
+            Vec::new()
+        };
+        olds.push(old.base);
+        self.bmt.set(
+            ub,
+            Entry {
+                base: loc,
+                patched: false,
+            },
+        );
+        for l in olds {
+            if l != loc {
+                self.release(ub, l, now);
+            }
+        }
+    }
+
+    /// Record pages `[first, first+count)` of `ub` at `loc`.
+    pub fn map_patch(&mut self, ub: u64, first: u16, count: u16, loc: Loc, now: Nanos) {
+        if first == 0 && count == self.pages_per_block {
+            return self.map_whole(ub, loc, now);
+        }
+        let gone = self.patches.insert(ub, first, count, loc);
+        let e = self.bmt.get(ub);
+        self.bmt.set(
+            ub,
+            Entry {
+                base: e.base,
+                patched: true,
+            },
+        );
+        for l in gone {
+            self.release(ub, l, now);
+        }
+    }
+
+    /// Count a newly live RAID data block.
+    pub fn raid_block_live(&mut self, stripe: u32, col: usize) {
+        assert!(
+            self.stripes.valid(stripe) & (1 << col) == 0,
+            "column already live"
+        );
+        self.stripes.set_valid(stripe, col, true);
+        self.raid_valid_blocks += 1;
+    }
+
+    pub fn metadata_bytes(&self) -> u64 {
+        self.bmt.memory_bytes()
+            + self.patches.memory_bytes()
+            + self.pairs.memory_bytes()
+            + self.stripes.memory_bytes()
+    }
+}

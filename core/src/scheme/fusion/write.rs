@@ -1,0 +1,633 @@
+//! Two-phase writes (paper §4.2). A write is cut into per-block pieces; the pieces of each
+//! *logical stripe* (a run of `data columns` user blocks) take one of two paths:
+//! - more than `threshold` whole blocks: a fresh full stripe, untouched columns zero-padded,
+//!   parity computed in memory (no device reads);
+//! - otherwise: each piece into a replica slot, 2 or 3 copies on distinct disks.
+//!
+//! Sub-block pieces are written at their own page positions and recorded as patches. No path
+//! ever reads old data to write new data.
+
+use super::FusionScheme;
+use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
+use super::pairs::{PairSet, Slot, SlotState, common_disks, match_columns};
+use super::vol::{Parked, Vol};
+use crate::engine::api::{Data, DevOp, IoResult, ReqError};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::parity;
+use crate::space::StripeState;
+use crate::types::{DiskId, PAGE_SIZE};
+use crate::volume::Loc;
+
+enum Planned {
+    Issued,
+    NoIo,
+    NoSpace,
+}
+
+/// Whether a member should be avoided by new placements: failed always, unresponsive when
+/// redirection is on.
+fn avoid(ctx: &Ctx, redirect: bool, d: DiskId) -> bool {
+    ctx.is_failed(d) || (redirect && ctx.is_unresponsive(d))
+}
+
+impl FusionScheme {
+    pub(super) fn start_write(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        id: u64,
+        offset: u64,
+        kind: WriteKind,
+        fua: bool,
+    ) {
+        let bs = self.vols[vol].zone.block_size();
+        let len = kind.len();
+        let ub_first = offset / bs;
+        let ub_end = (offset + len).div_ceil(bs);
+        let job = WriteJob {
+            vol,
+            id,
+            at: ctx.now,
+            fua,
+            offset,
+            kind,
+            ub_first,
+            ub_end,
+            pieces: Vec::new(),
+            stripes: Vec::new(),
+            pending: 0,
+            failed: false,
+            tries: 0,
+        };
+        let h = self.jobs.insert(Job::Write(job));
+        if self.vols[vol]
+            .locks
+            .acquire(ub_first, ub_end, Parked { job: h })
+            .is_some()
+        {
+            self.run_write(ctx, h);
+        }
+    }
+
+    pub(super) fn run_write(&mut self, ctx: &mut Ctx, h: u64) {
+        match self.plan_write(ctx, h) {
+            Planned::Issued => {}
+            Planned::NoIo => self.finish_write(ctx, h),
+            Planned::NoSpace => {
+                let vol = self.write_job(h).vol;
+                self.vols[vol].space_waiters.push(h);
+                if !self.background_possible(vol) && self.vols[vol].writes_in_flight == 0 {
+                    // Nothing running or startable can free a stripe: fail rather than hang.
+                    self.vols[vol].space_waiters.retain(|&x| x != h);
+                    self.fail_write(ctx, h, ReqError::NoSpace);
+                }
+            }
+        }
+    }
+
+    fn write_job(&mut self, h: u64) -> &mut WriteJob {
+        match self.jobs.get_mut(h) {
+            Some(Job::Write(w)) => w,
+            _ => panic!("write job {h:#x} missing"),
+        }
+    }
+
+    /// Cut the write into pieces, choose their destinations and issue the device writes.
+    fn plan_write(&mut self, ctx: &mut Ctx, h: u64) -> Planned {
+        let redirect = self.cfg.redirect;
+        let (vol, offset, len, is_trim, is_zero) = {
+            let w = self.write_job(h);
+            let (t, z) = match w.kind {
+                WriteKind::Trim(_) => (true, false),
+                WriteKind::Zeroes(_) => (false, true),
+                WriteKind::Data(_) => (false, false),
+            };
+            (w.vol, w.offset, w.kind.len(), t, z)
+        };
+        let threshold = self.threshold(&self.vols[vol]);
+        let v = &mut self.vols[vol];
+        let bs = v.zone.block_size();
+        let ppb = v.pages_per_block;
+        let dcols = v.zone.dcols() as u64;
+        let end = offset + len;
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut stripes: Vec<u32> = Vec::new();
+        let mut slots_taken = Vec::new();
+        let mut no_space = false;
+        let mut ub = offset / bs;
+        while ub * bs < end {
+            let ls = ub / dcols;
+            let chunk_end = ((ls + 1) * dcols).min(end.div_ceil(bs));
+            let mut raw: Vec<(u64, u16, u16)> = Vec::new();
+            for b in ub..chunk_end {
+                let lo = offset.max(b * bs);
+                let hi = end.min((b + 1) * bs);
+                let first = ((lo - b * bs) / PAGE_SIZE) as u16;
+                let count = ((hi - lo) / PAGE_SIZE) as u16;
+                raw.push((b, first, count));
+            }
+            ub = chunk_end;
+            if is_trim || is_zero {
+                for &(b, first, count) in &raw {
+                    if count == ppb {
+                        pieces.push(Piece {
+                            ub: b,
+                            first,
+                            count,
+                            dest: Dest::Unmap,
+                        });
+                    }
+                }
+                if is_trim {
+                    continue;
+                }
+                raw.retain(|&(_, _, c)| c != ppb);
+                if raw.is_empty() {
+                    continue;
+                }
+            }
+            let full = raw.iter().filter(|r| r.2 == ppb).count();
+            let mut use_stripe = full > threshold;
+            if !use_stripe && !ensure_slots(ctx, v, raw.len(), redirect) {
+                // The replicated area is at its configured size: a zero-padded stripe is the
+                // write that needs no reads.
+                use_stripe = true;
+            }
+            if use_stripe {
+                if !v.user_may_take(1) {
+                    no_space = true;
+                    break;
+                }
+                let taken = v.stripes.take_spare(|s| {
+                    (0..v.zone.width()).all(|c| !avoid(ctx, redirect, v.zone.disk(s, c)))
+                });
+                let taken = taken.map(|(s, skipped)| {
+                    if skipped > 0 && redirect {
+                        ctx.stats.redirected_writes += 1;
+                    }
+                    s
+                });
+                let taken = taken.or_else(|| {
+                    v.stripes
+                        .take_spare(|s| {
+                            (0..v.zone.width()).all(|c| !ctx.is_failed(v.zone.disk(s, c)))
+                        })
+                        .map(|x| x.0)
+                });
+                // Degraded: every spare stripe touches a failed member. Writing the surviving
+                // columns keeps the data recoverable from parity, as a degraded md array does.
+                let nparity = v.zone.nparity();
+                let taken = taken.or_else(|| {
+                    v.stripes
+                        .take_spare(|s| {
+                            (0..v.zone.width())
+                                .filter(|&c| ctx.is_failed(v.zone.disk(s, c)))
+                                .count()
+                                <= nparity
+                        })
+                        .map(|x| x.0)
+                });
+                let Some(s) = taken else {
+                    no_space = true;
+                    break;
+                };
+                stripes.push(s);
+                for &(b, first, count) in &raw {
+                    pieces.push(Piece {
+                        ub: b,
+                        first,
+                        count,
+                        dest: Dest::Stripe {
+                            stripe: s,
+                            col: (b % dcols) as usize,
+                        },
+                    });
+                }
+            } else {
+                for &(b, first, count) in &raw {
+                    let strict = v
+                        .pairs
+                        .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)));
+                    let r = match strict {
+                        Some((r, skipped)) => {
+                            if skipped > 0 && redirect {
+                                ctx.stats.redirected_writes += 1;
+                            }
+                            Some(r)
+                        }
+                        None => v
+                            .pairs
+                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !ctx.is_failed(d)))
+                            .or_else(|| {
+                                v.pairs
+                                    .take_spare(&v.zone, |ds| ds.iter().any(|&d| !ctx.is_failed(d)))
+                            })
+                            .map(|x| x.0),
+                    };
+                    let Some(r) = r else {
+                        no_space = true;
+                        break;
+                    };
+                    slots_taken.push(r);
+                    pieces.push(Piece {
+                        ub: b,
+                        first,
+                        count,
+                        dest: Dest::Slot(r),
+                    });
+                }
+                if no_space {
+                    break;
+                }
+            }
+        }
+        if no_space {
+            for s in stripes {
+                v.stripes.untake(s);
+            }
+            for r in slots_taken {
+                v.pairs.untake(r);
+            }
+            return Planned::NoSpace;
+        }
+        // Issue the device writes.
+        let fua = self.write_job(h).fua;
+        let data = match &self.write_job(h).kind {
+            WriteKind::Data(Data::Bytes(b)) => Some(b.clone()),
+            WriteKind::Zeroes(n) if !ctx.size_only => Some(vec![0u8; *n as usize]),
+            _ => None,
+        };
+        let v = &mut self.vols[vol];
+        let mut n_io = 0u32;
+        let piece_bytes = |p: &Piece| -> Option<&[u8]> {
+            let d = data.as_ref()?;
+            let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - offset) as usize;
+            Some(&d[start..start + p.count as usize * PAGE_SIZE as usize])
+        };
+        for &s in &stripes {
+            let width = v.zone.width();
+            let cols: Option<Vec<Vec<u8>>> = data.as_ref().map(|_| {
+                let mut cols = vec![vec![0u8; bs as usize]; width];
+                for p in pieces.iter() {
+                    if let Dest::Stripe { stripe, col } = p.dest
+                        && stripe == s
+                    {
+                        let at = p.first as usize * PAGE_SIZE as usize;
+                        let src = piece_bytes(p).expect("data present");
+                        cols[col][at..at + src.len()].copy_from_slice(src);
+                    }
+                }
+                fill_parity(&mut cols, v.zone.nparity());
+                cols
+            });
+            let mut cols = cols.map(|c| c.into_iter());
+            for c in 0..width {
+                let (disk, off) = v.zone.device_offset(s, c, 0);
+                let payload = match cols.as_mut() {
+                    Some(it) => Data::Bytes(it.next().expect("column")),
+                    None => Data::Size(bs),
+                };
+                if ctx.is_failed(disk) {
+                    continue; // degraded stripe: parity covers this column
+                }
+                ctx.issue(
+                    disk,
+                    DevOp::Write {
+                        offset: off,
+                        data: payload,
+                        fua,
+                    },
+                    IoTag { job: h, part: n_io },
+                    false,
+                );
+                n_io += 1;
+            }
+            ctx.stats.full_stripe_writes += 1;
+        }
+        for p in &pieces {
+            if let Dest::Slot(r) = p.dest {
+                for (stripe, col) in v.pairs.copies(r) {
+                    let (disk, off) = v
+                        .zone
+                        .device_offset(stripe, col, p.first as u64 * PAGE_SIZE);
+                    if ctx.is_failed(disk) {
+                        continue; // degraded: the surviving copies carry the data
+                    }
+                    let payload = match piece_bytes(p) {
+                        Some(b) => Data::Bytes(b.to_vec()),
+                        None => Data::Size(p.count as u64 * PAGE_SIZE),
+                    };
+                    ctx.issue(
+                        disk,
+                        DevOp::Write {
+                            offset: off,
+                            data: payload,
+                            fua,
+                        },
+                        IoTag { job: h, part: n_io },
+                        false,
+                    );
+                    n_io += 1;
+                }
+                ctx.stats.replicated_block_writes += 1;
+                v.pairs.touch(r.set, ctx.now);
+            }
+        }
+        if n_io > 0 {
+            v.writes_in_flight += 1;
+        }
+        let w = self.write_job(h);
+        w.pieces = pieces;
+        w.stripes = stripes;
+        w.pending = n_io;
+        w.failed = false;
+        if n_io == 0 {
+            Planned::NoIo
+        } else {
+            Planned::Issued
+        }
+    }
+
+    pub(super) fn write_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let w = self.write_job(tag.job);
+        assert!(w.pending > 0);
+        w.pending -= 1;
+        if result.is_err() {
+            w.failed = true;
+        }
+        if w.pending > 0 {
+            return;
+        }
+        let vol = w.vol;
+        self.vols[vol].writes_in_flight -= 1;
+        let w = self.write_job(tag.job);
+        if !w.failed {
+            return self.finish_write(ctx, tag.job);
+        }
+        // A member failed under this write. Its blocks are abandoned (never mapped) and the
+        // whole write is placed again away from failed members.
+        w.tries += 1;
+        let tries = w.tries;
+        let vol = w.vol;
+        let stripes = std::mem::take(&mut w.stripes);
+        let pieces = std::mem::take(&mut w.pieces);
+        let v = &mut self.vols[vol];
+        for s in stripes {
+            v.stripes.set_state(s, StripeState::Free);
+        }
+        for p in pieces {
+            if let Dest::Slot(r) = p.dest {
+                v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Dead;
+                v.settle_set(r.set, ctx.now);
+            }
+        }
+        ctx.stats.write_retries += 1;
+        if tries > 3 {
+            return self.fail_write(
+                ctx,
+                tag.job,
+                ReqError::Io("write failed on every placement tried".into()),
+            );
+        }
+        self.run_write(ctx, tag.job);
+    }
+
+    /// All device writes are done: publish the new mapping, answer, and wake waiters.
+    fn finish_write(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Write(w)) = self.jobs.remove(h) else {
+            panic!("write job missing")
+        };
+        let v = &mut self.vols[w.vol];
+        let now = ctx.now;
+        for &s in &w.stripes {
+            v.stripes.set_state(s, StripeState::Raid);
+        }
+        for p in &w.pieces {
+            match p.dest {
+                Dest::Stripe { stripe, col } => {
+                    v.raid_block_live(stripe, col);
+                    let loc = Loc::Raid(v.zone.flbn(stripe, col));
+                    v.map_patch(p.ub, p.first, p.count, loc, now);
+                }
+                Dest::Slot(r) => {
+                    let key = v.pairs.key(&v.zone, r);
+                    v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Live(p.ub);
+                    v.map_patch(p.ub, p.first, p.count, Loc::Rep(key), now);
+                    v.pairs.refresh(r.set);
+                }
+                Dest::Unmap => v.map_whole(p.ub, Loc::Unmapped, now),
+            }
+        }
+        // A stripe whose every piece was superseded inside this same write would be empty.
+        for &s in &w.stripes {
+            if v.stripes.state(s) == StripeState::Raid && v.stripes.valid(s) == 0 {
+                v.stripes.set_state(s, StripeState::Free);
+            }
+        }
+        ctx.reply(w.id, w.at, Ok(None));
+        self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
+    }
+
+    pub(super) fn fail_write(&mut self, ctx: &mut Ctx, h: u64, e: ReqError) {
+        let Some(Job::Write(w)) = self.jobs.remove(h) else {
+            panic!("write job missing")
+        };
+        ctx.reply(w.id, w.at, Err(e));
+        self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
+    }
+
+    pub(super) fn unlock(&mut self, ctx: &mut Ctx, vol: usize, first: u64, end: u64) {
+        let ready = self.vols[vol].locks.release(first, end);
+        for p in ready {
+            match self.jobs.get(p.job).map(|j| j.kind()) {
+                Some(super::jobs::Kind::Write) => self.run_write(ctx, p.job),
+                Some(super::jobs::Kind::Reloc) => unreachable!("relocations never queue for locks"),
+                _ => panic!("parked job {:#x} vanished", p.job),
+            }
+        }
+    }
+
+    /// Retry writes that were waiting for free stripes.
+    pub(super) fn retry_space_waiters(&mut self, ctx: &mut Ctx, vol: usize) {
+        let waiters = std::mem::take(&mut self.vols[vol].space_waiters);
+        for h in waiters {
+            self.run_write(ctx, h);
+        }
+    }
+
+    pub(super) fn start_flush(&mut self, ctx: &mut Ctx, id: u64) {
+        let h = self.jobs.insert(Job::Flush(FlushJob {
+            id,
+            at: ctx.now,
+            pending: 0,
+        }));
+        let mut n = 0;
+        for d in 0..ctx.disk_count() {
+            let d = DiskId(d as u32);
+            if !ctx.is_failed(d) {
+                ctx.issue(d, DevOp::Flush, IoTag { job: h, part: d.0 }, false);
+                n += 1;
+            }
+        }
+        if let Some(Job::Flush(f)) = self.jobs.get_mut(h) {
+            f.pending = n;
+        }
+        if n == 0 {
+            let Some(Job::Flush(f)) = self.jobs.remove(h) else {
+                unreachable!()
+            };
+            ctx.reply(
+                f.id,
+                f.at,
+                Err(ReqError::Io("no member left to flush".into())),
+            );
+        }
+    }
+
+    pub(super) fn flush_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, _result: IoResult) {
+        // A member failing its flush is failed by the engine; what it held is covered by
+        // redundancy like any other failure, so the flush itself still succeeds.
+        let Some(Job::Flush(f)) = self.jobs.get_mut(tag.job) else {
+            unreachable!()
+        };
+        f.pending -= 1;
+        if f.pending == 0 {
+            let Some(Job::Flush(f)) = self.jobs.remove(tag.job) else {
+                unreachable!()
+            };
+            ctx.reply(f.id, f.at, Ok(None));
+        }
+    }
+}
+
+/// Compute the parity columns (the last `nparity`) from the data columns in place.
+pub(super) fn fill_parity(cols: &mut [Vec<u8>], nparity: usize) {
+    let dcols = cols.len() - nparity;
+    let (data, par) = cols.split_at_mut(dcols);
+    let data: Vec<&[u8]> = data.iter().map(|c| c.as_slice()).collect();
+    match par {
+        [p] => parity::gen_p(&data, p),
+        [p, q] => parity::gen_pq(&data, p, q),
+        _ => unreachable!("1 or 2 parity columns"),
+    }
+}
+
+/// Make sure `needed` spare replica slots exist, opening new pair sets while the replicated
+/// area is below its configured size. Returns false when the area is full.
+fn ensure_slots(ctx: &mut Ctx, v: &mut Vol, needed: usize, redirect: bool) -> bool {
+    while v.pairs.spare_slots() < needed {
+        let copies = v.copies();
+        if v.stripes.count(StripeState::Replica) + copies as u64 > v.max_replica_stripes
+            || !v.user_may_take(copies as u64)
+        {
+            return false;
+        }
+        if !open_pair_set(ctx, v, redirect) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Open a new pair set: draw 4 random spare stripes, keep the 2 (or 3) whose data columns
+/// share the fewest disks (power of two choices), and match their columns into slots.
+fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
+    let copies = v.copies();
+    let dcols = v.zone.dcols();
+    let mut cand: Vec<u32> = Vec::with_capacity(4);
+    let n = ctx.disk_count();
+    let bad: Vec<bool> = (0..n)
+        .map(|d| avoid(ctx, redirect, DiskId(d as u32)))
+        .collect();
+    let failed: Vec<bool> = (0..n).map(|d| ctx.is_failed(DiskId(d as u32))).collect();
+    for _ in 0..4 {
+        let zone = &v.zone;
+        let pick = v.stripes.take_random_spare(ctx.rng, |s| {
+            (0..zone.width()).all(|c| !bad[zone.disk(s, c).index()])
+        });
+        let pick = pick.or_else(|| {
+            v.stripes.take_random_spare(ctx.rng, |s| {
+                (0..zone.width()).all(|c| !failed[zone.disk(s, c).index()])
+            })
+        });
+        let nparity = zone.nparity();
+        let pick = pick.or_else(|| {
+            v.stripes.take_random_spare(ctx.rng, |s| {
+                (0..zone.width())
+                    .filter(|&c| failed[zone.disk(s, c).index()])
+                    .count()
+                    <= nparity
+            })
+        });
+        match pick {
+            Some(s) => cand.push(s),
+            None => break,
+        }
+    }
+    if cand.len() < copies {
+        for s in cand {
+            v.stripes.untake(s);
+        }
+        return false;
+    }
+    let disks: Vec<Vec<DiskId>> = cand.iter().map(|&s| v.zone.stripe_disks(s)).collect();
+    // All combinations of `copies` candidates; pick the fewest shared disks.
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    let n = cand.len();
+    for a in 0..n {
+        for b in a + 1..n {
+            let combos: Vec<Vec<usize>> = if copies == 2 {
+                vec![vec![a, b]]
+            } else {
+                (b + 1..n).map(|c| vec![a, b, c]).collect()
+            };
+            for combo in combos {
+                let mut shared = 0;
+                for i in 0..combo.len() {
+                    for j in i + 1..combo.len() {
+                        shared += common_disks(&disks[combo[i]], &disks[combo[j]], dcols);
+                    }
+                }
+                if best.as_ref().is_none_or(|(s, _)| shared < *s) {
+                    best = Some((shared, combo));
+                }
+            }
+        }
+    }
+    let (_, chosen) = best.expect("at least one combination");
+    let chosen_disks: Vec<Vec<DiskId>> = chosen.iter().map(|&i| disks[i].clone()).collect();
+    let Some(matching) = match_columns(&chosen_disks, dcols) else {
+        for s in cand {
+            v.stripes.untake(s);
+        }
+        return false;
+    };
+    let mut stripes = [0u32; 3];
+    for (i, &c) in chosen.iter().enumerate() {
+        stripes[i] = cand[c];
+    }
+    for (i, &s) in cand.iter().enumerate() {
+        if chosen.contains(&i) {
+            v.stripes.set_state(s, StripeState::Replica);
+        } else {
+            v.stripes.untake(s);
+        }
+    }
+    let set = PairSet {
+        stripes,
+        copies: copies as u8,
+        slots: matching
+            .into_iter()
+            .map(|cols| Slot {
+                cols,
+                state: SlotState::Spare,
+            })
+            .collect(),
+        last_access: ctx.now,
+        converting: false,
+        in_lru: false,
+    };
+    v.pairs.insert(set, ctx.now);
+    true
+}

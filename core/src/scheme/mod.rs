@@ -1,0 +1,64 @@
+//! The scheme trait: a data-placement and redundancy policy the engine drives.
+//!
+//! FusionRAID is one scheme; the baselines it is compared with (RAID5, RAID50, LogRAID,
+//! ToleRAID, NV-RAID, RAIDM, Fusion-ND, sit-out) are others. Every driver (simulator,
+//! io_uring server) runs every scheme unchanged because they only meet through this trait
+//! and [`Ctx`].
+
+pub mod fusion;
+pub mod locks;
+
+use crate::engine::api::IoResult;
+use crate::engine::api::{Request, VolumeId};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::types::{DiskId, Nanos};
+
+/// What `status` shows about one volume.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VolumeStatus {
+    pub name: String,
+    pub size_bytes: u64,
+    pub level: String,
+    /// Bytes of physical space holding RAID-area stripes (data + parity + holes).
+    pub raid_bytes: u64,
+    /// Bytes of physical space holding replicated-area stripes.
+    pub replicated_bytes: u64,
+    pub free_bytes: u64,
+    /// Replica sets waiting for conversion.
+    pub conversion_backlog: u64,
+    /// Bytes of user data mapped (written and not trimmed).
+    pub mapped_bytes: u64,
+    /// Metadata held in memory for this volume (mapping, pairing, patch lists, stripe table).
+    pub metadata_bytes: u64,
+}
+
+/// A placement and redundancy policy. See the module documentation.
+pub trait Scheme {
+    fn name(&self) -> &str;
+    fn volume_count(&self) -> usize;
+    fn volume_size(&self, v: VolumeId) -> Option<u64>;
+    /// Largest request (bytes) the scheme accepts; the engine rejects larger ones up front.
+    fn max_request_bytes(&self) -> u64 {
+        32 << 20
+    }
+    /// A validated user request (aligned, in range, payload size right) for this scheme.
+    fn submit(&mut self, ctx: &mut Ctx, req: Request);
+    /// A device I/O this scheme issued has completed (successfully or not).
+    fn on_io_complete(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult);
+    /// Time passed: run timers and background work.
+    fn on_tick(&mut self, ctx: &mut Ctx);
+    /// The earliest time the scheme wants `on_tick`, if any.
+    fn next_deadline(&self, now: Nanos) -> Option<Nanos>;
+    /// A member was marked failed (by an I/O error or by the operator).
+    fn on_disk_failed(&mut self, ctx: &mut Ctx, disk: DiskId);
+    fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
+    /// Quiescent: no scheme-internal work in flight or waiting (used by tests and shutdown).
+    fn is_idle(&self) -> bool;
+    /// Check internal metadata for consistency; panics on a violation (tests, debugging).
+    fn check_invariants(&self) {}
+    /// One line per volume of internal queue state, for diagnostics.
+    fn debug_state(&self) -> String {
+        String::new()
+    }
+}

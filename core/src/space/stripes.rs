@@ -1,0 +1,187 @@
+//! The stripe table of a zone: each stripe's state and which data columns hold live data,
+//! plus the spare-stripe list and read pins.
+//!
+//! A *spare* stripe is free for a new full-stripe write or a new pair set. A *pin* is a read
+//! in flight on a stripe: a pinned stripe is never handed out again, so a slow read can not
+//! see its block overwritten by a later write after the block was freed.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::rng::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StripeState {
+    Free = 0,
+    /// Allocated to a write or a compaction that has not completed.
+    Busy = 1,
+    /// RAID area: parity valid; `valid` marks data columns that hold live blocks.
+    Raid = 2,
+    /// One of the stripes of a replica pair set (replicated area).
+    Replica = 3,
+}
+
+pub struct StripeTable {
+    state: Vec<StripeState>,
+    valid: Vec<u32>,
+    spare: VecDeque<u32>,
+    pins: HashMap<u32, u32>,
+    counts: [u64; 4],
+}
+
+impl StripeTable {
+    pub fn new(stripes: u64) -> Self {
+        let n = stripes as usize;
+        StripeTable {
+            state: vec![StripeState::Free; n],
+            valid: vec![0; n],
+            spare: (0..stripes as u32).collect(),
+            pins: HashMap::new(),
+            counts: [stripes, 0, 0, 0],
+        }
+    }
+
+    pub fn state(&self, s: u32) -> StripeState {
+        self.state[s as usize]
+    }
+    pub fn count(&self, st: StripeState) -> u64 {
+        self.counts[st as usize]
+    }
+    pub fn len(&self) -> u64 {
+        self.state.len() as u64
+    }
+    pub fn is_empty(&self) -> bool {
+        self.state.is_empty()
+    }
+    pub fn spare_len(&self) -> usize {
+        self.spare.len()
+    }
+
+    pub fn set_state(&mut self, s: u32, st: StripeState) {
+        let old = self.state[s as usize];
+        assert!(
+            old != StripeState::Free || st != StripeState::Free,
+            "stripe {s} freed twice"
+        );
+        self.counts[old as usize] -= 1;
+        self.counts[st as usize] += 1;
+        self.state[s as usize] = st;
+        if st == StripeState::Free {
+            self.valid[s as usize] = 0;
+            self.spare.push_back(s);
+        }
+    }
+
+    pub fn valid(&self, s: u32) -> u32 {
+        self.valid[s as usize]
+    }
+    pub fn set_valid(&mut self, s: u32, col: usize, on: bool) {
+        let v = &mut self.valid[s as usize];
+        if on {
+            *v |= 1 << col;
+        } else {
+            *v &= !(1 << col);
+        }
+    }
+    pub fn set_valid_mask(&mut self, s: u32, mask: u32) {
+        self.valid[s as usize] = mask;
+    }
+
+    pub fn pin(&mut self, s: u32) {
+        *self.pins.entry(s).or_insert(0) += 1;
+    }
+    pub fn unpin(&mut self, s: u32) {
+        let c = self
+            .pins
+            .get_mut(&s)
+            .expect("unpin of a stripe that is not pinned");
+        *c -= 1;
+        if *c == 0 {
+            self.pins.remove(&s);
+        }
+    }
+    pub fn is_pinned(&self, s: u32) -> bool {
+        self.pins.contains_key(&s)
+    }
+
+    /// Take the first spare stripe that `ok` accepts, walking the list in order; skipped
+    /// stripes go to the tail (paper §4.3). Returns the stripe and how many were skipped.
+    pub fn take_spare(&mut self, mut ok: impl FnMut(u32) -> bool) -> Option<(u32, usize)> {
+        let n = self.spare.len();
+        for skipped in 0..n {
+            let s = self.spare.pop_front()?;
+            if self.state[s as usize] == StripeState::Free && !self.is_pinned(s) && ok(s) {
+                self.set_state(s, StripeState::Busy);
+                return Some((s, skipped));
+            }
+            self.spare.push_back(s);
+        }
+        None
+    }
+
+    /// Take a uniformly random spare stripe that `ok` accepts (tries a bounded number).
+    pub fn take_random_spare(
+        &mut self,
+        rng: &mut Rng,
+        mut ok: impl FnMut(u32) -> bool,
+    ) -> Option<u32> {
+        for _ in 0..64 {
+            if self.spare.is_empty() {
+                return None;
+            }
+            let i = rng.below(self.spare.len() as u64) as usize;
+            let s = self.spare[i];
+            if self.state[s as usize] == StripeState::Free && !self.is_pinned(s) && ok(s) {
+                self.spare.swap_remove_back(i);
+                self.set_state(s, StripeState::Busy);
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    /// Give back a stripe taken by `take_*` but not used: it returns to the list's head.
+    pub fn untake(&mut self, s: u32) {
+        assert_eq!(self.state[s as usize], StripeState::Busy);
+        self.counts[StripeState::Busy as usize] -= 1;
+        self.counts[StripeState::Free as usize] += 1;
+        self.state[s as usize] = StripeState::Free;
+        self.valid[s as usize] = 0;
+        self.spare.push_front(s);
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        (self.state.len() + self.valid.len() * 4 + self.spare.capacity() * 4 + self.pins.len() * 16)
+            as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spare_list_skips_to_tail_and_counts() {
+        let mut t = StripeTable::new(4);
+        let (s, skipped) = t.take_spare(|s| s != 0).unwrap();
+        assert_eq!((s, skipped), (1, 1));
+        assert_eq!(t.count(StripeState::Busy), 1);
+        assert_eq!(t.count(StripeState::Free), 3);
+        // 0 went to the tail: order is now 2, 3, 0.
+        assert_eq!(t.take_spare(|_| true).unwrap().0, 2);
+        t.pin(3);
+        assert_eq!(t.take_spare(|_| true).unwrap().0, 0);
+        assert!(
+            t.take_spare(|_| true).is_none(),
+            "pinned stripe must not be handed out"
+        );
+        t.unpin(3);
+        assert_eq!(t.take_spare(|_| true).unwrap().0, 3);
+        t.set_state(1, StripeState::Raid);
+        t.set_valid(1, 3, true);
+        assert_eq!(t.valid(1), 8);
+        t.set_state(1, StripeState::Free);
+        assert_eq!(t.valid(1), 0);
+        assert_eq!(t.spare_len(), 1);
+    }
+}

@@ -1,0 +1,242 @@
+//! One client connection: handshake, then the transmission phase with a
+//! reader (this thread) and a writer thread joined by a bounded queue.
+//!
+//! The reader parses and validates requests and submits them to the backend.
+//! Completions flow to the writer through [`Completer`]s. On NBD_CMD_DISC,
+//! EOF, a protocol error or server shutdown the reader stops; the writer
+//! keeps going until every admitted request has been answered, and only then
+//! is the socket closed, as the spec asks for NBD_CMD_DISC.
+
+use std::io::{BufReader, Read};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{SyncSender, sync_channel};
+
+use crate::backend::{Backend, Command, CommandKind, Completer, ReplyMsg};
+use crate::error::{ErrorCode, NbdError};
+use crate::proto::transmission::{REQUEST_HEADER_LEN, RequestHeader};
+use crate::stream::{NbdStream, discard, read_header};
+
+use super::ServerConfig;
+use super::handshake::{Negotiated, negotiate};
+use super::inflight::Inflight;
+use super::validate::{Action, Verdict, check};
+use super::writer;
+
+/// Socket read buffer: many 28-byte headers per syscall under load, while
+/// large payloads bypass it.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// Serves one connection to completion.
+pub(crate) fn serve(
+    mut stream: NbdStream,
+    backend: Arc<dyn Backend>,
+    config: &ServerConfig,
+    shutting_down: &AtomicBool,
+) -> Result<(), NbdError> {
+    stream.set_nodelay()?;
+    // A client that stalls mid-handshake must not pin a thread forever.
+    stream.set_read_timeout(Some(config.handshake_timeout))?;
+    stream.set_write_timeout(Some(config.handshake_timeout))?;
+    let negotiated = negotiate(&mut stream, &*backend, config, shutting_down);
+    let negotiated = match negotiated {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            let _ = stream.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+        Err(e) => {
+            let _ = stream.shutdown(Shutdown::Both);
+            return Err(e);
+        }
+    };
+    stream.set_read_timeout(None)?;
+    stream.set_write_timeout(None)?;
+    tracing::debug!(export = %negotiated.export.name, "entering transmission");
+    let result = transmission(&stream, negotiated, backend, config);
+    let _ = stream.shutdown(Shutdown::Both);
+    result
+}
+
+fn transmission(
+    stream: &NbdStream,
+    negotiated: Negotiated,
+    backend: Arc<dyn Backend>,
+    config: &ServerConfig,
+) -> Result<(), NbdError> {
+    let inflight = Arc::new(Inflight::new(
+        config.max_in_flight,
+        config.max_in_flight_bytes,
+    ));
+    // Capacity = the in-flight bound: every queued reply holds a slot, so a
+    // completer's send can never block a backend thread.
+    let (tx, rx) = sync_channel::<ReplyMsg>(config.max_in_flight.max(1));
+    let writer_stream = stream.try_clone()?;
+    let writer_inflight = inflight.clone();
+    let writer = std::thread::Builder::new()
+        .name("nbd-writer".into())
+        .spawn(move || writer::run(writer_stream, rx, &writer_inflight))?;
+
+    let mut reader = Reader {
+        input: BufReader::with_capacity(READ_BUFFER, stream.try_clone()?),
+        tx,
+        inflight: &inflight,
+        backend: &*backend,
+        negotiated: &negotiated,
+        max_payload: config.max_payload,
+    };
+    let result = reader.run();
+    // Dropping the reader drops its queue sender; the writer exits once the
+    // last outstanding completer has replied.
+    drop(reader);
+    if writer.join().is_err() {
+        tracing::error!("nbd writer thread panicked");
+    }
+    result
+}
+
+struct Reader<'a> {
+    input: BufReader<NbdStream>,
+    tx: SyncSender<ReplyMsg>,
+    inflight: &'a Inflight,
+    backend: &'a dyn Backend,
+    negotiated: &'a Negotiated,
+    max_payload: u32,
+}
+
+impl Reader<'_> {
+    fn run(&mut self) -> Result<(), NbdError> {
+        loop {
+            // Backpressure: at the bound we stop reading the socket.
+            if !self.inflight.acquire_slot() {
+                return Ok(());
+            }
+            match self.one_request() {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Handles one request while holding one slot (which is passed on to
+    /// its reply or released here). Returns false at the end of the stream.
+    fn one_request(&mut self) -> Result<bool, NbdError> {
+        let header = read_header::<_, REQUEST_HEADER_LEN>(&mut self.input)
+            .and_then(|b| b.map(|b| RequestHeader::decode(&b)).transpose());
+        let h = match header {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                // EOF between requests: a hard disconnect by the client.
+                self.inflight.release(0);
+                return Ok(false);
+            }
+            Err(e) => {
+                self.inflight.release(0);
+                return Err(e);
+            }
+        };
+        match check(&h, &self.negotiated.export, self.max_payload) {
+            Verdict::Accept(action) => self.submit(h.handle, action),
+            Verdict::Noop => {
+                self.reply_now(h.handle, Ok(()));
+                Ok(true)
+            }
+            Verdict::Reject { error, skip } => {
+                if let Err(e) = discard(&mut self.input, u64::from(skip)) {
+                    self.inflight.release(0);
+                    return Err(e);
+                }
+                self.reply_now(h.handle, Err(error));
+                Ok(true)
+            }
+            Verdict::Fatal { error, reason } => {
+                self.reply_now(h.handle, Err(error));
+                Err(NbdError::Protocol(reason))
+            }
+        }
+    }
+
+    fn submit(&mut self, handle: u64, action: Action) -> Result<bool, NbdError> {
+        let (kind, read_len, budget) = match action {
+            Action::Read { offset, len } => {
+                if !self.inflight.acquire_bytes(u64::from(len)) {
+                    self.inflight.release(0);
+                    return Ok(false);
+                }
+                (CommandKind::Read { offset, len }, Some(len), u64::from(len))
+            }
+            Action::Write { offset, len, fua } => {
+                if !self.inflight.acquire_bytes(u64::from(len)) {
+                    self.inflight.release(0);
+                    return Ok(false);
+                }
+                // The whole payload is read before the backend hears of the
+                // command, so a truncated write never reaches storage.
+                let data = match self.read_payload(len) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        self.inflight.release(u64::from(len));
+                        return Err(e);
+                    }
+                };
+                (
+                    CommandKind::Write { offset, data, fua },
+                    None,
+                    u64::from(len),
+                )
+            }
+            Action::Flush => (CommandKind::Flush, None, 0),
+            Action::Trim { offset, len, fua } => (CommandKind::Trim { offset, len, fua }, None, 0),
+            Action::WriteZeroes {
+                offset,
+                len,
+                no_hole,
+                fua,
+            } => (
+                CommandKind::WriteZeroes {
+                    offset,
+                    len,
+                    no_hole,
+                    fua,
+                },
+                None,
+                0,
+            ),
+            Action::Disconnect => {
+                // No reply; in-flight requests still finish (see module doc).
+                self.inflight.release(0);
+                return Ok(false);
+            }
+        };
+        let done = Completer::channel(self.tx.clone(), handle, read_len, budget);
+        self.backend
+            .submit(self.negotiated.export_index, Command { handle, kind }, done);
+        Ok(true)
+    }
+
+    fn read_payload(&mut self, len: u32) -> Result<Vec<u8>, NbdError> {
+        let mut data = Vec::with_capacity(len as usize);
+        (&mut self.input)
+            .take(u64::from(len))
+            .read_to_end(&mut data)?;
+        if data.len() != len as usize {
+            return Err(NbdError::Disconnected);
+        }
+        Ok(data)
+    }
+
+    /// A reply decided by the server itself; it goes through the writer so
+    /// it cannot interleave with backend replies.
+    fn reply_now(&self, handle: u64, result: Result<(), ErrorCode>) {
+        // The slot held for this request guarantees queue space; an error
+        // means the writer is gone and the next acquire_slot will notice.
+        let _ = self.tx.send(ReplyMsg {
+            handle,
+            result: result.map(|()| Vec::new()),
+            read_len: None,
+            budget: 0,
+        });
+    }
+}

@@ -1,0 +1,115 @@
+//! Per-connection admission control. A request holds one slot (and, for
+//! reads and writes, its payload size in bytes) from the moment its header is
+//! read until its reply has been written. When either limit is reached the
+//! reader stops reading the socket, so TCP flow control pushes back on the
+//! client and the connection's memory stays bounded.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+pub(crate) struct Inflight {
+    state: Mutex<State>,
+    cv: Condvar,
+    max_requests: usize,
+    max_bytes: u64,
+}
+
+#[derive(Default)]
+struct State {
+    requests: usize,
+    bytes: u64,
+    /// Set when the writer can no longer deliver replies: waiting is over.
+    closed: bool,
+}
+
+impl Inflight {
+    pub fn new(max_requests: usize, max_bytes: u64) -> Self {
+        Inflight {
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            max_requests: max_requests.max(1),
+            max_bytes,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the counters torn
+        // (every update is a single statement), so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for a free request slot. False if the connection is closing.
+    pub fn acquire_slot(&self) -> bool {
+        let mut s = self.lock();
+        while !s.closed && s.requests >= self.max_requests {
+            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        if s.closed {
+            return false;
+        }
+        s.requests += 1;
+        true
+    }
+
+    /// Waits until `n` more payload bytes fit in the budget. A request is
+    /// always admitted when no bytes are held, so a single payload larger
+    /// than the budget cannot deadlock. False if the connection is closing.
+    pub fn acquire_bytes(&self, n: u64) -> bool {
+        let mut s = self.lock();
+        while !s.closed && s.bytes > 0 && s.bytes + n > self.max_bytes {
+            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        if s.closed {
+            return false;
+        }
+        s.bytes += n;
+        true
+    }
+
+    /// Returns one slot and `bytes` of budget.
+    pub fn release(&self, bytes: u64) {
+        let mut s = self.lock();
+        s.requests = s.requests.saturating_sub(1);
+        s.bytes = s.bytes.saturating_sub(bytes);
+        drop(s);
+        self.cv.notify_all();
+    }
+
+    /// Wakes every waiter and makes further acquisitions fail.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn slots_block_until_released() {
+        let f = Arc::new(Inflight::new(2, 1 << 20));
+        assert!(f.acquire_slot());
+        assert!(f.acquire_slot());
+        let f2 = f.clone();
+        let t = std::thread::spawn(move || f2.acquire_slot());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!t.is_finished(), "third slot must wait");
+        f.release(0);
+        assert!(t.join().unwrap());
+    }
+
+    #[test]
+    fn oversized_request_admitted_when_idle_and_close_wakes() {
+        let f = Arc::new(Inflight::new(8, 100));
+        assert!(f.acquire_bytes(1000), "idle connection admits any size");
+        let f2 = f.clone();
+        let t = std::thread::spawn(move || f2.acquire_bytes(1));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!t.is_finished(), "budget exhausted, must wait");
+        f.close();
+        assert!(!t.join().unwrap());
+        assert!(!f.acquire_slot());
+    }
+}

@@ -1,0 +1,171 @@
+//! One socket type for both transports, so the server and client code does not
+//! care whether it runs over TCP or a Unix socket.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use crate::error::NbdError;
+
+/// A connected TCP or Unix stream socket.
+#[derive(Debug)]
+pub enum NbdStream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl NbdStream {
+    /// A second handle on the same socket, so one thread can read while
+    /// another writes.
+    pub fn try_clone(&self) -> io::Result<NbdStream> {
+        Ok(match self {
+            NbdStream::Tcp(s) => NbdStream::Tcp(s.try_clone()?),
+            NbdStream::Unix(s) => NbdStream::Unix(s.try_clone()?),
+        })
+    }
+
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        match self {
+            NbdStream::Tcp(s) => s.shutdown(how),
+            NbdStream::Unix(s) => s.shutdown(how),
+        }
+    }
+
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            NbdStream::Tcp(s) => s.set_read_timeout(t),
+            NbdStream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            NbdStream::Tcp(s) => s.set_write_timeout(t),
+            NbdStream::Unix(s) => s.set_write_timeout(t),
+        }
+    }
+
+    /// The spec asks both ends to disable Nagle: a reply header waiting for
+    /// an ACK would add a round trip to every small request.
+    pub fn set_nodelay(&self) -> io::Result<()> {
+        match self {
+            NbdStream::Tcp(s) => s.set_nodelay(true),
+            NbdStream::Unix(_) => Ok(()),
+        }
+    }
+}
+
+impl From<TcpStream> for NbdStream {
+    fn from(s: TcpStream) -> Self {
+        NbdStream::Tcp(s)
+    }
+}
+
+impl From<UnixStream> for NbdStream {
+    fn from(s: UnixStream) -> Self {
+        NbdStream::Unix(s)
+    }
+}
+
+impl Read for NbdStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            NbdStream::Tcp(s) => s.read(buf),
+            NbdStream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for NbdStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            NbdStream::Tcp(s) => s.write(buf),
+            NbdStream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            NbdStream::Tcp(s) => s.write_vectored(bufs),
+            NbdStream::Unix(s) => s.write_vectored(bufs),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            NbdStream::Tcp(s) => s.flush(),
+            NbdStream::Unix(s) => s.flush(),
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes; EOF anywhere is [`NbdError::Disconnected`].
+pub(crate) fn read_exact<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> Result<(), NbdError> {
+    r.read_exact(buf).map_err(eof_is_disconnect)
+}
+
+/// Reads a fixed-size message header. `Ok(None)` means the peer closed the
+/// connection cleanly *between* messages; EOF in the middle of the header is
+/// [`NbdError::Disconnected`].
+pub(crate) fn read_header<R: Read + ?Sized, const N: usize>(
+    r: &mut R,
+) -> Result<Option<[u8; N]>, NbdError> {
+    let mut buf = [0u8; N];
+    let mut got = 0;
+    while got < N {
+        match r.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(NbdError::Disconnected),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(eof_is_disconnect(e)),
+        }
+    }
+    Ok(Some(buf))
+}
+
+/// Reads and throws away `n` bytes (a payload we refuse but must skip to
+/// stay in sync with the peer), in small pieces so memory stays bounded.
+pub(crate) fn discard<R: Read + ?Sized>(r: &mut R, n: u64) -> Result<(), NbdError> {
+    let copied = io::copy(&mut r.take(n), &mut io::sink())?;
+    if copied < n {
+        return Err(NbdError::Disconnected);
+    }
+    Ok(())
+}
+
+fn eof_is_disconnect(e: io::Error) -> NbdError {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe => NbdError::Disconnected,
+        _ => NbdError::Io(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_eof_cases() {
+        let mut empty: &[u8] = &[];
+        assert!(matches!(read_header::<_, 4>(&mut empty), Ok(None)));
+        let mut short: &[u8] = &[1, 2];
+        assert!(matches!(
+            read_header::<_, 4>(&mut short),
+            Err(NbdError::Disconnected)
+        ));
+        let mut full: &[u8] = &[1, 2, 3, 4, 5];
+        assert_eq!(read_header::<_, 4>(&mut full).unwrap(), Some([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn discard_detects_short_input() {
+        let mut r: &[u8] = &[0; 10];
+        assert!(discard(&mut r, 10).is_ok());
+        let mut r: &[u8] = &[0; 10];
+        assert!(matches!(discard(&mut r, 11), Err(NbdError::Disconnected)));
+    }
+}

@@ -1,0 +1,335 @@
+//! Property tests feeding hostile byte streams to a server connection over a
+//! socket pair: the server must never panic, must always finish, and must
+//! never let a malformed write reach the backend.
+
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use fusionraid_nbd::proto::consts::*;
+use fusionraid_nbd::proto::handshake::*;
+use fusionraid_nbd::proto::transmission::*;
+use fusionraid_nbd::{ExportInfo, MemBackend, NbdError, ServerConfig, serve_connection};
+use proptest::prelude::*;
+
+const SIZE: u64 = 256 * 1024;
+
+/// Runs one server connection fed with `input`, returns what the server
+/// wrote, how the connection ended, and the backend.
+fn run_server(input: Vec<u8>) -> (Vec<u8>, Result<(), NbdError>, Arc<MemBackend>) {
+    let backend = Arc::new(MemBackend::new(ExportInfo::new("disk", SIZE)));
+    let (mut client, server_end) = UnixStream::pair().unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let b = backend.clone();
+    let config = ServerConfig {
+        handshake_timeout: Duration::from_secs(10),
+        ..ServerConfig::default()
+    };
+    let server = std::thread::spawn(move || serve_connection(server_end, b, &config));
+    // Write on a thread: the server may stop reading (or answer a lot)
+    // before all input is consumed, and neither side may block the other.
+    let mut w = client.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&input);
+        let _ = w.shutdown(Shutdown::Write);
+    });
+    let mut out = Vec::new();
+    client
+        .read_to_end(&mut out)
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::ConnectionReset => Ok(0),
+            _ => Err(e),
+        })
+        .expect("server must close the connection, not stall");
+    writer.join().unwrap();
+    let result = server.join().expect("server thread must not panic");
+    (out, result, backend)
+}
+
+/// A valid fixed-newstyle prefix ending in NBD_OPT_GO for "disk".
+fn handshake_prefix() -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES).to_be_bytes());
+    let go = InfoRequest {
+        name: "disk".into(),
+        requests: vec![NBD_INFO_BLOCK_SIZE],
+    }
+    .encode();
+    v.extend_from_slice(
+        &OptionHeader {
+            option: NBD_OPT_GO,
+            len: go.len() as u32,
+        }
+        .encode(),
+    );
+    v.extend_from_slice(&go);
+    v
+}
+
+/// One transmission-phase item: a request, well-formed or broken in a
+/// specific way.
+#[derive(Debug, Clone)]
+enum Item {
+    GoodWrite {
+        block: u64,
+        blocks: u32,
+        fill: u8,
+    },
+    GoodRead {
+        block: u64,
+        blocks: u32,
+    },
+    Flush,
+    Misaligned {
+        offset: u64,
+        fill: u8,
+    },
+    BeyondEnd {
+        fill: u8,
+    },
+    BadFlags {
+        fill: u8,
+    },
+    /// Recoverable for the stream, all are rejected without a backend write.
+    Cache,
+    /// Each of these ends the connection.
+    BadMagic,
+    UnknownCommand(u16),
+    HugeWrite,
+    Truncated {
+        fill: u8,
+    },
+    Garbage(Vec<u8>),
+}
+
+fn item() -> impl Strategy<Value = Item> {
+    let blocks = SIZE / 4096;
+    prop_oneof![
+        4 => (0..blocks, 1u32..4, 1u8..=255).prop_map(move |(b, n, fill)| Item::GoodWrite {
+            block: b.min(blocks - u64::from(n)),
+            blocks: n,
+            fill
+        }),
+        2 => (0..blocks, 1u32..4).prop_map(move |(b, n)| Item::GoodRead {
+            block: b.min(blocks - u64::from(n)),
+            blocks: n
+        }),
+        1 => Just(Item::Flush),
+        1 => (1u64..4095, 1u8..=255).prop_map(|(offset, fill)| Item::Misaligned { offset, fill }),
+        1 => (1u8..=255).prop_map(|fill| Item::BeyondEnd { fill }),
+        1 => (1u8..=255).prop_map(|fill| Item::BadFlags { fill }),
+        1 => Just(Item::Cache),
+        1 => Just(Item::BadMagic),
+        1 => (9u16..).prop_map(Item::UnknownCommand),
+        1 => Just(Item::HugeWrite),
+        1 => (1u8..=255).prop_map(|fill| Item::Truncated { fill }),
+        1 => proptest::collection::vec(any::<u8>(), 1..40).prop_map(Item::Garbage),
+    ]
+}
+
+fn header(typ: u16, flags: u16, handle: u64, offset: u64, len: u32) -> [u8; 28] {
+    RequestHeader {
+        flags,
+        typ,
+        handle,
+        offset,
+        len,
+    }
+    .encode()
+}
+
+/// A reply the model expects: handle, error, and read data.
+type Expected = (u64, u32, Vec<u8>);
+
+/// Encodes the items; returns the bytes, the disk contents a correct
+/// server ends with, how many backend writes it performs, and the replies
+/// it sends, in order. MemBackend executes requests in arrival order, so the
+/// data of each read is the model disk at that point.
+fn encode(items: &[Item]) -> (Vec<u8>, Vec<u8>, u64, Vec<Expected>) {
+    let mut bytes = handshake_prefix();
+    let mut disk = vec![0u8; SIZE as usize];
+    let mut writes = 0;
+    let mut replies = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        let h = i as u64 + 1;
+        match it {
+            Item::GoodWrite {
+                block,
+                blocks,
+                fill,
+            } => {
+                let (off, len) = (block * 4096, blocks * 4096);
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, off, len));
+                bytes.extend(std::iter::repeat_n(*fill, len as usize));
+                disk[off as usize..(off + u64::from(len)) as usize].fill(*fill);
+                writes += 1;
+                replies.push((h, 0, Vec::new()));
+            }
+            Item::GoodRead { block, blocks } => {
+                bytes.extend_from_slice(&header(NBD_CMD_READ, 0, h, block * 4096, blocks * 4096));
+                let r = (block * 4096) as usize..((block + u64::from(*blocks)) * 4096) as usize;
+                replies.push((h, 0, disk[r].to_vec()));
+            }
+            Item::Flush => {
+                bytes.extend_from_slice(&header(NBD_CMD_FLUSH, 0, h, 0, 0));
+                replies.push((h, 0, Vec::new()));
+            }
+            Item::Misaligned { offset, fill } => {
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, *offset, 4096));
+                bytes.extend(std::iter::repeat_n(*fill, 4096));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::BeyondEnd { fill } => {
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, SIZE, 4096));
+                bytes.extend(std::iter::repeat_n(*fill, 4096));
+                replies.push((h, NBD_ENOSPC, Vec::new()));
+            }
+            Item::BadFlags { fill } => {
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, NBD_CMD_FLAG_NO_HOLE, h, 0, 4096));
+                bytes.extend(std::iter::repeat_n(*fill, 4096));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::Cache => {
+                bytes.extend_from_slice(&header(NBD_CMD_CACHE, 0, h, 0, 4096));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::BadMagic => {
+                let mut b = header(NBD_CMD_WRITE, 0, h, 0, 4096);
+                b[0] ^= 0xff;
+                bytes.extend_from_slice(&b);
+                bytes.extend(std::iter::repeat_n(0xbb, 4096));
+                return (bytes, disk, writes, replies);
+            }
+            Item::UnknownCommand(t) => {
+                bytes.extend_from_slice(&header(*t, 0, h, 0, 4096));
+                bytes.extend(std::iter::repeat_n(0xbb, 4096));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+                return (bytes, disk, writes, replies);
+            }
+            Item::HugeWrite => {
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, 0, (64 << 20) + 4096));
+                bytes.extend(std::iter::repeat_n(0xbb, 8192));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+                return (bytes, disk, writes, replies);
+            }
+            Item::Truncated { fill } => {
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, 0, 8192));
+                bytes.extend(std::iter::repeat_n(*fill, 4000));
+                return (bytes, disk, writes, replies);
+            }
+            Item::Garbage(g) => {
+                // Garbage whose first four bytes happen to be the request
+                // magic would be a (random) request; keep the model exact.
+                let mut g = g.clone();
+                if g.len() >= 4 && g[..4] == NBD_REQUEST_MAGIC.to_be_bytes() {
+                    g[0] ^= 1;
+                }
+                bytes.extend_from_slice(&g);
+                // Fewer than 28 bytes then EOF, or a bad magic: either way
+                // the stream ends here without a reply.
+                return (bytes, disk, writes, replies);
+            }
+        }
+    }
+    (bytes, disk, writes, replies)
+}
+
+/// Parses the server output (greeting, GO replies, simple replies) and
+/// checks every reply against the model.
+fn check_output(out: &[u8], replies: &[Expected]) {
+    let mut r: &[u8] = out;
+    let mut greeting = [0u8; GREETING_LEN];
+    r.read_exact(&mut greeting).unwrap();
+    decode_greeting(&greeting).unwrap();
+    loop {
+        let mut h = [0u8; OPTION_REPLY_HEADER_LEN];
+        r.read_exact(&mut h).unwrap();
+        let h = OptionReplyHeader::decode(&h).unwrap();
+        let mut d = vec![0u8; h.len as usize];
+        r.read_exact(&mut d).unwrap();
+        if h.reply == NBD_REP_ACK {
+            break;
+        }
+        assert_eq!(h.reply, NBD_REP_INFO);
+    }
+    for (handle, error, data) in replies {
+        let mut b = [0u8; SIMPLE_REPLY_LEN];
+        r.read_exact(&mut b)
+            .unwrap_or_else(|_| panic!("missing reply for {handle}"));
+        let reply = SimpleReply::decode(&b).unwrap();
+        assert_eq!((reply.handle, reply.error), (*handle, *error));
+        let mut got = vec![0u8; data.len()];
+        r.read_exact(&mut got).unwrap();
+        assert!(got == *data, "read data for handle {handle}");
+    }
+    assert!(r.is_empty(), "{} unexpected trailing bytes", r.len());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Arbitrary bytes as the whole client side: the handshake parser must
+    /// end cleanly (error or abort), and nothing reaches the backend.
+    #[test]
+    fn arbitrary_handshake_bytes(input in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let (out, result, backend) = run_server(input);
+        prop_assert!(out.len() >= GREETING_LEN);
+        prop_assert!(result.is_err() || out.len() > GREETING_LEN);
+        let s = backend.stats();
+        prop_assert_eq!(s.writes.load(Ordering::Relaxed) + s.reads.load(Ordering::Relaxed), 0);
+    }
+
+    /// A valid handshake followed by arbitrary bytes in transmission.
+    #[test]
+    fn arbitrary_transmission_bytes(tail in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        let mut input = handshake_prefix();
+        input.extend_from_slice(&tail);
+        let (out, _result, backend) = run_server(input);
+        prop_assert!(out.len() > GREETING_LEN);
+        // Without the request magic in the first header the stream ends
+        // there, so nothing can have been written.
+        let writes = backend.stats().writes.load(Ordering::Relaxed);
+        if tail.len() < 4 || tail[..4] != NBD_REQUEST_MAGIC.to_be_bytes() {
+            prop_assert_eq!(writes, 0);
+        }
+    }
+
+    /// Structured mix of good and malformed requests: exactly the good
+    /// writes before the first stream-breaking item reach the backend, and
+    /// every request that deserves a reply gets the right one, in order.
+    #[test]
+    fn malformed_writes_never_reach_the_backend(items in proptest::collection::vec(item(), 0..24)) {
+        let (input, disk, writes, replies) = encode(&items);
+        let (out, _result, backend) = run_server(input);
+        prop_assert_eq!(backend.stats().writes.load(Ordering::Relaxed), writes);
+        prop_assert!(backend.contents(0).unwrap() == disk, "disk differs from model");
+        check_output(&out, &replies);
+    }
+}
+
+#[test]
+fn empty_input_is_a_clean_disconnect_error() {
+    let (out, result, _) = run_server(Vec::new());
+    assert_eq!(out.len(), GREETING_LEN);
+    assert!(matches!(result, Err(NbdError::Disconnected)));
+}
+
+#[test]
+fn abort_is_a_clean_end() {
+    let mut input = (NBD_FLAG_C_FIXED_NEWSTYLE).to_be_bytes().to_vec();
+    input.extend_from_slice(
+        &OptionHeader {
+            option: NBD_OPT_ABORT,
+            len: 0,
+        }
+        .encode(),
+    );
+    let (out, result, _) = run_server(input);
+    assert!(result.is_ok());
+    assert_eq!(out.len(), GREETING_LEN + OPTION_REPLY_HEADER_LEN);
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace. Installs the system tools the interop tests drive
+# (fio, qemu-utils, libnbd-bin, nbdkit) when they are missing, then runs the suite with
+# those tools required, so a missing tool fails loudly instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v fio >/dev/null || need+=(fio)
+command -v qemu-img >/dev/null || need+=(qemu-utils)
+command -v nbdinfo >/dev/null || need+=(libnbd-bin)
+command -v nbdkit >/dev/null || need+=(nbdkit)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || need+=(fuse3)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+export FUSIONRAID_REQUIRE_TOOLS=1
+# Thousands of model-test seeds (each a full random scenario with faults).
+export FUSIONRAID_SEEDS="${FUSIONRAID_SEEDS:-2000}"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace "$@"
