@@ -9,6 +9,17 @@ use std::collections::{BTreeMap, BinaryHeap};
 use fusionraid_core::rng::Rng;
 use fusionraid_core::{Data, DevError, DevOp, Engine, IoId, IoResult, Nanos, Reply, Request};
 
+/// One device command as the driver saw it (for tests that check what the engine issued).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpRecord {
+    pub disk: usize,
+    pub write: bool,
+    pub read: bool,
+    pub background: bool,
+    pub offset: u64,
+    pub len: u64,
+}
+
 pub struct MemDisk {
     pub bytes: Vec<u8>,
     pub failed: bool,
@@ -35,6 +46,8 @@ pub struct Driver {
     pub base_latency_ns: Nanos,
     last_timeout_at: Nanos,
     same_instant_timeouts: u32,
+    /// Every device command issued, in order.
+    pub log: Vec<OpRecord>,
 }
 
 impl Driver {
@@ -59,6 +72,7 @@ impl Driver {
             base_latency_ns: 100_000,
             last_timeout_at: u64::MAX,
             same_instant_timeouts: 0,
+            log: Vec::new(),
         }
     }
 
@@ -71,6 +85,20 @@ impl Driver {
     /// Perform every device I/O the engine emitted and collect replies; schedule the timer.
     pub fn pump(&mut self) {
         while let Some(io) = self.engine.poll_device_io() {
+            let (offset, read, write) = match &io.op {
+                DevOp::Read { offset, .. } => (*offset, true, false),
+                DevOp::Write { offset, .. } => (*offset, false, true),
+                DevOp::Trim { offset, .. } => (*offset, false, false),
+                DevOp::Flush => (0, false, false),
+            };
+            self.log.push(OpRecord {
+                disk: io.disk.index(),
+                write,
+                read,
+                background: io.background,
+                offset,
+                len: io.op.len(),
+            });
             let d = &mut self.disks[io.disk.index()];
             let mut lat = self.base_latency_ns / 2 + self.rng.below(self.base_latency_ns);
             if self.now < d.spike_until {

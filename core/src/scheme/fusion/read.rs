@@ -90,10 +90,16 @@ impl FusionScheme {
     /// Choose how to serve part `i` and issue its device reads. Unmapped parts finish at once.
     fn plan_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
         let redirect = self.cfg.redirect;
-        let (vol, loc, first, count) = {
+        let (vol, loc, first, count, background) = {
             let job = self.read_job(h);
             let p = &job.parts[i];
-            (job.vol, p.loc, p.first, p.count)
+            (
+                job.vol,
+                p.loc,
+                p.first,
+                p.count,
+                matches!(job.purpose, ReadPurpose::Reloc { .. }),
+            )
         };
         let v = &mut self.vols[vol];
         let page_off = first as u64 * PAGE_SIZE;
@@ -153,7 +159,7 @@ impl FusionScheme {
                             disk,
                             DevOp::Read { offset: off, len },
                             part_tag(DIRECT + ci),
-                            false,
+                            background,
                         );
                         Some((PartMode::Direct { stripe: s }, vec![(DIRECT + ci, s)], 1))
                     }
@@ -178,7 +184,7 @@ impl FusionScheme {
                         dk,
                         DevOp::Read { offset: off, len },
                         part_tag(DIRECT),
-                        false,
+                        background,
                     );
                     Some((PartMode::Direct { stripe: s }, vec![(DIRECT, s)], 1))
                 } else {
@@ -209,7 +215,7 @@ impl FusionScheme {
                             dk,
                             DevOp::Read { offset: off, len },
                             part_tag(x as u32),
-                            false,
+                            background,
                         );
                         n += 1;
                     }

@@ -206,9 +206,18 @@ impl FusionScheme {
                 }
             } else {
                 for &(b, first, count) in &raw {
-                    let strict = v
+                    let mut strict = v
                         .pairs
                         .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)));
+                    if strict.is_none() && open_pair_set_if_room(ctx, v, redirect) {
+                        // Every spare slot touches a disk to avoid: a fresh pair set, drawn
+                        // from stripes away from it, is the redirection target.
+                        ctx.stats.redirected_writes += 1;
+                        strict = v
+                            .pairs
+                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)))
+                            .map(|(r, _)| (r, 0));
+                    }
                     let r = match strict {
                         Some((r, skipped)) => {
                             if skipped > 0 && redirect {
@@ -517,17 +526,19 @@ pub(super) fn fill_parity(cols: &mut [Vec<u8>], nparity: usize) {
 /// area is below its configured size. Returns false when the area is full.
 fn ensure_slots(ctx: &mut Ctx, v: &mut Vol, needed: usize, redirect: bool) -> bool {
     while v.pairs.spare_slots() < needed {
-        let copies = v.copies();
-        if v.stripes.count(StripeState::Replica) + copies as u64 > v.max_replica_stripes
-            || !v.user_may_take(copies as u64)
-        {
-            return false;
-        }
-        if !open_pair_set(ctx, v, redirect) {
+        if !open_pair_set_if_room(ctx, v, redirect) {
             return false;
         }
     }
     true
+}
+
+/// Open one more pair set if the replicated area and the reserve allow it.
+fn open_pair_set_if_room(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
+    let copies = v.copies() as u64;
+    v.stripes.count(StripeState::Replica) + copies <= v.max_replica_stripes
+        && v.user_may_take(copies)
+        && open_pair_set(ctx, v, redirect)
 }
 
 /// Open a new pair set: draw 4 random spare stripes, keep the 2 (or 3) whose data columns
