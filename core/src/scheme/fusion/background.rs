@@ -11,8 +11,11 @@ use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::space::StripeState;
-use crate::types::{DiskId, PAGE_SIZE};
+use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
+
+/// How long to wait before scanning again for background work after a scan found none.
+const BG_RESCAN_NS: Nanos = 1_000_000;
 
 impl FusionScheme {
     /// Could any background task (running or startable) free stripes in `vol`?
@@ -34,6 +37,9 @@ impl FusionScheme {
                 }
             }
             let pol = self.cfg.conversion.clone();
+            if ctx.now < self.vols[vol].next_bg_scan && self.vols[vol].space_waiters.is_empty() {
+                continue;
+            }
             while self.vols[vol].bg_running < pol.max_concurrent {
                 let v = &self.vols[vol];
                 let starving = !v.space_waiters.is_empty();
@@ -51,6 +57,8 @@ impl FusionScheme {
                     started = self.start_relocation(ctx, vol, starving);
                 }
                 if !started {
+                    // Nothing startable now; look again in a millisecond.
+                    self.vols[vol].next_bg_scan = ctx.now + BG_RESCAN_NS;
                     break;
                 }
             }

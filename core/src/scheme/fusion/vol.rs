@@ -37,6 +37,10 @@ pub struct Vol {
     pub space_waiters: Vec<u64>,
     /// User writes with device I/O in flight (their completion may free space).
     pub writes_in_flight: usize,
+    /// After a scan found no background work it could start, the next scan waits until
+    /// then (unless writes wait for space): a paused conversion must not cost a scan of the
+    /// candidates on every device completion.
+    pub next_bg_scan: crate::types::Nanos,
 }
 
 impl Vol {
@@ -61,6 +65,7 @@ impl Vol {
             sweep_cursor: 0,
             space_waiters: Vec::new(),
             writes_in_flight: 0,
+            next_bg_scan: 0,
             cfg,
             zone,
         }
