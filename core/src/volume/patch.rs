@@ -11,28 +11,81 @@ use std::collections::HashMap;
 
 use super::loc::Loc;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PatchNode {
-    pub first: u16,
-    pub count: u16,
-    pub loc: Loc,
-}
+/// One patch: pages `[first, first + count)` live at `loc`. Packed in 8 bytes: bits 0..39
+/// the location (as in a BMT entry), bits 40..48 the first page, bits 48..56 count - 1
+/// (so blocks of up to 256 pages, 1 MiB, fit).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PatchNode(u64);
 
 impl PatchNode {
-    fn end(&self) -> u16 {
-        self.first + self.count
+    pub fn new(first: u16, count: u16, loc: Loc) -> Self {
+        assert!(
+            first < 256 && (1..=256).contains(&count) && first + count <= 256,
+            "patch {first}+{count} does not fit"
+        );
+        PatchNode(loc.pack() | (first as u64) << 40 | ((count - 1) as u64) << 48)
+    }
+    pub fn first(self) -> u16 {
+        ((self.0 >> 40) & 0xff) as u16
+    }
+    pub fn count(self) -> u16 {
+        ((self.0 >> 48) & 0xff) as u16 + 1
+    }
+    pub fn loc(self) -> Loc {
+        Loc::unpack(self.0 & ((1 << 40) - 1))
+    }
+    fn end(self) -> u16 {
+        self.first() + self.count()
+    }
+}
+
+impl std::fmt::Debug for PatchNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "PatchNode({}+{} at {:?})",
+            self.first(),
+            self.count(),
+            self.loc()
+        )
+    }
+}
+
+/// A block's patch list. Most patched blocks carry one patch, kept inline (no allocation).
+#[derive(Clone, Debug)]
+enum List {
+    One(PatchNode),
+    Many(Box<[PatchNode]>),
+}
+
+impl List {
+    fn as_slice(&self) -> &[PatchNode] {
+        match self {
+            List::One(n) => std::slice::from_ref(n),
+            List::Many(v) => v,
+        }
+    }
+    fn from_vec(v: Vec<PatchNode>) -> Option<List> {
+        match v.len() {
+            0 => None,
+            1 => Some(List::One(v[0])),
+            _ => Some(List::Many(v.into_boxed_slice())),
+        }
     }
 }
 
 /// The patch lists of one volume, keyed by user block. Only patched blocks have an entry.
 pub struct PatchTable {
-    lists: HashMap<u64, Vec<PatchNode>>,
+    lists: HashMap<u64, List>,
     pages_per_block: u16,
 }
 
 impl PatchTable {
     pub fn new(pages_per_block: u16) -> Self {
-        assert!(pages_per_block > 0);
+        assert!(
+            pages_per_block > 0 && pages_per_block <= 256,
+            "blocks of 1 to 256 pages"
+        );
         PatchTable {
             lists: HashMap::new(),
             pages_per_block,
@@ -40,7 +93,7 @@ impl PatchTable {
     }
 
     pub fn get(&self, ub: u64) -> &[PatchNode] {
-        self.lists.get(&ub).map(|v| v.as_slice()).unwrap_or(&[])
+        self.lists.get(&ub).map(|l| l.as_slice()).unwrap_or(&[])
     }
 
     /// Pages `[first, first + count)` of `ub` now live at `loc`. Returns the locations that no
@@ -52,38 +105,32 @@ impl PatchTable {
             "patch {first}+{count} out of block"
         );
         let end = first + count;
-        let list = self.lists.entry(ub).or_default();
-        let before: Vec<Loc> = list.iter().map(|n| n.loc).collect();
+        let list = self.get(ub);
+        let before: Vec<Loc> = list.iter().map(|n| n.loc()).collect();
         let mut out: Vec<PatchNode> = Vec::with_capacity(list.len() + 2);
-        for n in list.iter() {
-            if n.end() <= first || n.first >= end {
-                out.push(*n);
+        for &n in list {
+            if n.end() <= first || n.first() >= end {
+                out.push(n);
                 continue;
             }
             // Keep the parts of the older node outside the new range.
-            if n.first < first {
-                out.push(PatchNode {
-                    first: n.first,
-                    count: first - n.first,
-                    loc: n.loc,
-                });
+            if n.first() < first {
+                out.push(PatchNode::new(n.first(), first - n.first(), n.loc()));
             }
             if n.end() > end {
-                out.push(PatchNode {
-                    first: end,
-                    count: n.end() - end,
-                    loc: n.loc,
-                });
+                out.push(PatchNode::new(end, n.end() - end, n.loc()));
             }
         }
-        out.push(PatchNode { first, count, loc });
-        out.sort_by_key(|n| n.first);
+        out.push(PatchNode::new(first, count, loc));
+        out.sort_by_key(|n| n.first());
         // Merge neighbours that point at the same block: pages sit at the same positions in
         // every block, so adjacent runs of one block are one run.
         let mut merged: Vec<PatchNode> = Vec::with_capacity(out.len());
         for n in out {
             match merged.last_mut() {
-                Some(m) if m.loc == n.loc && m.end() == n.first => m.count += n.count,
+                Some(m) if m.loc() == n.loc() && m.end() == n.first() => {
+                    *m = PatchNode::new(m.first(), m.count() + n.count(), m.loc())
+                }
                 _ => merged.push(n),
             }
         }
@@ -92,16 +139,16 @@ impl PatchTable {
             "patch list longer than a block has pages"
         );
         for w in merged.windows(2) {
-            assert!(w[0].end() <= w[1].first, "patch nodes overlap");
+            assert!(w[0].end() <= w[1].first(), "patch nodes overlap");
         }
-        *list = merged;
-        let list = &*list;
         let mut gone: Vec<Loc> = Vec::new();
         for l in before {
-            if !list.iter().any(|n| n.loc == l) && !gone.contains(&l) {
+            if !merged.iter().any(|n| n.loc() == l) && !gone.contains(&l) {
                 gone.push(l);
             }
         }
+        let list = List::from_vec(merged).expect("the new node is in the list");
+        self.lists.insert(ub, list);
         gone
     }
 
@@ -109,9 +156,9 @@ impl PatchTable {
     pub fn clear(&mut self, ub: u64) -> Vec<Loc> {
         let mut locs: Vec<Loc> = Vec::new();
         if let Some(list) = self.lists.remove(&ub) {
-            for n in list {
-                if !locs.contains(&n.loc) {
-                    locs.push(n.loc);
+            for n in list.as_slice() {
+                if !locs.contains(&n.loc()) {
+                    locs.push(n.loc());
                 }
             }
         }
@@ -121,32 +168,44 @@ impl PatchTable {
     /// Re-point every node at `from` to `to` (replicated -> RAID at conversion). Returns
     /// whether any node changed.
     pub fn replace_loc(&mut self, ub: u64, from: Loc, to: Loc) -> bool {
+        let Some(list) = self.lists.get_mut(&ub) else {
+            return false;
+        };
+        let nodes: &mut [PatchNode] = match list {
+            List::One(n) => std::slice::from_mut(n),
+            List::Many(v) => v,
+        };
         let mut changed = false;
-        if let Some(list) = self.lists.get_mut(&ub) {
-            for n in list.iter_mut() {
-                if n.loc == from {
-                    n.loc = to;
-                    changed = true;
-                }
+        for n in nodes.iter_mut() {
+            if n.loc() == from {
+                *n = PatchNode::new(n.first(), n.count(), to);
+                changed = true;
             }
         }
         changed
     }
 
     pub fn references(&self, ub: u64, loc: Loc) -> bool {
-        self.get(ub).iter().any(|n| n.loc == loc)
+        self.get(ub).iter().any(|n| n.loc() == loc)
     }
 
     pub fn patched_blocks(&self) -> usize {
         self.lists.len()
     }
 
-    /// Approximate heap bytes: the paper counts 10 bytes per node; we count what we hold.
+    /// Heap bytes: each map slot (key + inline list, plus hashbrown's control byte, at its
+    /// capacity) and the out-of-line node arrays of multi-node lists.
     pub fn memory_bytes(&self) -> u64 {
-        self.lists
+        let slot = (std::mem::size_of::<u64>() + std::mem::size_of::<List>() + 1) as u64;
+        let arrays: u64 = self
+            .lists
             .values()
-            .map(|v| 8 + 24 + v.capacity() as u64 * std::mem::size_of::<PatchNode>() as u64)
-            .sum()
+            .map(|l| match l {
+                List::One(_) => 0,
+                List::Many(v) => v.len() as u64 * 8,
+            })
+            .sum();
+        self.lists.capacity() as u64 * slot + arrays
     }
 }
 
@@ -157,14 +216,14 @@ pub fn segments(base: Loc, nodes: &[PatchNode], first: u16, count: u16) -> Vec<(
     let mut out: Vec<(u16, u16, Loc)> = Vec::new();
     let mut p = first;
     while p < end {
-        let covering = nodes.iter().find(|n| n.first <= p && p < n.end());
+        let covering = nodes.iter().find(|n| n.first() <= p && p < n.end());
         let (loc, run_end) = match covering {
-            Some(n) => (n.loc, n.end().min(end)),
+            Some(n) => (n.loc(), n.end().min(end)),
             None => {
                 let next = nodes
                     .iter()
-                    .filter(|n| n.first > p)
-                    .map(|n| n.first)
+                    .filter(|n| n.first() > p)
+                    .map(|n| n.first())
                     .min()
                     .unwrap_or(end);
                 (base, next.min(end))
@@ -191,14 +250,7 @@ mod tests {
         let mut t = PatchTable::new(16);
         let gone = t.insert(0x02, 7, 6, Loc::Rep(11));
         assert!(gone.is_empty());
-        assert_eq!(
-            t.get(0x02),
-            &[PatchNode {
-                first: 7,
-                count: 6,
-                loc: Loc::Rep(11)
-            }]
-        );
+        assert_eq!(t.get(0x02), &[PatchNode::new(7, 6, Loc::Rep(11))]);
         let segs = segments(Loc::Raid(3), t.get(0x02), 0, 16);
         assert_eq!(
             segs,
@@ -221,16 +273,8 @@ mod tests {
         assert_eq!(
             t.get(1),
             &[
-                PatchNode {
-                    first: 0,
-                    count: 10,
-                    loc: Loc::Rep(300)
-                },
-                PatchNode {
-                    first: 10,
-                    count: 2,
-                    loc: Loc::Rep(200)
-                }
+                PatchNode::new(0, 10, Loc::Rep(300)),
+                PatchNode::new(10, 2, Loc::Rep(200))
             ]
         );
         assert!(t.references(1, Loc::Rep(200)));
@@ -251,17 +295,22 @@ mod tests {
     }
 
     #[test]
+    fn nodes_pack_into_8_bytes() {
+        assert_eq!(std::mem::size_of::<PatchNode>(), 8);
+        let n = PatchNode::new(255, 1, Loc::Rep((1 << 38) - 2));
+        assert_eq!(
+            (n.first(), n.count(), n.loc()),
+            (255, 1, Loc::Rep((1 << 38) - 2))
+        );
+        let n = PatchNode::new(0, 256, Loc::Unmapped);
+        assert_eq!((n.first(), n.count(), n.loc()), (0, 256, Loc::Unmapped));
+    }
+
+    #[test]
     fn adjacent_runs_of_one_block_merge() {
         let mut t = PatchTable::new(16);
         t.insert(2, 0, 2, Loc::Rep(5));
         t.insert(2, 2, 2, Loc::Rep(5));
-        assert_eq!(
-            t.get(2),
-            &[PatchNode {
-                first: 0,
-                count: 4,
-                loc: Loc::Rep(5)
-            }]
-        );
+        assert_eq!(t.get(2), &[PatchNode::new(0, 4, Loc::Rep(5))]);
     }
 }

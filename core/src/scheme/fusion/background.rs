@@ -350,7 +350,7 @@ impl FusionScheme {
             let e = v.bmt.get(ub);
             let mut locs = vec![e.base];
             if e.patched {
-                locs.extend(v.patches.get(ub).iter().map(|n| n.loc));
+                locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
             }
             for loc in locs {
                 if let Loc::Raid(f) = loc {
@@ -606,7 +606,7 @@ pub(super) fn check_volume(v: &Vol) {
             "P bit of block {ub} disagrees with its patch list"
         );
         for n in v.patches.get(ub) {
-            note(ub, n.loc);
+            note(ub, n.loc());
         }
     }
     let mut valid_total = 0u64;

@@ -37,8 +37,16 @@ impl Job {
 /// Who reads: a user (reply when done) or a relocation (feed its gathered blocks).
 #[derive(Clone, Copy, Debug)]
 pub enum ReadPurpose {
-    User { id: u64, at: Nanos },
-    Reloc { job: u64, index: usize },
+    User {
+        id: u64,
+        at: Nanos,
+    },
+    Reloc {
+        job: u64,
+        index: usize,
+    },
+    /// The result went out; the job lingers only for hedged duplicates still in flight.
+    Delivered,
 }
 
 /// How a read part is being served.

@@ -286,7 +286,14 @@ impl FusionScheme {
         let mut replan = false;
         let mut done_bytes: Option<Option<Vec<u8>>> = None;
         match &mut p.mode {
-            PartMode::Done => return, // the slower half of a hedged read
+            PartMode::Done => {
+                // The slower half of a hedged read: its pin is released above; drop the job
+                // once nothing of it is in flight.
+                if job.pending == 0 && job.parts.iter().all(|p| p.inflight == 0) {
+                    let _ = self.jobs.remove(tag.job);
+                }
+                return;
+            }
             PartMode::Direct { .. } => {
                 if result.is_ok() {
                     done_bytes = Some(bytes_of(&result));
@@ -369,54 +376,38 @@ impl FusionScheme {
         }
     }
 
+    /// Deliver the result (reply, or hand the block to its relocation) as soon as every part
+    /// is served. The job itself stays while hedged duplicates are still in flight, so their
+    /// stripe pins are released when they return; then it is dropped.
     fn finish_read(&mut self, ctx: &mut Ctx, h: u64) {
-        // Hedged duplicates may still be in flight; the job stays until they return only if
-        // they pin stripes, so move their pins' release to completion by keeping the job
-        // alive while any part has reads in flight.
         let job = self.read_job(h);
-        if job.parts.iter().any(|p| p.inflight > 0) {
-            if let ReadPurpose::User { id, at } = job.purpose {
-                let result = match job.error.take() {
-                    Some(e) => Err(ReqError::Io(e)),
-                    None => Ok(Some(match job.buf.take() {
-                        Some(b) => Data::Bytes(b),
-                        None => {
-                            Data::Size(job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum())
-                        }
-                    })),
-                };
-                job.purpose = ReadPurpose::Reloc {
-                    job: u64::MAX,
-                    index: 0,
-                };
-                ctx.reply(id, at, result);
-            }
-            return;
-        }
-        let Some(Job::Read(job)) = self.jobs.remove(h) else {
-            unreachable!()
-        };
+        let purpose = std::mem::replace(&mut job.purpose, ReadPurpose::Delivered);
         let len: u64 = job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum();
-        match job.purpose {
+        let error = job.error.take();
+        let buf = job.buf.take();
+        if job.parts.iter().all(|p| p.inflight == 0) {
+            let _ = self.jobs.remove(h);
+        }
+        match purpose {
             ReadPurpose::User { id, at } => {
-                let result = match job.error {
+                let result = match error {
                     Some(e) => Err(ReqError::Io(e)),
-                    None => Ok(Some(match job.buf {
+                    None => Ok(Some(match buf {
                         Some(b) => Data::Bytes(b),
                         None => Data::Size(len),
                     })),
                 };
                 ctx.reply(id, at, result);
             }
-            ReadPurpose::Reloc { job: u64::MAX, .. } => {} // already answered (hedge tail)
             ReadPurpose::Reloc { job: r, index } => {
-                let data = if job.error.is_some() {
+                let data = if error.is_some() {
                     None
                 } else {
-                    Some(job.buf.unwrap_or_default())
+                    Some(buf.unwrap_or_default())
                 };
                 self.reloc_block_read(ctx, r, index, data);
             }
+            ReadPurpose::Delivered => {}
         }
     }
 
