@@ -365,11 +365,8 @@ impl FusionScheme {
                 }
             }
         }
-        let mut groups: Vec<(u32, Vec<u64>, u32)> = by_stripe
-            .into_iter()
-            .filter(|(_, g)| g.0.iter().all(|&u| v.locks.is_available(u)))
-            .map(|(s, g)| (s, g.0, g.1))
-            .collect();
+        let mut groups: Vec<(u32, Vec<u64>, u32)> =
+            by_stripe.into_iter().map(|(s, g)| (s, g.0, g.1)).collect();
         groups.sort_by_key(|(s, _, _)| v.stripes.valid(*s).count_ones());
         // Fill the target from the emptiest stripes. Worth it when it empties two stripes, or
         // empties one and fills the target completely: a full target is never a candidate
@@ -395,12 +392,6 @@ impl FusionScheme {
         }
         if !(emptied >= 2 || (emptied >= 1 && picked.len() == dcols)) {
             return false;
-        }
-        for &ub in &picked {
-            assert!(
-                v.locks.try_acquire(ub, ub + 1),
-                "candidate block locked meanwhile"
-            );
         }
         if picked.is_empty() {
             return false;
@@ -428,18 +419,41 @@ impl FusionScheme {
             })
         });
         let Some((stripe, _)) = target else {
-            for ub in picked {
-                let _ = v.locks.release(ub, ub + 1);
-            }
             return false;
         };
         v.bg_running += 1;
+        let mut snapshot = Vec::with_capacity(picked.len());
+        let mut pins = Vec::new();
+        for &ub in &picked {
+            let e = v.bmt.get(ub);
+            let nodes = v.patches.get(ub).to_vec();
+            for loc in std::iter::once(e.base).chain(nodes.iter().map(|n| n.loc())) {
+                let stripes: Vec<u32> = match loc {
+                    Loc::Unmapped => vec![],
+                    Loc::Raid(f) => vec![v.zone.split(f).0],
+                    Loc::Rep(k) => {
+                        let r = v
+                            .pairs
+                            .lookup(&v.zone, k)
+                            .expect("replica key without a set");
+                        v.pairs.set(r.set).stripes().to_vec()
+                    }
+                };
+                for s in stripes {
+                    v.stripes.pin(s);
+                    pins.push(s);
+                }
+            }
+            snapshot.push((e, nodes));
+        }
         let n = picked.len();
         let bs = v.zone.block_size();
         let h = self.jobs.insert(Job::Reloc(RelocJob {
             vol,
             stripe,
             blocks: picked.clone(),
+            snapshot,
+            pins,
             data: vec![None; n],
             reads_left: n,
             pending: 0,
@@ -552,23 +566,29 @@ impl FusionScheme {
         let v = &mut self.vols[j.vol];
         v.bg_running -= 1;
         let now = ctx.now;
+        let mut moved = 0;
         if ok {
             v.stripes.set_state(j.stripe, StripeState::Raid);
-            for (c, &ub) in j.blocks.iter().enumerate() {
+            for (c, (&ub, (entry, nodes))) in j.blocks.iter().zip(&j.snapshot).enumerate() {
+                // Compare-and-swap: only a block nobody rewrote since the read moves; its new
+                // column otherwise stays a hole.
+                if v.bmt.get(ub) != *entry || v.patches.get(ub) != nodes.as_slice() {
+                    continue;
+                }
                 v.raid_block_live(j.stripe, c);
                 let loc = Loc::Raid(v.zone.flbn(j.stripe, c));
                 v.map_whole(ub, loc, now);
+                moved += 1;
             }
-            ctx.stats.relocations += j.blocks.len() as u64;
+            if v.stripes.valid(j.stripe) == 0 {
+                v.stripes.set_state(j.stripe, StripeState::Free);
+            }
+            ctx.stats.relocations += moved;
         } else if v.stripes.state(j.stripe) == StripeState::Busy {
             v.stripes.set_state(j.stripe, StripeState::Free);
         }
-        for &ub in &j.blocks {
-            let ready = self.vols[j.vol].locks.release(ub, ub + 1);
-            // Writes parked behind the relocation run now, in their order.
-            for p in ready {
-                self.run_write(ctx, p.job);
-            }
+        for s in j.pins {
+            v.stripes.unpin(s);
         }
     }
 }

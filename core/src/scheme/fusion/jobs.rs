@@ -168,6 +168,13 @@ pub struct RelocJob {
     pub vol: usize,
     pub stripe: u32,
     pub blocks: Vec<u64>,
+    /// Each block's mapping when its data was read. Relocation takes no block locks: at the
+    /// end it moves only blocks whose mapping is still exactly this (a write that landed
+    /// meanwhile is newer and wins).
+    pub snapshot: Vec<(crate::volume::Entry, Vec<crate::volume::PatchNode>)>,
+    /// Stripes pinned for the job's lifetime, so no location of the snapshot can be reused
+    /// (and come back equal) before the comparison.
+    pub pins: Vec<u32>,
     pub data: Vec<Option<Vec<u8>>>,
     pub reads_left: usize,
     pub pending: u32,
