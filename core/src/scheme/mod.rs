@@ -5,6 +5,7 @@
 //! io_uring server) runs every scheme unchanged because they only meet through this trait
 //! and [`Ctx`].
 
+pub mod baselines;
 pub mod fusion;
 pub mod locks;
 

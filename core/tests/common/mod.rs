@@ -48,6 +48,8 @@ pub struct Driver {
     same_instant_timeouts: u32,
     /// Every device command issued, in order.
     pub log: Vec<OpRecord>,
+    /// Size-only mode: reads return `Data::Size`, writes carry no bytes and change nothing.
+    pub size_only: bool,
 }
 
 impl Driver {
@@ -73,6 +75,7 @@ impl Driver {
             last_timeout_at: u64::MAX,
             same_instant_timeouts: 0,
             log: Vec::new(),
+            size_only: false,
         }
     }
 
@@ -106,6 +109,15 @@ impl Driver {
             }
             let result: IoResult = if d.failed {
                 Err(DevError("injected failure".into()))
+            } else if self.size_only {
+                match io.op {
+                    DevOp::Read { len, .. } => Ok(Some(Data::Size(len))),
+                    DevOp::Write { ref data, .. } => {
+                        assert!(data.bytes().is_none(), "bytes written in size-only mode");
+                        Ok(None)
+                    }
+                    _ => Ok(None),
+                }
             } else {
                 match io.op {
                     DevOp::Read { offset, len } => {
