@@ -1,0 +1,145 @@
+//! Request sources: Table-4 generators and trace replay, both paced by a [`Replayer`] and
+//! folded into their volume by a [`VolumeRemap`].
+//!
+//! A source has at most one arrival scheduled at a time (timestamp pacing), or keeps up to
+//! its queue depth of requests outstanding (closed loop), so the event queue never holds
+//! more than one future arrival per source, however long the trace.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use fusionraid_core::{Nanos, VolumeId};
+
+use crate::scenario::{Load, Scenario};
+use crate::trace::{Arrival, IoRecord, ReplayMode, Replayer, TraceError, VolumeRemap, open_trace};
+use crate::workload::Generator;
+
+type Records = Box<dyn Iterator<Item = IoRecord> + Send>;
+
+/// Unreadable trace lines, shared between the reading iterator and the driver.
+#[derive(Clone, Default)]
+pub struct TraceErrors {
+    pub count: Arc<AtomicU64>,
+    pub first: Arc<Mutex<Option<String>>>,
+}
+
+impl TraceErrors {
+    fn note(&self, e: &TraceError) {
+        if self.count.fetch_add(1, Ordering::Relaxed) == 0 {
+            *self.first.lock().expect("trace error lock") = Some(e.to_string());
+        }
+    }
+}
+
+pub struct Source {
+    /// The workload name, or `trace`.
+    pub name: String,
+    pub volume: VolumeId,
+    remap: VolumeRemap,
+    replayer: Replayer<Records>,
+    pub closed_loop: bool,
+    /// Requests of this source not yet answered (held ones included).
+    pub in_flight: u32,
+    /// Closed loop: the queue was full; pull again after a reply.
+    pub waiting: bool,
+    /// No more arrivals.
+    pub done: bool,
+    /// Arrivals at or after this time are not issued.
+    stop_at: Option<Nanos>,
+    /// The record of the arrival event scheduled for this source (timestamp pacing).
+    pub scheduled: Option<IoRecord>,
+}
+
+impl Source {
+    /// The next request to issue, and when: `None` if the source is done or (closed loop)
+    /// has its queue full.
+    pub fn next(&mut self, now: Nanos) -> Option<(Nanos, IoRecord)> {
+        if self.done {
+            return None;
+        }
+        match self.replayer.next_arrival(now, self.in_flight) {
+            Arrival::Issue { at, record } => {
+                if self.stop_at.is_some_and(|s| at >= s) {
+                    self.done = true;
+                    return None;
+                }
+                self.waiting = false;
+                Some((at, self.remap.apply(record)))
+            }
+            Arrival::QueueFull => {
+                self.waiting = true;
+                None
+            }
+            Arrival::Exhausted => {
+                self.done = true;
+                None
+            }
+        }
+    }
+}
+
+/// The sources a scenario describes, starting at virtual time `start`.
+pub fn build_sources(
+    sc: &Scenario,
+    volume_sizes: &[u64],
+    start: Nanos,
+) -> Result<(Vec<Source>, TraceErrors), String> {
+    let errors = TraceErrors::default();
+    let mut out = Vec::new();
+    let remap = |v: usize| VolumeRemap::new(volume_sizes[v]).map_err(|e| e.to_string());
+    match &sc.load {
+        Load::Workloads { list, scale } => {
+            let duration = sc
+                .duration_ns
+                .ok_or("workload generators need a duration")?;
+            for (i, w) in list.iter().enumerate() {
+                let mut spec = w.spec();
+                spec.iops *= scale;
+                let gen_ = Generator::new(spec, w.seed_for(sc.seed), i as u32)
+                    .map_err(|e| e.to_string())?
+                    .with_duration(duration);
+                let mode = ReplayMode::Timestamp { speed: 1.0 };
+                let replayer = Replayer::new(mode, Box::new(gen_) as Records, start)
+                    .map_err(|e| e.to_string())?;
+                out.push(Source {
+                    name: w.name().to_string(),
+                    volume: i as VolumeId,
+                    remap: remap(i)?,
+                    replayer,
+                    closed_loop: false,
+                    in_flight: 0,
+                    waiting: false,
+                    done: false,
+                    stop_at: Some(start + duration),
+                    scheduled: None,
+                });
+            }
+        }
+        Load::Trace { path, format, mode } => {
+            let iter = open_trace(path, *format).map_err(|e| e.to_string())?;
+            let errs = errors.clone();
+            let records = iter.filter_map(move |r| match r {
+                Ok(rec) => Some(rec),
+                Err(e) => {
+                    errs.note(&e);
+                    None
+                }
+            });
+            let replayer = Replayer::new(*mode, Box::new(records) as Records, start)
+                .map_err(|e| e.to_string())?;
+            out.push(Source {
+                name: "trace".into(),
+                volume: 0,
+                remap: remap(0)?,
+                replayer,
+                closed_loop: matches!(mode, ReplayMode::ClosedLoop { .. }),
+                in_flight: 0,
+                waiting: false,
+                done: false,
+                stop_at: sc.duration_ns.map(|d| start + d),
+                scheduled: None,
+            });
+        }
+    }
+    Ok((out, errors))
+}

@@ -1,0 +1,383 @@
+//! What to simulate: the pool, the scheme, the volumes, the load, the seed and how long.
+//!
+//! A [`Scenario`] is plain data; [`crate::driver::Sim::new`] turns it into devices, an engine
+//! and request sources. [`Scenario::default_mix`] is the run `fusionraid sim` does with no
+//! options: 29 aged datacenter SSDs, FusionRAID, one 6+1 RAID5 volume per workload of the
+//! 4-workload mix TPC-C + YCSB-A + TensorFlow + VirtualDesktop.
+
+mod schemes;
+
+use std::path::PathBuf;
+
+use fusionraid_core::Nanos;
+use fusionraid_core::detector::DetectorConfig;
+use fusionraid_core::layout::MolsLayout;
+use fusionraid_core::scheme::fusion::{LayoutKind, Level, PoolGeometry, VolumeConfig};
+use serde::Serialize;
+
+use crate::trace::{ReplayMode, TraceFormat};
+use crate::workload::Workload;
+
+pub use schemes::{
+    FUSION_SCHEMES, SchemeError, SchemeParams, build_scheme, is_fusion, known_schemes,
+};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// Bytes reserved at the start of every member (superblock and metadata records).
+pub const DATA_OFFSET: u64 = MIB;
+
+/// Largest total volume size data mode will prefill (member contents are kept in memory).
+pub const DATA_PREFILL_LIMIT: u64 = 8 * GIB;
+
+/// The pool's members.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolSpec {
+    pub disks: usize,
+    /// A device preset name (`fusionraid_sim::device::list_presets`, or an HDD preset).
+    pub device: String,
+    /// Precondition every member to the paper's aged state ([`crate::device::AgeSpec::paper`]).
+    pub aged: bool,
+    /// With `aged`: the share of each member the ageing leaves unwritten (user
+    /// over-provisioning, [`crate::device::AgeSpec::with_spare`]); 0 = the paper's state.
+    pub spare: f64,
+    /// Member capacity in bytes; `None` keeps the preset's.
+    pub capacity_bytes: Option<u64>,
+    /// Per-member speed factors `(disk, factor)` (2.0 = twice as slow) for heterogeneous
+    /// fleets and slow-peer studies; unlisted members run at 1.0.
+    pub speed_factors: Vec<(usize, f64)>,
+    /// Stripe unit (64 KiB in the paper).
+    pub block_size: u64,
+    /// `None` picks MOLS when the pool size and width allow it, else permutations.
+    pub layout: Option<LayoutKind>,
+}
+
+/// Where the user requests come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// Table-4 generators, one volume each (the paper's multi-tenant mixes). `scale`
+    /// multiplies every workload's IOPS (1.0 = Table 4).
+    Workloads { list: Vec<Workload>, scale: f64 },
+    /// A trace file replayed into one volume (addresses folded into it).
+    Trace {
+        path: PathBuf,
+        format: TraceFormat,
+        mode: ReplayMode,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub pool: PoolSpec,
+    /// Scheme name, see [`known_schemes`].
+    pub scheme: String,
+    pub level: Level,
+    /// Blocks per stripe, data and parity (7 = 6+1 for RAID5).
+    pub width: usize,
+    /// Size of every volume; `None` = each workload's footprint (traces: 64 GiB).
+    pub volume_bytes: Option<u64>,
+    pub load: Load,
+    pub seed: u64,
+    /// Arrivals stop at this virtual time; `None` = when the source runs dry (traces only).
+    pub duration_ns: Option<Nanos>,
+    /// Requests arriving before this time are served but not counted in latency statistics.
+    pub warmup_ns: Nanos,
+    /// Payloads carry only sizes (fast); otherwise real bytes go through the engine.
+    pub size_only: bool,
+    /// User requests the engine takes at once before answering `Busy`.
+    pub max_requests: usize,
+    /// Requests held by the driver while the engine is busy; beyond this they are dropped.
+    pub held_capacity: usize,
+    /// `None` = the paper's setting for the device class (consumer or datacenter).
+    pub detector: Option<DetectorConfig>,
+    /// Write every volume once before the run (see `driver::prefill`), so reads hit data.
+    pub prefill: bool,
+}
+
+impl Scenario {
+    /// The default `fusionraid sim` run (see the module documentation), `secs` of virtual time.
+    pub fn default_mix(secs: f64) -> Self {
+        Scenario {
+            pool: PoolSpec {
+                disks: 29,
+                device: "dc".into(),
+                aged: true,
+                spare: 0.0,
+                capacity_bytes: None,
+                speed_factors: Vec::new(),
+                block_size: 64 * KIB,
+                layout: None,
+            },
+            scheme: "fusionraid".into(),
+            level: Level::Raid5,
+            width: 7,
+            volume_bytes: None,
+            load: Load::Workloads {
+                list: vec![
+                    Workload::Tpcc,
+                    Workload::YcsbA,
+                    Workload::TensorFlow,
+                    Workload::VirtualDesktop,
+                ],
+                scale: 1.0,
+            },
+            seed: 1,
+            duration_ns: Some((secs * 1e9) as Nanos),
+            warmup_ns: 0,
+            size_only: true,
+            max_requests: 4096,
+            held_capacity: 1 << 16,
+            detector: None,
+            prefill: true,
+        }
+    }
+
+    /// The detector setting in force.
+    pub fn detector_config(&self) -> DetectorConfig {
+        self.detector.unwrap_or(if self.pool.device == "consumer" {
+            DetectorConfig::paper_consumer()
+        } else {
+            DetectorConfig::paper_dc()
+        })
+    }
+
+    /// The layout in force: the configured one, or MOLS when the geometry allows it.
+    pub fn layout(&self) -> LayoutKind {
+        self.pool.layout.unwrap_or_else(|| {
+            if MolsLayout::new(self.pool.disks, self.width).is_ok() {
+                LayoutKind::Mols
+            } else {
+                LayoutKind::Permutation {
+                    seed: self.seed ^ 0x1a70,
+                }
+            }
+        })
+    }
+
+    /// One volume per workload (named after it), or one `trace` volume. Sizes are rounded
+    /// up to whole blocks.
+    pub fn volume_configs(&self) -> Vec<VolumeConfig> {
+        let bs = self.pool.block_size.max(1);
+        let round = |b: u64| b.div_ceil(bs).max(1) * bs;
+        let vol =
+            |name: &str, bytes: u64| VolumeConfig::new(name, self.level, self.width, round(bytes));
+        match &self.load {
+            Load::Workloads { list, .. } => list
+                .iter()
+                .map(|w| vol(w.name(), self.volume_bytes.unwrap_or(w.spec().footprint)))
+                .collect(),
+            Load::Trace { .. } => vec![vol("trace", self.volume_bytes.unwrap_or(64 * GIB))],
+        }
+    }
+
+    /// Checks what the scheme and device builders do not.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.pool.disks < 2 {
+            return Err(format!("need at least 2 disks, got {}", self.pool.disks));
+        }
+        if !(0.0..=1.0).contains(&self.pool.spare) {
+            return Err(format!("spare {} must be in [0, 1]", self.pool.spare));
+        }
+        if self.max_requests == 0 {
+            return Err("max_requests must be at least 1".into());
+        }
+        for &(d, f) in &self.pool.speed_factors {
+            if d >= self.pool.disks {
+                return Err(format!(
+                    "speed factor for disk {d}, but the pool has {} disks",
+                    self.pool.disks
+                ));
+            }
+            if !(f.is_finite() && f > 0.0) {
+                return Err(format!("speed factor {f} for disk {d} must be positive"));
+            }
+        }
+        match &self.load {
+            Load::Workloads { list, scale } => {
+                if list.is_empty() {
+                    return Err("no workloads given".into());
+                }
+                if !(scale.is_finite() && *scale > 0.0) {
+                    return Err(format!("load scale {scale} must be positive"));
+                }
+                if self.duration_ns.is_none() {
+                    return Err("workload generators need a duration".into());
+                }
+            }
+            Load::Trace { .. } => {}
+        }
+        if let Some(d) = self.duration_ns
+            && d == 0
+        {
+            return Err("duration must be positive".into());
+        }
+        let logical: u64 = self.volume_configs().iter().map(|v| v.size_bytes).sum();
+        if !self.size_only && self.prefill && logical > DATA_PREFILL_LIMIT {
+            return Err(format!(
+                "data mode keeps member contents in memory (about 50 bytes per 4 KiB page), \
+                 and prefilling {} GiB of volumes would take several GB; use smaller volumes \
+                 (at most 8 GiB in all, e.g. 2 GiB each), no prefill, or size-only mode",
+                logical >> 30
+            ));
+        }
+        self.detector_config().validate()
+    }
+
+    /// What a report says about the scenario.
+    pub fn summary(&self) -> ScenarioSummary {
+        let source = match &self.load {
+            Load::Workloads { list, scale } => SourceSummary::Workloads {
+                workloads: list.iter().map(|w| w.name().to_string()).collect(),
+                load_scale: *scale,
+            },
+            Load::Trace { path, format, mode } => SourceSummary::Trace {
+                path: path.display().to_string(),
+                format: format.name().to_string(),
+                mode: match mode {
+                    ReplayMode::Timestamp { speed } => format!("timestamp x{speed}"),
+                    ReplayMode::ClosedLoop { queue_depth } => {
+                        format!("closed-loop qd {queue_depth}")
+                    }
+                },
+            },
+        };
+        let det = self.detector_config();
+        ScenarioSummary {
+            scheme: self.scheme.clone(),
+            disks: self.pool.disks,
+            device: self.pool.device.clone(),
+            aged: self.pool.aged,
+            spare: self.pool.spare,
+            capacity_bytes: self.pool.capacity_bytes,
+            speed_factors: self.pool.speed_factors.clone(),
+            block_size: self.pool.block_size,
+            layout: if schemes::is_fusion(&self.scheme) {
+                layout_name(self.layout()).to_string()
+            } else {
+                "groups".to_string()
+            },
+            level: format!(
+                "{} {}+{}",
+                self.level.name(),
+                self.width.saturating_sub(self.level.nparity()),
+                self.level.nparity()
+            ),
+            volumes: self
+                .volume_configs()
+                .iter()
+                .map(|v| (v.name.clone(), v.size_bytes))
+                .collect(),
+            source,
+            seed: self.seed,
+            duration_s: self.duration_ns.map(|d| d as f64 / 1e9),
+            warmup_s: self.warmup_ns as f64 / 1e9,
+            size_only: self.size_only,
+            prefill: self.prefill,
+            detector: format!(
+                "slot {} us, y {}, x_high {}, x_low {}",
+                det.slot_ns / 1000,
+                det.window_slots,
+                det.x_high,
+                det.x_low
+            ),
+        }
+    }
+
+    /// The scheme's view of the pool: geometry and volumes.
+    pub fn scheme_params(&self, disk_bytes: u64) -> SchemeParams {
+        SchemeParams {
+            pool: PoolGeometry {
+                disks: self.pool.disks,
+                disk_bytes,
+                block_size: self.pool.block_size,
+                data_offset: DATA_OFFSET,
+                layout: self.layout(),
+            },
+            volumes: self.volume_configs(),
+            seed: self.seed,
+        }
+    }
+}
+
+fn layout_name(l: LayoutKind) -> &'static str {
+    match l {
+        LayoutKind::Mols => "mols",
+        LayoutKind::Groups => "groups",
+        LayoutKind::Permutation { .. } => "permutation",
+    }
+}
+
+/// The scenario as a report prints it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ScenarioSummary {
+    pub scheme: String,
+    pub disks: usize,
+    pub device: String,
+    pub aged: bool,
+    pub spare: f64,
+    pub capacity_bytes: Option<u64>,
+    pub speed_factors: Vec<(usize, f64)>,
+    pub block_size: u64,
+    pub layout: String,
+    pub level: String,
+    pub volumes: Vec<(String, u64)>,
+    pub source: SourceSummary,
+    pub seed: u64,
+    pub duration_s: Option<f64>,
+    pub warmup_s: f64,
+    pub size_only: bool,
+    pub prefill: bool,
+    pub detector: String,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SourceSummary {
+    Workloads {
+        workloads: Vec<String>,
+        load_scale: f64,
+    },
+    Trace {
+        path: String,
+        format: String,
+        mode: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_mix_is_valid_and_uses_mols() {
+        let s = Scenario::default_mix(1.0);
+        s.validate().unwrap();
+        assert_eq!(s.layout(), LayoutKind::Mols);
+        let vols = s.volume_configs();
+        assert_eq!(vols.len(), 4);
+        assert!(vols.iter().all(|v| v.size_bytes % s.pool.block_size == 0));
+        let mut odd = s.clone();
+        odd.pool.disks = 30;
+        assert!(matches!(odd.layout(), LayoutKind::Permutation { .. }));
+    }
+
+    #[test]
+    fn bad_scenarios_are_reported() {
+        let mut s = Scenario::default_mix(1.0);
+        s.pool.speed_factors = vec![(29, 2.0)];
+        assert!(s.validate().unwrap_err().contains("disk 29"));
+        let mut s = Scenario::default_mix(1.0);
+        s.load = Load::Workloads {
+            list: vec![],
+            scale: 1.0,
+        };
+        assert!(s.validate().is_err());
+        let mut s = Scenario::default_mix(1.0);
+        s.size_only = false;
+        assert!(s.validate().unwrap_err().contains("data mode"));
+        s.volume_bytes = Some(1 << 30);
+        s.validate().unwrap();
+    }
+}

@@ -1,0 +1,151 @@
+//! The scheme factory: a scheme name to a boxed [`Scheme`] for a pool and its volumes.
+//!
+//! This is the single place where schemes are registered for the simulator: FusionRAID and
+//! Fusion-ND here, the baselines (4-RAID5, RAID50, LogRAID, ToleRAID, NV-RAID, 4-RAIDM,
+//! sit-out) through `core/src/scheme/baselines/` (`baselines::build`), all from the same
+//! [`SchemeParams`].
+
+use fusionraid_core::scheme::Scheme;
+use fusionraid_core::scheme::baselines::{self, BaselineConfig};
+use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, PoolGeometry, VolumeConfig};
+
+/// The FusionRAID variants, built here.
+pub const FUSION_SCHEMES: &[&str] = &["fusionraid", "fusion-nd"];
+
+/// Whether `name` is one of the FusionRAID variants (which use the pool's declustering
+/// layout; the baselines use fixed groups).
+pub fn is_fusion(name: &str) -> bool {
+    matches!(
+        name.trim().to_ascii_lowercase().as_str(),
+        "fusionraid" | "fusion" | "fusion-nd" | "fusionnd"
+    )
+}
+
+/// Every scheme name [`build_scheme`] accepts (canonical spellings), in the order reports
+/// and `--help` list them.
+pub fn known_schemes() -> Vec<&'static str> {
+    FUSION_SCHEMES
+        .iter()
+        .chain(baselines::NAMES)
+        .copied()
+        .collect()
+}
+
+/// The pool and volumes a scheme is built for.
+#[derive(Clone, Debug)]
+pub struct SchemeParams {
+    /// Members, their usable size, the stripe unit and the declustering layout (the
+    /// baselines use fixed groups of the volumes' width and ignore the layout).
+    pub pool: PoolGeometry,
+    /// One entry per volume, in volume-id order.
+    pub volumes: Vec<VolumeConfig>,
+    /// For schemes that make random choices at construction time.
+    pub seed: u64,
+}
+
+/// Why a scheme could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchemeError {
+    #[error("unknown scheme '{name}' (known: {})", known_schemes().join(", "))]
+    Unknown { name: String },
+    #[error("scheme '{name}': {reason}")]
+    Config { name: String, reason: String },
+}
+
+/// Builds scheme `name` (case-insensitive; aliases such as `raid5` for `4-raid5` accepted)
+/// for `p`.
+pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Send>, SchemeError> {
+    let key = name.trim().to_ascii_lowercase();
+    let config_err = |reason: String| SchemeError::Config {
+        name: key.clone(),
+        reason,
+    };
+    match key.as_str() {
+        "fusionraid" | "fusion" => fusion(p, true).map_err(|e| config_err(e.to_string())),
+        // The paper's Fusion-ND: FusionRAID without redirection around slow disks.
+        "fusion-nd" | "fusionnd" => fusion(p, false).map_err(|e| config_err(e.to_string())),
+        _ => {
+            if baselines::canonical(&key).is_err() {
+                return Err(SchemeError::Unknown { name: key });
+            }
+            baselines::build(&key, &baseline_config(p).map_err(config_err)?).map_err(config_err)
+        }
+    }
+}
+
+fn fusion(
+    p: &SchemeParams,
+    redirect: bool,
+) -> Result<Box<dyn Scheme + Send>, fusionraid_core::scheme::fusion::ConfigError> {
+    let mut cfg = FusionConfig::new(p.pool.clone(), p.volumes.clone());
+    cfg.redirect = redirect;
+    Ok(Box::new(FusionScheme::new(cfg)?))
+}
+
+/// The baselines build RAID groups of one width and level from the volumes' settings.
+fn baseline_config(p: &SchemeParams) -> Result<BaselineConfig, String> {
+    let first = p.volumes.first().ok_or("at least one volume is needed")?;
+    if p.volumes
+        .iter()
+        .any(|v| v.width != first.width || v.level != first.level)
+    {
+        return Err("the baselines need every volume at one width and level".into());
+    }
+    let mut cfg = BaselineConfig::new(
+        p.pool.disks,
+        p.pool.disk_bytes,
+        p.pool.block_size,
+        first.width,
+        p.volumes.iter().map(|v| v.size_bytes).collect(),
+    );
+    cfg.data_offset = p.pool.data_offset;
+    cfg.nparity = first.level.nparity();
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusionraid_core::scheme::fusion::{LayoutKind, Level};
+
+    fn params() -> SchemeParams {
+        SchemeParams {
+            pool: PoolGeometry {
+                disks: 29,
+                disk_bytes: 1 << 34,
+                block_size: 64 << 10,
+                data_offset: 1 << 20,
+                layout: LayoutKind::Mols,
+            },
+            volumes: vec![VolumeConfig::new("v", Level::Raid5, 7, 1 << 30)],
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn every_known_scheme_builds_and_unknown_lists_them() {
+        for name in known_schemes() {
+            let s = build_scheme(name, &params()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.volume_count(), 1, "{name}");
+            assert_eq!(is_fusion(name), FUSION_SCHEMES.contains(&name));
+        }
+        assert_eq!(
+            build_scheme("Fusion-ND", &params()).unwrap().name(),
+            "fusion-nd"
+        );
+        assert!(build_scheme("raid5", &params()).is_ok());
+        let e = build_scheme("raid7", &params()).err().unwrap().to_string();
+        assert!(
+            e.contains("'raid7'") && e.contains("fusionraid, fusion-nd, 4-raid5"),
+            "{e}"
+        );
+        let mut tiny = params();
+        tiny.pool.disk_bytes = 1 << 20;
+        for name in ["fusionraid", "4-raid5"] {
+            assert!(
+                matches!(build_scheme(name, &tiny), Err(SchemeError::Config { .. })),
+                "{name}"
+            );
+        }
+    }
+}

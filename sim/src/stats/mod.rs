@@ -1,0 +1,14 @@
+//! Statistics of a run: latency histograms per workload and operation, spike intervals, and
+//! the serializable [`Report`] with its text rendering.
+
+pub mod latency;
+pub mod report;
+pub mod spikes;
+mod table;
+
+pub use latency::{LatencyHist, LatencySummary, OpHists, OpLatency};
+pub use report::{
+    DiskReport, EngineCounters, Latency, Redirection, Report, Requests, Space, Spikes,
+    WorkloadLatency, WriteAmp,
+};
+pub use spikes::SpikeTracker;

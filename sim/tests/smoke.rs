@@ -1,0 +1,135 @@
+//! Every registered scheme runs a short mixed workload to the end with sane statistics; data
+//! mode reads back what was written; backpressure holds requests instead of losing them.
+
+use fusionraid_sim::scenario::{is_fusion, known_schemes};
+use fusionraid_sim::stats::{LatencySummary, Report};
+use fusionraid_sim::{Scenario, Sim};
+
+fn small(secs: f64) -> Scenario {
+    let mut sc = Scenario::default_mix(secs);
+    sc.pool.capacity_bytes = Some(8 << 30);
+    sc.volume_bytes = Some(1 << 30);
+    sc
+}
+
+fn run(sc: &Scenario) -> Report {
+    Sim::new(sc)
+        .unwrap_or_else(|e| panic!("{}: {e}", sc.scheme))
+        .run()
+        .unwrap_or_else(|e| panic!("{}: {e}", sc.scheme))
+}
+
+fn sane(what: &str, s: &LatencySummary) {
+    assert!(s.count > 0, "{what}: no requests");
+    assert!(s.p50_us > 0.0, "{what}: zero median {s:?}");
+    assert!(
+        s.p50_us <= s.p99_us && s.p99_us <= s.p999_us && s.p999_us <= s.max_us,
+        "{what}: quantiles out of order {s:?}"
+    );
+    assert!(s.mean_us > 0.0 && s.mean_us <= s.max_us, "{what}: {s:?}");
+}
+
+#[test]
+fn every_registered_scheme_completes_with_sane_stats() {
+    for name in known_schemes() {
+        for aged in [false, true] {
+            let mut sc = small(0.3);
+            sc.scheme = name.to_string();
+            sc.pool.aged = aged;
+            let r = run(&sc);
+            let what = format!("{name} aged={aged}");
+            let q = &r.requests;
+            assert!(q.completed > 500, "{what}: {q:?}");
+            assert_eq!(q.completed, q.arrived, "{what}");
+            assert_eq!(q.failed + q.dropped, 0, "{what}: {q:?}");
+            assert!(q.reads > 0 && q.writes > 0, "{what}: {q:?}");
+            sane(&format!("{what} read"), &r.latency.all.read);
+            sane(&format!("{what} write"), &r.latency.all.write);
+            assert_eq!(r.latency.workloads.len(), 4);
+            for w in &r.latency.workloads {
+                assert!(w.requests > 0 && w.iops > 0.0, "{what}: {w:?}");
+            }
+            let wa = &r.write_amplification;
+            // A write buffer (NV-RAID) may absorb overwrites: below 1 is possible there.
+            assert!(wa.engine > 0.0 && wa.flash > 0.9, "{what}: {wa:?}");
+            if is_fusion(name) {
+                assert!(wa.engine >= 1.0, "{what}: {wa:?}");
+                assert!(
+                    r.space.mapped_bytes >= 4 << 30,
+                    "{what}: prefill maps every volume"
+                );
+                assert!(r.space.used_over_mapped >= 1.0, "{what}: {:?}", r.space);
+            }
+            assert_eq!(
+                r.spikes.detected, r.spikes.detector_transitions,
+                "{what}: every detector transition is a spike"
+            );
+            assert_eq!(r.engine.timer_bumps, 0, "{what}");
+            assert_eq!(r.disks.len(), 29);
+            assert!(r.virtual_s > 0.25, "{what}: {}", r.virtual_s);
+            if aged {
+                assert!(r.spikes.device_gc_stalls > 0, "{what}: aged members stall");
+            }
+            let table = r.to_table();
+            assert!(table.contains("P99.9") && table.contains(name), "{table}");
+        }
+    }
+}
+
+#[test]
+fn data_mode_reads_back_what_was_written() {
+    for name in known_schemes() {
+        for aged in [false, true] {
+            let mut sc = small(0.15);
+            sc.scheme = name.to_string();
+            sc.size_only = false;
+            sc.pool.aged = aged;
+            sc.volume_bytes = Some(128 << 20);
+            let r = run(&sc);
+            let q = &r.requests;
+            let what = format!("{name} aged={aged}");
+            assert!(q.reads_verified > 100, "{what}: {q:?}");
+            assert_eq!(q.read_mismatches, 0, "{what}: {:?}", q.first_mismatch);
+            assert_eq!(q.failed, 0, "{what}");
+        }
+    }
+}
+
+#[test]
+fn backpressure_holds_requests_and_loses_none() {
+    let mut sc = small(0.2);
+    sc.max_requests = 4;
+    let r = run(&sc);
+    let q = &r.requests;
+    assert!(q.held > 0 && q.max_held > 0, "{q:?}");
+    assert_eq!(q.dropped, 0);
+    assert_eq!(q.completed, q.arrived);
+    // With a tiny hold queue as well, the excess is dropped and counted.
+    let mut sc = small(0.2);
+    sc.max_requests = 2;
+    sc.held_capacity = 2;
+    let r = run(&sc);
+    let q = &r.requests;
+    assert!(q.dropped > 0, "{q:?}");
+    assert_eq!(q.completed + q.dropped, q.arrived, "{q:?}");
+}
+
+#[test]
+fn slow_member_and_unknown_scheme() {
+    let mut sc = small(0.2);
+    sc.pool.speed_factors = vec![(3, 20.0)];
+    let r = run(&sc);
+    let slow = &r.disks[3];
+    let others = r.disks.iter().filter(|d| d.disk != 3);
+    let typical = others.map(|d| d.mean_device_latency_us).fold(0.0, f64::max);
+    assert_eq!(slow.speed_factor, 20.0);
+    assert!(
+        slow.mean_device_latency_us > typical,
+        "{slow:?} vs {typical}"
+    );
+
+    let mut sc = small(0.2);
+    sc.scheme = "raid9".into();
+    let e = Sim::new(&sc).err().expect("unknown scheme").to_string();
+    assert!(e.contains("raid9") && e.contains("fusionraid"), "{e}");
+}
