@@ -57,7 +57,9 @@ impl<T> BlockLocks<T> {
         self.free(b, b + 1) && !self.overlaps_waiter(b, b + 1)
     }
 
-    /// Release `[first, end)` and return waiters that now hold their locks, in order.
+    /// Release `[first, end)` and return waiters that now hold their locks, in order. One
+    /// pass: blocks wanted by a waiter that stays queued are claimed, so no later waiter
+    /// overtakes it (cost linear in the waiters' blocks).
     pub fn release(&mut self, first: u64, end: u64) -> Vec<T> {
         for b in first..end {
             assert!(
@@ -66,22 +68,18 @@ impl<T> BlockLocks<T> {
             );
         }
         let mut ready = Vec::new();
-        let mut i = 0;
-        while i < self.waiting.len() {
-            let (f, e, _) = self.waiting[i];
-            let earlier_overlap = self
-                .waiting
-                .iter()
-                .take(i)
-                .any(|&(f2, e2, _)| f2 < e && f < e2);
-            if self.free(f, e) && !earlier_overlap {
-                let (f, e, item) = self.waiting.remove(i).expect("index in range");
+        let mut claimed: HashSet<u64> = HashSet::new();
+        let mut keep = VecDeque::with_capacity(self.waiting.len());
+        while let Some((f, e, item)) = self.waiting.pop_front() {
+            if self.free(f, e) && (f..e).all(|b| !claimed.contains(&b)) {
                 self.held.extend(f..e);
                 ready.push(item);
             } else {
-                i += 1;
+                claimed.extend(f..e);
+                keep.push_back((f, e, item));
             }
         }
+        self.waiting = keep;
         ready
     }
 

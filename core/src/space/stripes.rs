@@ -21,6 +21,9 @@ pub enum StripeState {
     Replica = 3,
 }
 
+/// Most spare-list entries one allocation looks at.
+pub const MAX_SPARE_SCAN: usize = 256;
+
 pub struct StripeTable {
     state: Vec<StripeState>,
     valid: Vec<u32>,
@@ -106,8 +109,10 @@ impl StripeTable {
 
     /// Take the first spare stripe that `ok` accepts, walking the list in order; skipped
     /// stripes go to the tail (paper §4.3). Returns the stripe and how many were skipped.
+    /// The walk is bounded: when many disks are slow at once, the caller's fallback (any
+    /// healthy stripe) is better than scanning a list of millions.
     pub fn take_spare(&mut self, mut ok: impl FnMut(u32) -> bool) -> Option<(u32, usize)> {
-        let n = self.spare.len();
+        let n = self.spare.len().min(MAX_SPARE_SCAN);
         for skipped in 0..n {
             let s = self.spare.pop_front()?;
             if self.state[s as usize] == StripeState::Free && !self.is_pinned(s) && ok(s) {

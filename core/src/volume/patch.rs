@@ -193,10 +193,11 @@ impl PatchTable {
         self.lists.len()
     }
 
-    /// Heap bytes: each map slot (key + inline list, plus hashbrown's control byte, at its
-    /// capacity) and the out-of-line node arrays of multi-node lists.
+    /// Bytes of the patch metadata: per patched block its key and inline list (what a
+    /// compact table needs), plus the node arrays of multi-node lists. Counted from lengths,
+    /// not the hash map's capacity, so reports do not depend on its growth history.
     pub fn memory_bytes(&self) -> u64 {
-        let slot = (std::mem::size_of::<u64>() + std::mem::size_of::<List>() + 1) as u64;
+        let slot = (std::mem::size_of::<u64>() + std::mem::size_of::<List>()) as u64;
         let arrays: u64 = self
             .lists
             .values()
@@ -205,7 +206,7 @@ impl PatchTable {
                 List::Many(v) => v.len() as u64 * 8,
             })
             .sum();
-        self.lists.capacity() as u64 * slot + arrays
+        self.lists.len() as u64 * slot + arrays
     }
 }
 

@@ -186,7 +186,7 @@ impl PairTable {
         zone: &Zone,
         mut ok: impl FnMut(&[DiskId]) -> bool,
     ) -> Option<(SlotRef, usize)> {
-        let n = self.spare.len();
+        let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
         let mut disks = Vec::with_capacity(3);
         for skipped in 0..n {
             let r = self.spare.pop_front()?;
