@@ -2,19 +2,48 @@
 
 use clap::{Parser, Subcommand};
 
+mod assemble;
+mod create_cmd;
+mod demo;
+mod pool_config;
+mod scheme_choice;
+mod serve_cmd;
+mod signals;
+mod sim_cmd;
+mod status_cmd;
+mod status_doc;
+mod superblock;
+
 #[derive(Parser)]
-#[command(name = "fusionraid", version, about = "Consistently low-latency RAID over a pool of commodity SSDs (FusionRAID, FAST'21)")]
+#[command(
+    name = "fusionraid",
+    version,
+    about = "Consistently low-latency RAID over a pool of commodity SSDs (FusionRAID, FAST'21)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Simulate a pool in virtual time (deterministic) and report latency, write
+    /// amplification, space, spikes and redirection.
+    Sim(sim_cmd::Args),
+    /// Format the members of a pool from a pool file (TOML): writes superblocks.
+    Create(create_cmd::Args),
+    /// Serve a pool's volumes over NBD. Without a pool file: the demo pool of emulated SSDs
+    /// in ./fusionraid-demo/, created on first use.
+    Serve(serve_cmd::Args),
+    /// Show a running pool: members (healthy, spiking, failed), volumes, space, backlog.
+    Status(status_cmd::Args),
+}
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -23,6 +52,10 @@ fn main() -> anyhow::Result<()> {
             println!("fusionraid: see --help");
             Ok(())
         }
+        Some(Command::Sim(args)) => sim_cmd::run(args),
+        Some(Command::Create(args)) => create_cmd::run(args),
+        Some(Command::Serve(args)) => serve_cmd::run(args),
+        Some(Command::Status(args)) => status_cmd::run(args),
         #[allow(unreachable_patterns)]
         Some(_) => unreachable!(),
     }

@@ -1,0 +1,305 @@
+//! Opening a pool's members: `create` formats them (superblocks), `serve` assembles them
+//! (reads the superblocks, puts each member in its slot, decides whether the pool can run).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use fusionraid_core::{Data, DevOp};
+use fusionraid_io::member::run_sync;
+use fusionraid_io::member::uring::ring::RingSlot;
+use fusionraid_io::{Clock, Member, OpenOptions, Waker};
+use std::sync::Arc;
+
+use crate::pool_config::PoolFile;
+use crate::scheme_choice::{build_engine, tolerance};
+use crate::superblock::{SUPERBLOCK_BYTES, SbError, Superblock, new_uuid, uuid_string};
+
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The clock and waker members are opened with; the driver must use the same ones.
+#[derive(Clone)]
+pub struct Io {
+    pub clock: Clock,
+    pub waker: Arc<Waker>,
+    /// The io_uring all file members share.
+    uring: RingSlot,
+}
+
+impl Io {
+    pub fn new() -> anyhow::Result<Io> {
+        Ok(Io {
+            clock: Clock::new(),
+            waker: Arc::new(Waker::new().context("creating the loop's eventfd")?),
+            uring: RingSlot::default(),
+        })
+    }
+
+    fn options(&self, pool: &PoolFile, i: usize, base: &Path, create: bool) -> OpenOptions {
+        OpenOptions {
+            waker: self.waker.clone(),
+            clock: self.clock,
+            // Every emulated member gets its own model seed.
+            seed: pool.seed.wrapping_mul(1000).wrapping_add(i as u64),
+            create_size: if create {
+                pool.member_size.map(|s| s.0)
+            } else {
+                None
+            },
+            base_dir: Some(base.to_path_buf()),
+            uring: self.uring.clone(),
+        }
+    }
+
+    fn read_sb(&self, m: &mut dyn Member) -> Result<Superblock, String> {
+        let op = DevOp::Read {
+            offset: 0,
+            len: SUPERBLOCK_BYTES,
+        };
+        let data = run_sync(m, op, &self.clock, &self.waker, SYNC_TIMEOUT)
+            .map_err(|e| format!("reading the superblock: {e}"))?
+            .ok_or("reading the superblock returned no data")?;
+        Superblock::decode(&data).map_err(|e| match e {
+            SbError::Blank => "blank".to_string(),
+            e => e.to_string(),
+        })
+    }
+
+    fn write_sb(&self, m: &mut dyn Member, sb: &Superblock) -> anyhow::Result<()> {
+        let bytes = sb.encode()?;
+        let write = DevOp::Write {
+            offset: 0,
+            data: Data::Bytes(bytes),
+            fua: true,
+        };
+        run_sync(m, write, &self.clock, &self.waker, SYNC_TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("writing the superblock: {e}"))?;
+        run_sync(m, DevOp::Flush, &self.clock, &self.waker, SYNC_TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("flushing the superblock: {e}"))?;
+        // Read it back: a member that does not return what it was given is no member.
+        let back = self.read_sb(m).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if &back != sb {
+            bail!("the superblock read back differs from the one written");
+        }
+        Ok(())
+    }
+}
+
+/// A pool ready to serve.
+pub struct Pool {
+    pub cfg: PoolFile,
+    pub uuid: [u8; 16],
+    pub disk_bytes: u64,
+    /// Slot i is member i of the engine; `None` is missing.
+    pub members: Vec<Option<Box<dyn Member>>>,
+    /// Why each missing member is missing.
+    pub missing: Vec<(usize, String)>,
+}
+
+/// The members' common usable size: the smallest, in whole pages.
+fn usable_bytes(members: &[Box<dyn Member>]) -> u64 {
+    members.iter().map(|m| m.size_bytes()).min().unwrap_or(0) / 4096 * 4096
+}
+
+/// Formats every member of `cfg`: checks the pool fits, then writes superblocks. Refuses
+/// members that already belong to a pool unless `force`.
+pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Result<Pool> {
+    let specs = cfg.specs()?;
+    let mut members = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let m = fusionraid_io::open_member(s, &io.options(cfg, i, base, true))
+            .with_context(|| format!("`members[{i}]`"))?;
+        members.push(m);
+    }
+    let disk_bytes = usable_bytes(&members);
+    build_engine(cfg, None, disk_bytes).with_context(|| {
+        format!(
+            "the pool does not fit on members of {} each (or its geometry is invalid)",
+            fusionraid_io::format_size(disk_bytes)
+        )
+    })?;
+    if !force {
+        for (i, m) in members.iter_mut().enumerate() {
+            if let Ok(sb) = io.read_sb(m.as_mut()) {
+                bail!(
+                    "`members[{i}]` ({}) already holds member {} of pool {}; use --force to \
+                     overwrite it (its data is lost)",
+                    m.name(),
+                    sb.index,
+                    uuid_string(&sb.uuid)
+                );
+            }
+        }
+    }
+    let uuid = new_uuid()?;
+    let created_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for (i, m) in members.iter_mut().enumerate() {
+        let sb = Superblock {
+            uuid,
+            index: i as u32,
+            count: specs.len() as u32,
+            disk_bytes,
+            created_unix,
+            config: cfg.to_toml(),
+        };
+        io.write_sb(m.as_mut(), &sb)
+            .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
+    }
+    Ok(Pool {
+        cfg: cfg.clone(),
+        uuid,
+        disk_bytes,
+        members: members.into_iter().map(Some).collect(),
+        missing: Vec::new(),
+    })
+}
+
+/// Opens the members `file` lists and checks their superblocks: all from one pool, each
+/// index once, geometry as the file says. Missing or unreadable members are tolerated up
+/// to the volumes' parity; anything else is an error that says which member and why.
+pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
+    let specs = file.specs()?;
+    let n = specs.len();
+    let mut found: Vec<(usize, Box<dyn Member>, Superblock)> = Vec::new();
+    let mut unusable: Vec<(usize, String)> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let mut m = match fusionraid_io::open_member(s, &io.options(file, i, base, false)) {
+            Ok(m) => m,
+            Err(e) => {
+                unusable.push((i, e.to_string()));
+                continue;
+            }
+        };
+        match io.read_sb(m.as_mut()) {
+            Ok(sb) => found.push((i, m, sb)),
+            Err(e) if e == "blank" => bail!(
+                "`members[{i}]` ({s}) has no fusionraid superblock: it was never part of a pool \
+                 (run `fusionraid create`), or was wiped"
+            ),
+            Err(e) => unusable.push((i, format!("{s}: {e}"))),
+        }
+    }
+    let Some((_, _, first)) = found.first() else {
+        bail!(
+            "no member could be read: {}",
+            unusable
+                .iter()
+                .map(|(_, e)| e.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    };
+    // The pool is the one most members belong to; a member of any other pool is a mistake
+    // in the pool file, not a failure to work around.
+    let uuid = {
+        let mut best = (first.uuid, 0);
+        for (_, _, sb) in &found {
+            let c = found.iter().filter(|(_, _, o)| o.uuid == sb.uuid).count();
+            if c > best.1 {
+                best = (sb.uuid, c);
+            }
+        }
+        best.0
+    };
+    let reference = found
+        .iter()
+        .find(|(_, _, sb)| sb.uuid == uuid)
+        .map(|(_, _, sb)| sb.clone())
+        .expect("the majority pool has a member");
+    for (i, m, sb) in &found {
+        if sb.uuid != uuid {
+            bail!(
+                "`members[{i}]` ({}) belongs to pool {} (as member {}), not to pool {}",
+                m.name(),
+                uuid_string(&sb.uuid),
+                sb.index,
+                uuid_string(&uuid)
+            );
+        }
+        if sb.count != reference.count
+            || sb.disk_bytes != reference.disk_bytes
+            || sb.config != reference.config
+        {
+            bail!(
+                "`members[{i}]` ({}) disagrees with the other members about the pool's \
+                 configuration (superblocks from different creates?)",
+                m.name()
+            );
+        }
+    }
+    if reference.count as usize != n {
+        bail!(
+            "pool {} has {} members but the pool file lists {n}",
+            uuid_string(&uuid),
+            reference.count
+        );
+    }
+    let stored = PoolFile::parse(&reference.config)
+        .context("the pool configuration stored in the superblocks")?;
+    if stored.geometry_key() != file.geometry_key() {
+        bail!(
+            "the pool file's geometry differs from the pool on the members\n  on the members: {}\n  \
+             in the file:    {}\nchange the file back, or re-create the pool with \
+             `fusionraid create --force` (destroys its data)",
+            stored.geometry_key(),
+            file.geometry_key()
+        );
+    }
+    let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
+    let mut names: Vec<Option<String>> = vec![None; n];
+    for (i, m, sb) in found {
+        let idx = sb.index as usize;
+        if let Some(other) = &names[idx] {
+            bail!(
+                "`members[{i}]` ({}) and {other} both claim to be member {idx} of pool {} \
+                 (the same device listed twice, or a copied image?)",
+                m.name(),
+                uuid_string(&uuid)
+            );
+        }
+        if m.size_bytes() < reference.disk_bytes {
+            bail!(
+                "`members[{i}]` ({}) holds {} bytes; the pool uses {} per member",
+                m.name(),
+                m.size_bytes(),
+                reference.disk_bytes
+            );
+        }
+        if idx != i {
+            tracing::info!(member = m.name(), "listed at position {i}, is member {idx}");
+        }
+        names[idx] = Some(m.name().to_string());
+        slots[idx] = Some(m);
+    }
+    let missing: Vec<(usize, String)> = (0..n)
+        .filter(|&i| slots[i].is_none())
+        .map(|i| {
+            let why = unusable
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map_or_else(|| format!("{}: not found", specs[i]), |(_, e)| e.clone());
+            (i, why)
+        })
+        .collect();
+    let tol = tolerance(file);
+    if missing.len() > tol {
+        bail!(
+            "{} members are missing and the volumes tolerate {tol}:\n  {}",
+            missing.len(),
+            missing
+                .iter()
+                .map(|(i, e)| format!("member {i}: {e}"))
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
+    Ok(Pool {
+        cfg: file.clone(),
+        uuid,
+        disk_bytes: reference.disk_bytes,
+        members: slots,
+        missing,
+    })
+}

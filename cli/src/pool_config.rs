@@ -1,0 +1,510 @@
+//! The pool file (TOML): members, geometry, volumes, policies and where to serve.
+//!
+//! ```toml
+//! name = "tank"
+//! members = ["emu:dc:file:d0.img", "emu:dc:file:d1.img", "..."]
+//! member_size = "2G"        # create missing file members (sparse) of this size
+//! block_size = "64K"        # stripe unit
+//! data_offset = "1M"        # reserved at the start of every member (superblock, metadata)
+//! layout = "mols"           # mols | groups | permutation
+//! scheme = "fusionraid"     # fusionraid | fusion-nd | raid50 | 4-raid5 | lograid | ...
+//!
+//! [detector]                # spike detector: preset dc | consumer, and overrides
+//! preset = "dc"
+//!
+//! [conversion]              # in-position conversion policy
+//! enabled = true
+//!
+//! [[volume]]
+//! name = "vol0"
+//! level = "raid5"
+//! width = 5
+//! size = "4G"
+//!
+//! [serve]
+//! unix = "nbd.sock"         # relative paths are relative to this file
+//! tcp = "127.0.0.1:10809"
+//! ```
+//!
+//! Two kinds of settings: the *geometry* (members, block size, data offset, layout,
+//! volumes) is fixed by `create` and stored in every member's superblock; the *policies*
+//! (scheme, detector, conversion, serve) may change between runs of `serve`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use fusionraid_core::detector::DetectorConfig;
+use fusionraid_core::scheme::fusion::{
+    ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig,
+};
+use fusionraid_io::{MemberSpec, format_size, parse_size};
+use serde::{Deserialize, Serialize};
+
+/// A byte count written as an integer or a string with a unit ("64K", "2G").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SizeRepr", into = "SizeRepr")]
+pub struct Size(pub u64);
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum SizeRepr {
+    Int(u64),
+    Str(String),
+}
+
+impl TryFrom<SizeRepr> for Size {
+    type Error = String;
+    fn try_from(r: SizeRepr) -> Result<Size, String> {
+        match r {
+            SizeRepr::Int(n) => Ok(Size(n)),
+            SizeRepr::Str(s) => parse_size(&s).map(Size),
+        }
+    }
+}
+
+impl From<Size> for SizeRepr {
+    fn from(s: Size) -> SizeRepr {
+        SizeRepr::Str(format_size(s.0))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolFile {
+    #[serde(default = "default_name")]
+    pub name: String,
+    pub members: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_size: Option<Size>,
+    #[serde(default = "default_block")]
+    pub block_size: Size,
+    #[serde(default = "default_offset")]
+    pub data_offset: Size,
+    #[serde(default = "default_layout")]
+    pub layout: String,
+    #[serde(default = "default_scheme")]
+    pub scheme: String,
+    /// Seeds the engine's random choices and the emulated device models.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// User requests in the engine at once (backpressure beyond).
+    #[serde(default = "default_max_requests")]
+    pub max_requests: usize,
+    /// Re-issue a replicated read to the other copy after this many microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge_us: Option<u64>,
+    /// Blocks of a stripe a write must cover to take the RAID path (default: break-even).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raid_threshold: Option<usize>,
+    #[serde(default)]
+    pub detector: DetectorSection,
+    #[serde(default)]
+    pub conversion: ConversionSection,
+    #[serde(rename = "volume")]
+    pub volumes: Vec<VolumeSection>,
+    #[serde(default)]
+    pub serve: ServeSection,
+}
+
+fn default_name() -> String {
+    "pool".into()
+}
+fn default_block() -> Size {
+    Size(64 << 10)
+}
+fn default_offset() -> Size {
+    Size(1 << 20)
+}
+fn default_layout() -> String {
+    "mols".into()
+}
+fn default_scheme() -> String {
+    "fusionraid".into()
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_max_requests() -> usize {
+    4096
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectorSection {
+    /// dc (datacenter SSDs) or consumer: the paper's settings for each class.
+    #[serde(default = "default_detector")]
+    pub preset: String,
+    pub slot_us: Option<u64>,
+    pub window_slots: Option<u32>,
+    pub x_high: Option<u32>,
+    pub x_low: Option<u32>,
+}
+
+fn default_detector() -> String {
+    "dc".into()
+}
+
+impl Default for DetectorSection {
+    fn default() -> Self {
+        DetectorSection {
+            preset: default_detector(),
+            slot_us: None,
+            window_slots: None,
+            x_high: None,
+            x_low: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversionSection {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub spare_low_water: Option<f64>,
+    pub replicated_high_water: Option<f64>,
+    /// Convert after this long without user requests; 0 = never on idleness.
+    pub idle_ms: Option<u64>,
+    /// Pause while a disk serves more foreground MB/s than this (paper: 40).
+    pub pause_mb_per_s: Option<f64>,
+    pub max_concurrent: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ConversionSection {
+    fn default() -> Self {
+        ConversionSection {
+            enabled: true,
+            spare_low_water: None,
+            replicated_high_water: None,
+            idle_ms: None,
+            pause_mb_per_s: None,
+            max_concurrent: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeSection {
+    pub name: String,
+    /// raid5 or raid6.
+    pub level: String,
+    /// Blocks per stripe, data and parity.
+    pub width: usize,
+    pub size: Size,
+    #[serde(default = "default_rep")]
+    pub replicated_fraction: f64,
+    #[serde(default = "default_spare")]
+    pub spare_fraction: f64,
+    /// Export with byte granularity (read-modify-write at the edge) for clients such as
+    /// nbdfuse that ignore the 4 KiB minimum block size.
+    #[serde(default)]
+    pub allow_unaligned: bool,
+}
+
+fn default_rep() -> f64 {
+    0.10
+}
+fn default_spare() -> f64 {
+    0.25
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeSection {
+    /// NBD Unix socket (default: nbd.sock next to the pool file).
+    pub unix: Option<String>,
+    /// NBD TCP address, e.g. 127.0.0.1:10809 (default: none). Binding beyond loopback
+    /// exposes the volumes to the network without authentication.
+    pub tcp: Option<String>,
+    /// Status socket (default: status.sock next to the pool file).
+    pub status: Option<String>,
+    /// Commands queued between NBD connections and the engine.
+    pub queue_depth: Option<usize>,
+}
+
+impl PoolFile {
+    pub fn load(path: &Path) -> anyhow::Result<PoolFile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading pool file {}", path.display()))?;
+        PoolFile::parse(&text).with_context(|| format!("pool file {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<PoolFile> {
+        let p: PoolFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a pool file always serialises")
+    }
+
+    /// Checks everything that can be checked without opening members.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.members.is_empty() {
+            bail!("`members`: at least one member is needed");
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            MemberSpec::parse(m).map_err(|e| anyhow::anyhow!("`members[{i}]`: {e}"))?;
+        }
+        let eph = self.specs()?.iter().filter(|s| s.is_ephemeral()).count();
+        if eph != 0 && eph != self.members.len() {
+            bail!(
+                "`members`: {eph} of {} members are in memory (mem:); a pool is either all in \
+                 memory or all persistent, since in-memory members keep no superblock",
+                self.members.len()
+            );
+        }
+        let bs = self.block_size.0;
+        if !bs.is_power_of_two() || !(4096..=(1 << 20)).contains(&bs) {
+            bail!("`block_size`: {bs} must be a power of two from 4K to 1M");
+        }
+        let min_off = crate::superblock::SUPERBLOCK_BYTES;
+        if self.data_offset.0 < min_off || !self.data_offset.0.is_multiple_of(4096) {
+            bail!(
+                "`data_offset`: {} must be a multiple of 4K and at least {} (the superblock)",
+                self.data_offset.0,
+                format_size(min_off)
+            );
+        }
+        self.layout_kind()?;
+        self.detector_config()?;
+        if self.max_requests == 0 {
+            bail!("`max_requests` must be positive");
+        }
+        if self.volumes.is_empty() {
+            bail!("`[[volume]]`: at least one volume is needed");
+        }
+        for (i, v) in self.volumes.iter().enumerate() {
+            let at = format!("`volume[{i}]` ({})", v.name);
+            if v.name.is_empty() || v.name.contains(['/', '?', '#', '\0']) {
+                bail!("{at}: `name` must be non-empty without / ? # or NUL");
+            }
+            if self.volumes[..i].iter().any(|w| w.name == v.name) {
+                bail!("{at}: `name` is used twice");
+            }
+            v.level
+                .parse::<Level>()
+                .map_err(|e| anyhow::anyhow!("{at}: `level`: {e}"))?;
+            if v.size.0 == 0 || v.size.0 % bs != 0 {
+                bail!(
+                    "{at}: `size` {} must be a positive multiple of the block size {}",
+                    v.size.0,
+                    format_size(bs)
+                );
+            }
+        }
+        if let Some(q) = self.serve.queue_depth
+            && q == 0
+        {
+            bail!("`serve.queue_depth` must be positive");
+        }
+        Ok(())
+    }
+
+    pub fn specs(&self) -> anyhow::Result<Vec<MemberSpec>> {
+        self.members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MemberSpec::parse(m).map_err(|e| anyhow::anyhow!("`members[{i}]`: {e}")))
+            .collect()
+    }
+
+    pub fn is_ephemeral(&self) -> bool {
+        self.specs()
+            .map(|s| s.iter().all(MemberSpec::is_ephemeral))
+            .unwrap_or(false)
+    }
+
+    pub fn layout_kind(&self) -> anyhow::Result<LayoutKind> {
+        let mut k: LayoutKind = self
+            .layout
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("`layout`: {e}"))?;
+        if let LayoutKind::Permutation { seed } = &mut k {
+            *seed ^= self.seed;
+        }
+        Ok(k)
+    }
+
+    pub fn detector_config(&self) -> anyhow::Result<DetectorConfig> {
+        let d = &self.detector;
+        let mut c = match d.preset.as_str() {
+            "dc" | "datacenter" => DetectorConfig::paper_dc(),
+            "consumer" => DetectorConfig::paper_consumer(),
+            other => bail!("`detector.preset`: unknown preset '{other}' (dc, consumer)"),
+        };
+        if let Some(s) = d.slot_us {
+            c.slot_ns = s.saturating_mul(1000);
+        }
+        if let Some(w) = d.window_slots {
+            c.window_slots = w;
+        }
+        if let Some(x) = d.x_high {
+            c.x_high = x;
+        }
+        if let Some(x) = d.x_low {
+            c.x_low = x;
+        }
+        c.validate()
+            .map_err(|e| anyhow::anyhow!("`detector`: {e}"))?;
+        Ok(c)
+    }
+
+    fn conversion_policy(&self) -> ConversionPolicy {
+        let c = &self.conversion;
+        let mut p = ConversionPolicy {
+            enabled: c.enabled,
+            ..ConversionPolicy::default()
+        };
+        if let Some(v) = c.spare_low_water {
+            p.spare_low_water = v;
+        }
+        if let Some(v) = c.replicated_high_water {
+            p.replicated_high_water = v;
+        }
+        if let Some(ms) = c.idle_ms {
+            p.idle_ns = (ms > 0).then(|| ms * 1_000_000);
+        }
+        if let Some(v) = c.pause_mb_per_s {
+            p.pause_fg_bytes_per_sec = v * 1e6;
+        }
+        if let Some(v) = c.max_concurrent {
+            p.max_concurrent = v.max(1);
+        }
+        p
+    }
+
+    /// The FusionRAID configuration for members of `disk_bytes` each.
+    pub fn fusion_config(&self, disk_bytes: u64, redirect: bool) -> anyhow::Result<FusionConfig> {
+        let pool = PoolGeometry {
+            disks: self.members.len(),
+            disk_bytes,
+            block_size: self.block_size.0,
+            data_offset: self.data_offset.0,
+            layout: self.layout_kind()?,
+        };
+        let volumes = self
+            .volumes
+            .iter()
+            .map(|v| {
+                let mut c = VolumeConfig::new(
+                    &v.name,
+                    v.level.parse().map_err(|e: String| anyhow::anyhow!(e))?,
+                    v.width,
+                    v.size.0,
+                );
+                c.replicated_fraction = v.replicated_fraction;
+                c.spare_fraction = v.spare_fraction;
+                Ok(c)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut f = FusionConfig::new(pool, volumes);
+        f.redirect = redirect;
+        f.conversion = self.conversion_policy();
+        f.hedge_ns = self.hedge_us.map(|u| u * 1000);
+        f.raid_threshold = self.raid_threshold;
+        Ok(f)
+    }
+
+    /// The part `create` fixes: a pool file differing from the stored one here describes
+    /// another pool.
+    pub fn geometry_key(&self) -> String {
+        let vols: Vec<String> = self
+            .volumes
+            .iter()
+            .map(|v| format!("{}:{}:{}:{}", v.name, v.level, v.width, v.size.0))
+            .collect();
+        format!(
+            "members={} block={} offset={} layout={} volumes=[{}]",
+            self.members.len(),
+            self.block_size.0,
+            self.data_offset.0,
+            self.layout,
+            vols.join(",")
+        )
+    }
+}
+
+/// Paths of the serve section, resolved against the pool file's directory.
+pub struct ServePaths {
+    pub unix: Option<PathBuf>,
+    pub tcp: Option<String>,
+    pub status: PathBuf,
+}
+
+impl ServeSection {
+    pub fn resolve(&self, base: &Path) -> ServePaths {
+        let at = |p: &str| {
+            let p = PathBuf::from(p);
+            if p.is_relative() { base.join(p) } else { p }
+        };
+        ServePaths {
+            unix: Some(at(self.unix.as_deref().unwrap_or("nbd.sock"))),
+            tcp: self.tcp.clone(),
+            status: at(self.status.as_deref().unwrap_or("status.sock")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+members = ["mem:64M", "mem:64M", "mem:64M", "mem:64M", "mem:64M"]
+[[volume]]
+name = "v0"
+level = "raid5"
+width = 4
+size = "16M"
+"#;
+
+    #[test]
+    fn defaults_and_round_trip() {
+        let p = PoolFile::parse(GOOD).unwrap();
+        assert_eq!(p.block_size, Size(64 << 10));
+        assert_eq!(p.scheme, "fusionraid");
+        assert!(p.is_ephemeral());
+        let again = PoolFile::parse(&p.to_toml()).unwrap();
+        assert_eq!(again, p);
+    }
+
+    fn err(patch: &str) -> String {
+        let text = format!("{GOOD}\n{patch}");
+        format!("{:#}", PoolFile::parse(&text).unwrap_err())
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert!(err("[detector]\npreset = \"x\"").contains("detector.preset"));
+        assert!(err("[detector]\nx_high = 0").contains("detector"));
+        assert!(
+            err("[[volume]]\nname = \"v0\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1M\"")
+                .contains("used twice")
+        );
+        assert!(
+            err("[[volume]]\nname = \"w\"\nlevel = \"raid9\"\nwidth = 4\nsize = \"1M\"")
+                .contains("level")
+        );
+        assert!(
+            err("[[volume]]\nname = \"w\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"100K\"")
+                .contains("size")
+        );
+        assert!(
+            err("[[volume]]\nname = \"w\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1Q\"")
+                .contains("unknown unit")
+        );
+        assert!(err("bogus = 1").contains("bogus"));
+        let bad = GOOD.replace("\"mem:64M\", \"mem:64M\"]", "\"mem:64M\", \"disk0\"]");
+        assert!(format!("{:#}", PoolFile::parse(&bad).unwrap_err()).contains("members[4]"));
+        let mixed = GOOD.replace("\"mem:64M\"]", "\"file:/tmp/x\"]");
+        assert!(format!("{:#}", PoolFile::parse(&mixed).unwrap_err()).contains("in memory"));
+    }
+}

@@ -1,0 +1,126 @@
+//! `--scheme NAME`: every scheme of the core behind one engine. FusionRAID and Fusion-ND are
+//! built from the pool file's volumes directly; the baselines from the same pool through
+//! their shared [`BaselineConfig`].
+
+use anyhow::{Context, bail};
+use fusionraid_core::scheme::Scheme;
+use fusionraid_core::scheme::baselines::{self, BaselineConfig};
+use fusionraid_core::scheme::fusion::{FusionScheme, Level};
+use fusionraid_core::{Engine, EngineConfig};
+
+use crate::pool_config::PoolFile;
+
+pub const FUSION_NAMES: &[&str] = &["fusionraid", "fusion-nd"];
+
+pub fn known_schemes() -> String {
+    FUSION_NAMES
+        .iter()
+        .chain(baselines::NAMES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The scheme `name` over `pool`, whose members hold `disk_bytes` each.
+pub fn build_scheme(
+    pool: &PoolFile,
+    name: &str,
+    disk_bytes: u64,
+) -> anyhow::Result<Box<dyn Scheme + Send>> {
+    let lname = name.to_ascii_lowercase();
+    if FUSION_NAMES.contains(&lname.as_str()) {
+        let cfg = pool.fusion_config(disk_bytes, lname == "fusionraid")?;
+        let s = FusionScheme::new(cfg).with_context(|| format!("scheme {lname}"))?;
+        return Ok(Box::new(s));
+    }
+    let first = &pool.volumes[0];
+    if pool
+        .volumes
+        .iter()
+        .any(|v| v.width != first.width || v.level != first.level)
+    {
+        bail!(
+            "scheme {name}: the baselines build RAID groups of one width and level; every \
+             [[volume]] must have the same `level` and `width`"
+        );
+    }
+    let level: Level = first
+        .level
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!(e))?;
+    let mut cfg = BaselineConfig::new(
+        pool.members.len(),
+        disk_bytes,
+        pool.block_size.0,
+        first.width,
+        pool.volumes.iter().map(|v| v.size.0).collect(),
+    );
+    cfg.data_offset = pool.data_offset.0;
+    cfg.nparity = level.nparity();
+    baselines::build(name, &cfg).map_err(|e| {
+        if e.starts_with("unknown baseline") {
+            anyhow::anyhow!("unknown scheme '{name}' (known: {})", known_schemes())
+        } else {
+            anyhow::anyhow!("scheme {name}: {e}")
+        }
+    })
+}
+
+/// An engine running `scheme` (the pool file's own when `None`).
+pub fn build_engine(
+    pool: &PoolFile,
+    scheme: Option<&str>,
+    disk_bytes: u64,
+) -> anyhow::Result<Engine> {
+    let name = scheme.unwrap_or(&pool.scheme);
+    let s = build_scheme(pool, name, disk_bytes)?;
+    let mut cfg = EngineConfig::new(pool.members.len());
+    cfg.detector = pool.detector_config()?;
+    cfg.max_requests = pool.max_requests;
+    cfg.seed = pool.seed;
+    Ok(Engine::new(cfg, s, 0))
+}
+
+/// How many members may be missing while every volume keeps its data.
+pub fn tolerance(pool: &PoolFile) -> usize {
+    pool.volumes
+        .iter()
+        .filter_map(|v| v.level.parse::<Level>().ok())
+        .map(Level::nparity)
+        .min()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(scheme: &str) -> PoolFile {
+        PoolFile::parse(&format!(
+            r#"
+scheme = "{scheme}"
+members = ["mem:64M", "mem:64M", "mem:64M", "mem:64M", "mem:64M", "mem:64M", "mem:64M", "mem:64M"]
+layout = "permutation"
+[[volume]]
+name = "a"
+level = "raid5"
+width = 4
+size = "16M"
+"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn every_scheme_builds() {
+        for name in FUSION_NAMES.iter().chain(baselines::NAMES) {
+            let e = build_engine(&pool(name), None, 64 << 20)
+                .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert_eq!(e.volume_count(), 1, "{name}");
+        }
+        let Err(e) = build_engine(&pool("fusionraid"), Some("nope"), 64 << 20) else {
+            panic!("an unknown scheme was accepted");
+        };
+        assert!(format!("{e:#}").contains("raid50"), "{e:#}");
+    }
+}

@@ -1,0 +1,240 @@
+//! `fusionraid serve [POOL.toml]`: assemble the pool, run the engine, export every volume
+//! over NBD, publish status, and shut down cleanly on Ctrl-C / SIGTERM.
+//!
+//! Without a pool file it serves the demo pool (see `demo.rs`), creating it on first use.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args as ClapArgs;
+use fusionraid_core::DiskId;
+use fusionraid_io::driver::ExportOptions;
+use fusionraid_io::{Driver, DriverConfig, ExportMux, format_size};
+use fusionraid_nbd::{Server, ServerConfig};
+
+use crate::assemble::{Io, Pool, assemble, create};
+use crate::pool_config::PoolFile;
+use crate::scheme_choice::{build_engine, known_schemes};
+use crate::signals::Termination;
+use crate::status_doc::{StatusDoc, StatusServer};
+use crate::superblock::uuid_string;
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The pool file. Without one, serves the demo pool in --dir (created on first use).
+    pub pool: Option<PathBuf>,
+    /// Directory of the demo pool.
+    #[arg(long, default_value = crate::demo::DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// Scheme to run instead of the pool file's.
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<String>,
+    /// NBD Unix socket (overrides the pool file's serve.unix).
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// NBD TCP address, e.g. 127.0.0.1:10809 (overrides serve.tcp).
+    #[arg(long, value_name = "ADDR")]
+    pub tcp: Option<String>,
+    /// Do not listen on TCP even if the pool file says so.
+    #[arg(long)]
+    pub no_tcp: bool,
+    /// Status socket (overrides serve.status).
+    #[arg(long, value_name = "PATH")]
+    pub status: Option<PathBuf>,
+    /// Export every volume with byte granularity (read-modify-write at the edge).
+    #[arg(long)]
+    pub rmw: bool,
+}
+
+const NOT_DURABLE: &str = "mapping metadata is kept in memory only: a restart of `serve` starts \
+                           every volume empty (durable metadata is a later issue)";
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    // Before any thread exists, so every thread inherits the blocked mask.
+    let term = Termination::block();
+    let (pool_path, demo_fresh) = match &args.pool {
+        Some(p) => (p.clone(), false),
+        None => crate::demo::prepare(&args.dir)?,
+    };
+    let file = PoolFile::load(&pool_path)?;
+    let base = crate::create_cmd::base_dir(&pool_path)?;
+    let io = Io::new()?;
+    let pool = if file.is_ephemeral() || demo_fresh {
+        // In-memory members keep nothing between runs, and a demo pool whose files are
+        // missing is new: format them now.
+        create(&file, &base, demo_fresh, &io)?
+    } else {
+        assemble(&file, &base, &io)?
+    };
+    let scheme = args.scheme.clone().unwrap_or_else(|| file.scheme.clone());
+    let mut engine = build_engine(&pool.cfg, Some(&scheme), pool.disk_bytes)
+        .with_context(|| format!("known schemes: {}", known_schemes()))?;
+    for (i, why) in &pool.missing {
+        eprintln!("fusionraid: member {i} is missing ({why}); serving degraded");
+        engine.fail_disk(DiskId(*i as u32), 0);
+    }
+    let Pool {
+        cfg,
+        uuid,
+        members,
+        missing,
+        ..
+    } = pool;
+    let driver = Driver::start(
+        engine,
+        members,
+        io.clock,
+        io.waker.clone(),
+        DriverConfig {
+            queue_depth: cfg.serve.queue_depth.unwrap_or(256),
+        },
+    )?;
+    let names: Vec<String> = cfg.volumes.iter().map(|v| v.name.clone()).collect();
+    let backend = driver.backend(&ExportOptions {
+        preferred_bytes: cfg.block_size.0 as u32,
+        names: names.clone(),
+    });
+    let unaligned = cfg
+        .volumes
+        .iter()
+        .map(|v| v.allow_unaligned || args.rmw)
+        .collect();
+    let mux = Arc::new(ExportMux::new(backend, unaligned));
+
+    let mut paths = cfg.serve.resolve(&base);
+    if let Some(u) = &args.unix {
+        paths.unix = Some(u.clone());
+    }
+    if let Some(t) = &args.tcp {
+        paths.tcp = Some(t.clone());
+    }
+    if args.no_tcp {
+        paths.tcp = None;
+    }
+    if let Some(s) = &args.status {
+        paths.status = s.clone();
+    }
+    let mut server = Server::new(mux).with_config(ServerConfig::default());
+    let mut uris = Vec::new();
+    if let Some(u) = &paths.unix {
+        server = server
+            .bind_unix(u)
+            .with_context(|| format!("binding the NBD socket {}", u.display()))?;
+        uris.extend(
+            names
+                .iter()
+                .map(|n| format!("nbd+unix:///{n}?socket={}", u.display())),
+        );
+    }
+    if let Some(t) = &paths.tcp {
+        // The demo's TCP listener is a convenience: a busy port must not stop the demo.
+        if args.pool.is_none() && std::net::TcpListener::bind(t.as_str()).is_err() {
+            eprintln!("fusionraid: {t} is busy; serving on the Unix socket only");
+        } else {
+            server = server
+                .bind_tcp(t.as_str())
+                .with_context(|| format!("binding NBD TCP {t}"))?;
+        }
+    }
+    let handle = server.start().context("starting the NBD server")?;
+    for a in handle.tcp_addrs() {
+        uris.extend(names.iter().map(|n| format!("nbd://{a}/{n}")));
+    }
+
+    let driver = Arc::new(driver);
+    let mut notes = vec![NOT_DURABLE.to_string()];
+    if file.is_ephemeral() {
+        notes.push("members are in memory: their contents are lost at exit".into());
+    }
+    let doc_base = StatusDoc {
+        pool: cfg.name.clone(),
+        uuid: uuid_string(&uuid),
+        layout: cfg.layout.clone(),
+        block_size: cfg.block_size.0,
+        exports: uris.clone(),
+        volume_names: names.clone(),
+        missing: missing
+            .iter()
+            .map(|(i, w)| format!("member {i}: {w}"))
+            .collect(),
+        notes,
+        snapshot: driver
+            .status(Duration::from_secs(5))
+            .context("the engine loop did not answer")?,
+    };
+    let d = driver.clone();
+    let status = StatusServer::start(&paths.status, move || {
+        let mut doc = doc_base.clone();
+        doc.snapshot = d.status(Duration::from_secs(5))?;
+        serde_json::to_string_pretty(&doc).ok()
+    })?;
+
+    print_banner(&cfg, &uuid, &scheme, &uris, &paths.status);
+    let sig = term.wait();
+    eprintln!("fusionraid: signal {sig}, shutting down");
+    drop(status);
+    handle.shutdown();
+    match Arc::try_unwrap(driver) {
+        Ok(d) => d.shutdown(Duration::from_secs(10)),
+        Err(_) => tracing::warn!("status still referenced the driver at shutdown"),
+    }
+    Ok(())
+}
+
+fn print_banner(
+    cfg: &PoolFile,
+    uuid: &[u8; 16],
+    scheme: &str,
+    uris: &[String],
+    status: &std::path::Path,
+) {
+    println!(
+        "fusionraid: serving pool '{}' ({}), scheme {scheme}, {} members",
+        cfg.name,
+        uuid_string(uuid),
+        cfg.members.len()
+    );
+    for v in &cfg.volumes {
+        println!(
+            "  volume {:<10} {} width {} size {}{}",
+            v.name,
+            v.level,
+            v.width,
+            format_size(v.size.0),
+            if v.allow_unaligned {
+                " (byte-granular)"
+            } else {
+                ""
+            }
+        );
+    }
+    println!("exports:");
+    for u in uris {
+        println!("  {u}");
+    }
+    if let Some(u) = uris.first() {
+        let size = cfg.volumes[0].size.0;
+        println!("connect, for example:");
+        println!("  nbdinfo '{u}'");
+        println!("  qemu-io -f raw '{u}' -c 'write -P 0xab 0 1M' -c 'read -P 0xab 0 1M'");
+        println!(
+            "  fio --name=t --ioengine=nbd --uri='{u}' --rw=randrw --bs=4k --iodepth=16 \
+             --size={} --time_based --runtime=10",
+            format_size(size)
+        );
+        if cfg.volumes[0].allow_unaligned {
+            println!(
+                "  mkdir -p /tmp/fr && nbdfuse /tmp/fr/{} '{u}' &   # then mkfs.ext4 /tmp/fr/{} \
+                 and mount -o loop",
+                cfg.volumes[0].name, cfg.volumes[0].name
+            );
+        }
+    }
+    println!("status: fusionraid status --socket {}", status.display());
+    println!("stop:   Ctrl-C");
+    println!("ready");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+}

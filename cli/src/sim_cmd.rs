@@ -1,0 +1,407 @@
+//! `fusionraid sim`: run one simulation and print its report.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Args as ClapArgs;
+use fusionraid_core::scheme::fusion::{LayoutKind, Level};
+use fusionraid_sim::trace::{ReplayMode, TraceFormat};
+use fusionraid_sim::workload::Workload;
+use fusionraid_sim::{Load, Progress, Scenario, Sim};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Simulate a pool in virtual time and report latency, write amplification, space and spikes.
+///
+/// With no options: 29 aged datacenter SSDs, FusionRAID with one 6+1 RAID5 volume per
+/// workload, the 4-workload mix tpcc + ycsb-a + tf + vd for 5 s of virtual time.
+#[derive(ClapArgs, Debug)]
+#[command(after_help = "Examples:\n  \
+    fusionraid sim\n  \
+    fusionraid sim --scheme fusion-nd --workload tpcc,vd --duration 20s --seed 7\n  \
+    fusionraid sim --trace trace.txt --format disksim --speed 2\n  \
+    fusionraid sim --trace trace.txt --format msr --qd 32 --json\n  \
+    fusionraid sim --bench --duration 30s")]
+pub struct Args {
+    /// Scheme: fusionraid, fusion-nd, 4-raid5 (raid5), raid50, lograid, toleraid, nvraid,
+    /// 4-raidm, sitout.
+    #[arg(long, default_value = "fusionraid")]
+    scheme: String,
+    /// Table-4 workloads, one volume each: ycsb-load, ycsb-a, ycsb-b, tpcc, tf, vd, exchange,
+    /// proxy. Repeat the option or give a comma-separated list.
+    #[arg(long, value_delimiter = ',', conflicts_with = "trace")]
+    workload: Vec<String>,
+    /// Multiply every workload's Table-4 IOPS by this.
+    #[arg(long, default_value_t = 1.0)]
+    load: f64,
+    /// Replay a trace file instead of generating workloads (into one volume).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Trace format: disksim, msr, alibaba, tencent, blkparse, fio.
+    #[arg(long, default_value = "disksim", requires = "trace")]
+    format: String,
+    /// Replay at the trace's timestamps sped up by this factor (default 1).
+    #[arg(long, requires = "trace", conflicts_with = "qd")]
+    speed: Option<f64>,
+    /// Replay closed-loop, keeping this many requests outstanding.
+    #[arg(long, requires = "trace")]
+    qd: Option<u32>,
+    /// Members in the pool.
+    #[arg(long, default_value_t = 29)]
+    disks: usize,
+    /// Device preset: dc, consumer, pm1725a, sn200, hdd7200.
+    #[arg(long, default_value = "dc")]
+    device: String,
+    /// Precondition the members to the paper's aged state (default).
+    #[arg(long, overrides_with = "clean")]
+    aged: bool,
+    /// Start from fresh (secure-erased) members.
+    #[arg(long, overrides_with = "aged")]
+    clean: bool,
+    /// With --aged: share of each member's capacity the ageing leaves unwritten (user
+    /// over-provisioning, as in the Pitfalls study), 0 to 1.
+    #[arg(long, default_value_t = 0.0)]
+    spare: f64,
+    /// Member capacity, e.g. 240GB (default: the preset's).
+    #[arg(long, value_parser = parse_bytes)]
+    capacity: Option<u64>,
+    /// Slow a member down: DISK=FACTOR (2 = twice as slow). Repeatable.
+    #[arg(long, value_name = "DISK=FACTOR", value_parser = parse_slow)]
+    slow: Vec<(usize, f64)>,
+    /// Blocks per stripe, data and parity (7 = 6+1 with RAID5).
+    #[arg(long, default_value_t = 7)]
+    width: usize,
+    /// raid5 or raid6.
+    #[arg(long, default_value = "raid5")]
+    level: String,
+    /// Stripe unit.
+    #[arg(long, default_value = "64KiB", value_parser = parse_bytes)]
+    block_size: u64,
+    /// Declustering layout: mols, permutation, groups (default: mols when possible).
+    #[arg(long)]
+    layout: Option<String>,
+    /// Do not write every volume once before the run (reads of unwritten blocks then cost
+    /// no device I/O).
+    #[arg(long)]
+    no_prefill: bool,
+    /// Size of every volume (default: each workload's footprint; traces 64GiB).
+    #[arg(long, value_parser = parse_bytes)]
+    volume_size: Option<u64>,
+    /// Virtual time during which requests arrive, e.g. 10s, 500ms, 2m (default 5s; traces:
+    /// the whole trace).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<u64>,
+    /// Leave requests arriving before this out of the latency statistics.
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    warmup: u64,
+    /// Seed of every random choice: engine, device models, workload generators.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as JSON (deterministic: same seed, same bytes).
+    #[arg(long)]
+    json: bool,
+    /// Requests carry sizes only (default; fast).
+    #[arg(long, overrides_with = "data")]
+    size_only: bool,
+    /// Requests carry real data through the engine; reads are checked against what was
+    /// written. Member contents are kept in memory: use small volumes (e.g. --volume-size
+    /// 2GiB).
+    #[arg(long, overrides_with = "size_only")]
+    data: bool,
+    /// User requests the engine takes at once (beyond: held by the driver, then dropped).
+    #[arg(long, default_value_t = 4096)]
+    max_requests: usize,
+    /// Also measure simulation speed (user I/Os per wall-clock second) and peak memory, on
+    /// stderr.
+    #[arg(long)]
+    bench: bool,
+}
+
+impl Args {
+    fn scenario(&self) -> anyhow::Result<Scenario> {
+        let secs = self.duration.map_or(5.0, |d| d as f64 / 1e9);
+        let mut sc = Scenario::default_mix(secs);
+        sc.scheme = self.scheme.clone();
+        sc.pool.disks = self.disks;
+        sc.pool.device = self.device.clone();
+        sc.pool.aged = !self.clean;
+        sc.pool.spare = self.spare;
+        sc.prefill = !self.no_prefill;
+        sc.pool.capacity_bytes = self.capacity;
+        sc.pool.speed_factors = self.slow.clone();
+        sc.pool.block_size = self.block_size;
+        sc.pool.layout = match self.layout.as_deref() {
+            None | Some("auto") => None,
+            Some(l) => Some(l.parse::<LayoutKind>().map_err(anyhow::Error::msg)?),
+        };
+        sc.level = self.level.parse::<Level>().map_err(anyhow::Error::msg)?;
+        sc.width = self.width;
+        sc.volume_bytes = self.volume_size;
+        sc.warmup_ns = self.warmup;
+        sc.seed = self.seed;
+        sc.size_only = !self.data;
+        sc.max_requests = self.max_requests;
+        if let Some(path) = &self.trace {
+            let format: TraceFormat = self.format.parse()?;
+            let mode = match (self.speed, self.qd) {
+                (_, Some(queue_depth)) => ReplayMode::ClosedLoop { queue_depth },
+                (speed, None) => ReplayMode::Timestamp {
+                    speed: speed.unwrap_or(1.0),
+                },
+            };
+            sc.load = Load::Trace {
+                path: path.clone(),
+                format,
+                mode,
+            };
+            sc.duration_ns = self.duration;
+        } else if !self.workload.is_empty() || self.load != 1.0 {
+            let list = if self.workload.is_empty() {
+                match &sc.load {
+                    Load::Workloads { list, .. } => list.clone(),
+                    Load::Trace { .. } => unreachable!("default is a workload mix"),
+                }
+            } else {
+                self.workload
+                    .iter()
+                    .map(|w| w.parse::<Workload>())
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            sc.load = Load::Workloads {
+                list,
+                scale: self.load,
+            };
+        }
+        if sc.pool.disks == 0 {
+            bail!("--disks must be at least 1");
+        }
+        Ok(sc)
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let sc = args.scenario()?;
+    let t0 = Instant::now();
+    let sim = Sim::new(&sc).context("setting up the simulation")?;
+    let setup = t0.elapsed();
+    let bar = progress_bar(&sc, args.json);
+    let t1 = Instant::now();
+    let report = sim
+        .run_with(&mut |p: &Progress| {
+            bar.set_position(p.now / 1_000_000);
+            bar.set_message(format!("{} requests", p.completed));
+        })
+        .context("running the simulation")?;
+    let wall = t1.elapsed();
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_table());
+    }
+    std::io::stdout().flush()?;
+    if args.bench {
+        let ios = report.requests.completed;
+        eprintln!(
+            "bench: {ios} user I/Os ({} events) in {:.3} s wall ({:.3} s setup): {:.0} user I/Os/s, {:.0} events/s, {:.1}x real time; peak RSS {}",
+            report.events,
+            wall.as_secs_f64(),
+            setup.as_secs_f64(),
+            ios as f64 / wall.as_secs_f64(),
+            report.events as f64 / wall.as_secs_f64(),
+            report.virtual_s / wall.as_secs_f64(),
+            peak_rss().unwrap_or_else(|| "unknown".into())
+        );
+    }
+    Ok(())
+}
+
+fn progress_bar(sc: &Scenario, json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match sc.duration_ns {
+        Some(d) => {
+            let b = ProgressBar::new(d / 1_000_000);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} ms virtual, {msg} [{elapsed_precise}, eta {eta}]",
+                )
+                .expect("valid template"),
+            );
+            b
+        }
+        None => {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} {pos} ms virtual, {msg} [{elapsed_precise}]",
+                )
+                .expect("valid template"),
+            );
+            b
+        }
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    bar
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`).
+fn peak_rss() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .map(|l| l["VmHWM:".len()..].trim().to_string())
+}
+
+/// `10s`, `500ms`, `250us`, `2m`, `1h`, or plain seconds (`1.5`).
+fn parse_duration(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        u => {
+            return Err(format!(
+                "unknown time unit '{u}' in '{s}' (ns, us, ms, s, m, h)"
+            ));
+        }
+    };
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("'{s}' is not a duration"));
+    }
+    Ok((v * scale).round() as u64)
+}
+
+/// `4096`, `64KiB`, `240GB`, `1.5TiB` (binary and decimal units).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 64KiB, 240GB)"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        u => return Err(format!("unknown size unit '{u}' in '{s}'")),
+    };
+    Ok((v * scale).round() as u64)
+}
+
+/// `DISK=FACTOR`.
+fn parse_slow(s: &str) -> Result<(usize, f64), String> {
+    let (d, f) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not DISK=FACTOR"))?;
+    let d = d.trim().parse().map_err(|_| format!("bad disk in '{s}'"))?;
+    let f: f64 = f
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad factor in '{s}'"))?;
+    Ok((d, f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Scenario, String> {
+        let cli = Cli::try_parse_from(std::iter::once("sim").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        cli.args.scenario().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_the_paper_mix() {
+        let sc = parse(&[]).unwrap();
+        assert_eq!(sc, Scenario::default_mix(5.0));
+    }
+
+    #[test]
+    fn options_map_onto_the_scenario() {
+        let sc = parse(&[
+            "--workload",
+            "tpcc,vd",
+            "--workload",
+            "proxy",
+            "--clean",
+            "--data",
+            "--disks",
+            "31",
+            "--seed",
+            "9",
+            "--duration",
+            "250ms",
+            "--slow",
+            "3=2.5",
+            "--volume-size",
+            "1GiB",
+        ])
+        .unwrap();
+        assert!(!sc.pool.aged && !sc.size_only);
+        assert_eq!((sc.pool.disks, sc.seed), (31, 9));
+        assert_eq!(sc.duration_ns, Some(250_000_000));
+        assert_eq!(sc.pool.speed_factors, vec![(3, 2.5)]);
+        assert_eq!(sc.volume_bytes, Some(1 << 30));
+        match sc.load {
+            Load::Workloads { list, .. } => assert_eq!(
+                list,
+                vec![Workload::Tpcc, Workload::VirtualDesktop, Workload::Proxy]
+            ),
+            Load::Trace { .. } => panic!("expected workloads"),
+        }
+        let sc = parse(&["--trace", "x.trace", "--format", "msr", "--qd", "8"]).unwrap();
+        assert!(matches!(
+            sc.load,
+            Load::Trace {
+                mode: ReplayMode::ClosedLoop { queue_depth: 8 },
+                ..
+            }
+        ));
+        assert_eq!(sc.duration_ns, None);
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        let sc = parse(&["--scheme", "raid9"]).unwrap();
+        let e = Sim::new(&sc).err().unwrap().to_string();
+        assert!(
+            e.contains("'raid9'") && e.contains("known: fusionraid"),
+            "{e}"
+        );
+        assert!(parse(&["--workload", "nope"]).unwrap_err().contains("nope"));
+        assert!(parse(&["--speed", "2"]).is_err()); // needs --trace
+        assert!(parse(&["--duration", "5 parsecs"]).is_err());
+        assert_eq!(parse_bytes("240GB"), Ok(240_000_000_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("2m"), Ok(120_000_000_000));
+    }
+}

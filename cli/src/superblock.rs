@@ -1,0 +1,200 @@
+//! The superblock `create` writes at offset 0 of every member, and `serve` checks.
+//!
+//! ```text
+//! member:  [0, 64K) superblock | [64K, data_offset) reserved (future metadata) | data ...
+//!
+//! superblock (little endian):
+//!   0  magic "FRAIDSB\0"         8 bytes
+//!   8  version                   u32 (1)
+//!  12  crc32c                    u32 over all 64 KiB with this field zero
+//!  16  pool uuid                 16 bytes
+//!  32  member index              u32
+//!  36  member count              u32
+//!  40  member bytes used         u64 (the smallest member at create)
+//!  48  created, Unix seconds     u64
+//!  56  pool config length        u32
+//!  60  reserved                  u32 (0)
+//!  64  pool config (TOML)        the geometry and policies `create` was given
+//! ```
+//! The region between the superblock and `data_offset` is where durable mapping metadata
+//! will go (a later issue); today the mapping lives in memory only.
+
+use anyhow::bail;
+
+pub const SUPERBLOCK_BYTES: u64 = 64 << 10;
+const MAGIC: [u8; 8] = *b"FRAIDSB\0";
+const VERSION: u32 = 1;
+const HEADER: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    pub uuid: [u8; 16],
+    pub index: u32,
+    pub count: u32,
+    pub disk_bytes: u64,
+    pub created_unix: u64,
+    pub config: String,
+}
+
+/// Why a member's first 64 KiB are not a usable superblock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SbError {
+    /// No magic: the member was never given to `create` (or was wiped).
+    Blank,
+    Version(u32),
+    Checksum,
+    Corrupt(String),
+}
+
+impl std::error::Error for SbError {}
+
+impl std::fmt::Display for SbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SbError::Blank => write!(f, "no fusionraid superblock (run `fusionraid create`)"),
+            SbError::Version(v) => write!(f, "superblock version {v}, this build reads {VERSION}"),
+            SbError::Checksum => write!(f, "superblock checksum mismatch (corrupted)"),
+            SbError::Corrupt(m) => write!(f, "superblock corrupted: {m}"),
+        }
+    }
+}
+
+impl Superblock {
+    pub fn encode(&self) -> anyhow::Result<Vec<u8>> {
+        let cfg = self.config.as_bytes();
+        if cfg.len() > SUPERBLOCK_BYTES as usize - HEADER {
+            bail!(
+                "the pool configuration is {} bytes; the superblock holds at most {}",
+                cfg.len(),
+                SUPERBLOCK_BYTES as usize - HEADER
+            );
+        }
+        let mut b = vec![0u8; SUPERBLOCK_BYTES as usize];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[16..32].copy_from_slice(&self.uuid);
+        b[32..36].copy_from_slice(&self.index.to_le_bytes());
+        b[36..40].copy_from_slice(&self.count.to_le_bytes());
+        b[40..48].copy_from_slice(&self.disk_bytes.to_le_bytes());
+        b[48..56].copy_from_slice(&self.created_unix.to_le_bytes());
+        b[56..60].copy_from_slice(&(cfg.len() as u32).to_le_bytes());
+        b[HEADER..HEADER + cfg.len()].copy_from_slice(cfg);
+        let crc = crc32c::crc32c(&b);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        // Check what we are about to write, as it will be checked when read back.
+        assert_eq!(Superblock::decode(&b).as_ref(), Ok(self));
+        Ok(b)
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Superblock, SbError> {
+        if b.len() < SUPERBLOCK_BYTES as usize {
+            return Err(SbError::Corrupt(format!("only {} bytes", b.len())));
+        }
+        let b = &b[..SUPERBLOCK_BYTES as usize];
+        if b[0..8] != MAGIC {
+            return Err(SbError::Blank);
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let version = u32_at(8);
+        if version != VERSION {
+            return Err(SbError::Version(version));
+        }
+        let mut copy = b.to_vec();
+        copy[12..16].fill(0);
+        if crc32c::crc32c(&copy) != u32_at(12) {
+            return Err(SbError::Checksum);
+        }
+        let len = u32_at(56) as usize;
+        if len > b.len() - HEADER {
+            return Err(SbError::Corrupt(format!("config length {len}")));
+        }
+        let config = std::str::from_utf8(&b[HEADER..HEADER + len])
+            .map_err(|e| SbError::Corrupt(format!("config is not UTF-8: {e}")))?
+            .to_string();
+        let sb = Superblock {
+            uuid: b[16..32].try_into().expect("16 bytes"),
+            index: u32_at(32),
+            count: u32_at(36),
+            disk_bytes: u64_at(40),
+            created_unix: u64_at(48),
+            config,
+        };
+        if sb.count == 0 || sb.index >= sb.count {
+            return Err(SbError::Corrupt(format!(
+                "member index {} of {}",
+                sb.index, sb.count
+            )));
+        }
+        Ok(sb)
+    }
+}
+
+/// A fresh random pool id.
+pub fn new_uuid() -> anyhow::Result<[u8; 16]> {
+    let mut u = [0u8; 16];
+    // SAFETY: getrandom writes at most 16 bytes into `u`.
+    let n = unsafe { libc::getrandom(u.as_mut_ptr().cast(), u.len(), 0) };
+    if n != 16 {
+        bail!("getrandom: {}", std::io::Error::last_os_error());
+    }
+    // RFC 4122 version 4, variant 1.
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    Ok(u)
+}
+
+pub fn uuid_string(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Superblock {
+        Superblock {
+            uuid: new_uuid().unwrap(),
+            index: 3,
+            count: 7,
+            disk_bytes: 1 << 30,
+            created_unix: 1_700_000_000,
+            config: "name = \"t\"\n".into(),
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let s = sample();
+        assert_eq!(Superblock::decode(&s.encode().unwrap()).unwrap(), s);
+        assert_eq!(uuid_string(&s.uuid).len(), 36);
+    }
+
+    #[test]
+    fn damage_is_detected() {
+        let s = sample();
+        let mut b = s.encode().unwrap();
+        b[100] ^= 1;
+        assert_eq!(Superblock::decode(&b), Err(SbError::Checksum));
+        assert_eq!(
+            Superblock::decode(&vec![0; SUPERBLOCK_BYTES as usize]),
+            Err(SbError::Blank)
+        );
+        let mut v = s.encode().unwrap();
+        v[8] = 9;
+        assert_eq!(Superblock::decode(&v), Err(SbError::Version(9)));
+        let big = Superblock {
+            config: "x".repeat(70_000),
+            ..s
+        };
+        assert!(big.encode().is_err());
+    }
+}

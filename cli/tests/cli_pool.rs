@@ -1,0 +1,242 @@
+//! `fusionraid create / serve / status` on file members: superblocks, assembly errors,
+//! degraded start, schemes. Uses only our own NBD client (no external tools).
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use fusionraid_nbd::Client;
+
+const T: Duration = Duration::from_secs(60);
+
+/// A pool of five 96 MiB file members (created by `create`).
+fn file_pool(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let members: Vec<String> = (0..5).map(|i| format!("\"file:d{i}.img\"")).collect();
+    pool_file(
+        dir,
+        &format!(
+            "name = \"files\"\nmembers = [{}]\nmember_size = \"96M\"\n{extra}{}{}",
+            members.join(", "),
+            volume("v0", "raid5", 4, "32M", false),
+            volume("v1", "raid6", 4, "16M", true)
+        ),
+    )
+}
+
+fn create(pool: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["create", pool.to_str().unwrap()];
+    args.extend(extra);
+    run(BIN, &args, T)
+}
+
+fn fails_with(out: Output, needle: &str) {
+    assert!(
+        !out.status.success(),
+        "expected failure, got:\n{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains(needle),
+        "expected {needle:?} in:\n{}",
+        out.stderr
+    );
+}
+
+fn write_read(uri: &str, seed: u64) {
+    let mut c = Client::connect(uri).unwrap();
+    let data = pattern(seed, 3 << 20);
+    c.write_at(&data, 1 << 20).unwrap();
+    c.flush().unwrap();
+    let mut back = vec![0u8; data.len()];
+    c.read_at(&mut back, 1 << 20).unwrap();
+    assert!(back == data, "read back differs");
+    c.disconnect().unwrap();
+}
+
+#[test]
+fn create_serve_status_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    let out = create(&pool, &[]).ok("create");
+    assert!(
+        out.stdout.contains("created pool 'files'"),
+        "{}",
+        out.stdout
+    );
+    // A second create refuses to overwrite the pool.
+    fails_with(create(&pool, &[]), "already holds member 0");
+
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 1);
+    write_read(&s.uri("v1"), 2);
+    let text = s.status_text(false);
+    for needle in [
+        "pool: files",
+        "state: ONLINE",
+        "healthy",
+        "v0",
+        "raid6 2+2",
+        "REPLICATED",
+        "BACKLOG",
+        "No known data errors",
+        "in memory only",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+    assert_eq!(json["snapshot"]["members"].as_array().unwrap().len(), 5);
+    assert!(
+        json["snapshot"]["volumes"][0]["mapped_bytes"]
+            .as_u64()
+            .unwrap()
+            >= 3 << 20
+    );
+    s.stop();
+
+    // The superblocks survive: serve assembles the same pool again.
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 3);
+    s.stop();
+}
+
+#[test]
+fn assembly_errors_are_clear_and_degraded_start_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    create(&pool, &[]).ok("create");
+    let d = dir.path();
+
+    // One member missing: RAID5 and RAID6 both tolerate it.
+    std::fs::rename(d.join("d3.img"), d.join("away.img")).unwrap();
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 4);
+    let text = s.status_text(false);
+    assert!(text.contains("DEGRADED"), "{text}");
+    assert!(text.contains("missing"), "{text}");
+    let err = s.stop();
+    assert!(err.contains("serving degraded"), "{err}");
+
+    // Two missing: more than RAID5 tolerates.
+    std::fs::rename(d.join("d4.img"), d.join("away4.img")).unwrap();
+    fails_with(
+        run(BIN, &["serve", pool.to_str().unwrap()], T),
+        "tolerate 1",
+    );
+    std::fs::rename(d.join("away.img"), d.join("d3.img")).unwrap();
+    std::fs::rename(d.join("away4.img"), d.join("d4.img")).unwrap();
+
+    // The same member listed twice.
+    let text = std::fs::read_to_string(&pool).unwrap();
+    let dup = dir.path().join("dup.toml");
+    std::fs::write(&dup, text.replace("file:d4.img", "file:d3.img")).unwrap();
+    fails_with(
+        run(BIN, &["serve", dup.to_str().unwrap()], T),
+        "both claim to be member 3",
+    );
+
+    // A member of another pool.
+    let other = tempfile::tempdir().unwrap();
+    let opool = file_pool(other.path(), "");
+    create(&opool, &[]).ok("create other");
+    let mixed = dir.path().join("mixed.toml");
+    let elsewhere = other.path().join("d2.img");
+    std::fs::write(
+        &mixed,
+        text.replace("file:d2.img", &format!("file:{}", elsewhere.display())),
+    )
+    .unwrap();
+    fails_with(
+        run(BIN, &["serve", mixed.to_str().unwrap()], T),
+        "belongs to pool",
+    );
+
+    // A blank member.
+    let blank = dir.path().join("blank.toml");
+    std::fs::write(d.join("b.img"), vec![0u8; 96 << 20]).unwrap();
+    std::fs::write(&blank, text.replace("file:d1.img", "file:b.img")).unwrap();
+    fails_with(
+        run(BIN, &["serve", blank.to_str().unwrap()], T),
+        "no fusionraid superblock",
+    );
+
+    // Geometry changed behind create's back.
+    let grown = dir.path().join("grown.toml");
+    std::fs::write(&grown, text.replace("size = \"32M\"", "size = \"48M\"")).unwrap();
+    fails_with(
+        run(BIN, &["serve", grown.to_str().unwrap()], T),
+        "geometry differs",
+    );
+
+    // --force re-creates.
+    create(&pool, &["--force"]).ok("create --force");
+}
+
+#[test]
+fn bad_pool_files_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "members = []\n[[volume]]\nname=\"a\"\nlevel=\"raid5\"\nwidth=4\nsize=\"1M\"",
+            "members",
+        ),
+        (
+            "members = [\"mem:64M\"]\nblock_size = \"3K\"\n[[volume]]\nname=\"a\"\nlevel=\"raid5\"\nwidth=4\nsize=\"1M\"",
+            "block_size",
+        ),
+        (
+            "members = [\"floppy:a\"]\n[[volume]]\nname=\"a\"\nlevel=\"raid5\"\nwidth=4\nsize=\"1M\"",
+            "members[0]",
+        ),
+        (
+            "members = [\"mem:64M\"]\n[[volume]]\nname=\"a\"\nlevel=\"raid5\"\nwidth=4\nsize=\"1M\"\ncolour=1",
+            "colour",
+        ),
+    ];
+    for (text, field) in cases {
+        let p = pool_file(dir.path(), text);
+        fails_with(run(BIN, &["serve", p.to_str().unwrap()], T), field);
+    }
+    // A pool too large for its members.
+    let p = mem_pool(dir.path(), 5, "16M", &volume("a", "raid5", 4, "1G", false));
+    fails_with(run(BIN, &["serve", p.to_str().unwrap()], T), "does not fit");
+    // An unknown scheme lists the known ones.
+    let p = mem_pool(dir.path(), 5, "64M", &volume("a", "raid5", 4, "8M", false));
+    fails_with(
+        run(
+            BIN,
+            &["serve", p.to_str().unwrap(), "--scheme", "raid99"],
+            T,
+        ),
+        "raid50",
+    );
+}
+
+#[test]
+fn every_scheme_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = mem_pool(
+        dir.path(),
+        8,
+        "128M",
+        &volume("a", "raid5", 4, "16M", false),
+    );
+    for scheme in [
+        "fusionraid",
+        "fusion-nd",
+        "raid50",
+        "4-raid5",
+        "lograid",
+        "toleraid",
+        "nvraid",
+        "4-raidm",
+        "sitout",
+    ] {
+        let s = Serve::start(&p, &["--scheme", scheme]);
+        write_read(&s.uri("a"), 9);
+        let text = s.status_text(false);
+        assert!(text.contains(&format!("scheme: {scheme}")), "{text}");
+        s.stop();
+    }
+}

@@ -1,0 +1,150 @@
+//! The NBD side of the driver: [`EngineBackend`] turns each NBD command into a message for
+//! the loop thread, and [`ExportMux`] lets some exports accept byte-granular I/O (through
+//! the nbd crate's read-modify-write wrapper) while the others keep 4 KiB alignment.
+
+use std::sync::Arc;
+use std::sync::mpsc::TrySendError;
+
+use fusionraid_nbd::{Backend, BlockSize, Command, Completer, ErrorCode, ExportInfo, RmwBackend};
+
+use super::{CmdMsg, Inbox, VolumeInfo};
+use crate::waker::Waker;
+
+/// How volumes are exported.
+#[derive(Clone, Debug, Default)]
+pub struct ExportOptions {
+    /// Preferred I/O size to advertise (the stripe unit); 0 = 4 KiB.
+    pub preferred_bytes: u32,
+    /// Export names by volume index; volumes beyond the list keep the engine's names.
+    pub names: Vec<String>,
+}
+
+pub struct EngineBackend {
+    exports: Vec<ExportInfo>,
+    inbox: Inbox,
+    waker: Arc<Waker>,
+}
+
+impl EngineBackend {
+    pub(crate) fn new(
+        inbox: Inbox,
+        waker: Arc<Waker>,
+        volumes: &[VolumeInfo],
+        max_request_bytes: u64,
+        scheme: &str,
+        opts: &ExportOptions,
+    ) -> Self {
+        let maximum = u32::try_from(max_request_bytes).unwrap_or(u32::MAX) / 4096 * 4096;
+        let preferred = opts.preferred_bytes.max(4096).min(maximum);
+        let preferred = if preferred.is_power_of_two() {
+            preferred
+        } else {
+            4096
+        };
+        let exports = volumes
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let name = opts.names.get(i).unwrap_or(&v.name);
+                ExportInfo::new(name.clone(), v.size_bytes)
+                    .with_description(format!("fusionraid volume {name} ({}, {scheme})", v.level))
+                    .with_block_size(BlockSize {
+                        minimum: 4096,
+                        preferred,
+                        maximum,
+                    })
+                    .with_trim(true)
+                    .with_write_zeroes(true)
+                    // A flush makes every acknowledged write of the pool durable, whichever
+                    // connection wrote it: what NBD_FLAG_CAN_MULTI_CONN promises.
+                    .with_multi_conn(true)
+            })
+            .collect();
+        EngineBackend {
+            exports,
+            inbox,
+            waker,
+        }
+    }
+}
+
+impl Backend for EngineBackend {
+    fn exports(&self) -> Vec<ExportInfo> {
+        self.exports.clone()
+    }
+
+    fn submit(&self, export: usize, cmd: Command, done: Completer) {
+        let msg = CmdMsg {
+            volume: export as u32,
+            kind: cmd.kind,
+            done,
+        };
+        if self.inbox.loop_thread.get() == Some(&std::thread::current().id()) {
+            // A follow-up from a completion, on the loop thread: must not block (see Inbox).
+            let mut q = self
+                .inbox
+                .reentrant
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            return q.push_back(msg);
+        }
+        // Fast path without blocking; when the queue is full, wake the loop before waiting
+        // for room (it may be asleep with room in the engine but not yet told).
+        let res = match self.inbox.tx.try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(m)) => {
+                self.waker.wake();
+                self.inbox.tx.send(m).map_err(|e| e.0)
+            }
+            Err(TrySendError::Disconnected(m)) => Err(m),
+        };
+        match res {
+            Ok(()) => self.waker.notify(),
+            Err(m) => m.done.fail(ErrorCode::Shutdown),
+        }
+    }
+}
+
+/// Routes each export to the engine directly or through read-modify-write.
+pub struct ExportMux {
+    raw: Arc<EngineBackend>,
+    rmw: Arc<RmwBackend<EngineBackend>>,
+    unaligned: Vec<bool>,
+}
+
+impl ExportMux {
+    /// `unaligned[i]`: export i accepts any offset and length (for nbdfuse and other
+    /// clients that do not honour the advertised 4 KiB minimum block size).
+    pub fn new(backend: EngineBackend, unaligned: Vec<bool>) -> Self {
+        let raw = Arc::new(backend);
+        ExportMux {
+            rmw: Arc::new(RmwBackend::new(raw.clone())),
+            raw,
+            unaligned,
+        }
+    }
+
+    fn wants_rmw(&self, export: usize) -> bool {
+        self.unaligned.get(export).copied().unwrap_or(false)
+    }
+}
+
+impl Backend for ExportMux {
+    fn exports(&self) -> Vec<ExportInfo> {
+        let raw = self.raw.exports();
+        let rmw = self.rmw.exports();
+        raw.into_iter()
+            .zip(rmw)
+            .enumerate()
+            .map(|(i, (r, u))| if self.wants_rmw(i) { u } else { r })
+            .collect()
+    }
+
+    fn submit(&self, export: usize, cmd: Command, done: Completer) {
+        if self.wants_rmw(export) {
+            self.rmw.submit(export, cmd, done)
+        } else {
+            self.raw.submit(export, cmd, done)
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The loop thread: the only owner of the engine and the members.
+//!
+//! Each turn: reap member completions into the engine, fire its timer if due, admit NBD
+//! commands while the engine has room, hand its device I/O to the members, answer finished
+//! commands, push batched submissions to the kernel, serve control messages. When a turn
+//! made no progress the loop sleeps in [`Waker::wait`] until a completion, a command or the
+//! earliest deadline (engine timer, emulated completion, shutdown).
+//!
+//! Backpressure: commands are only taken off their bounded channel while the engine has
+//! room, so when the engine is full the channel fills and NBD connection threads block in
+//! `send`, which stops them reading their sockets.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fusionraid_core::{DevError, Engine, IoId, Nanos, Request};
+use fusionraid_nbd::ErrorCode;
+
+use super::commands::{Class, Tracker};
+use super::status::{Latencies, snapshot};
+use super::{CmdMsg, Ctl};
+use crate::Clock;
+use crate::member::{Completion, Member};
+use crate::waker::Waker;
+
+/// Commands taken per turn, so completions are never starved by a flood of requests.
+const ADMIT_BATCH: usize = 256;
+/// The shortest sleep when a deadline has passed but did not move (never spin).
+const MIN_SLEEP: Duration = Duration::from_micros(100);
+
+pub(crate) struct EventLoop {
+    pub engine: Engine,
+    pub members: Vec<Option<Box<dyn Member>>>,
+    pub names: Vec<String>,
+    pub clock: Clock,
+    pub waker: Arc<Waker>,
+    pub cmd_rx: Receiver<CmdMsg>,
+    /// Follow-up commands submitted from completions on this thread (see `Inbox`).
+    pub reentrant: Arc<Mutex<VecDeque<CmdMsg>>>,
+    pub ctl_rx: Receiver<Ctl>,
+    pub max_request_bytes: u64,
+    pub started: Instant,
+    cmd_stash: Option<CmdMsg>,
+    held: VecDeque<Request>,
+    tracker: Tracker,
+    comps: Vec<Completion>,
+    orphans: Vec<Completion>,
+    lat: Latencies,
+    /// Set by a shutdown request: stop admitting, drain, leave by this time.
+    leave_by: Option<Instant>,
+}
+
+impl EventLoop {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        engine: Engine,
+        members: Vec<Option<Box<dyn Member>>>,
+        names: Vec<String>,
+        clock: Clock,
+        waker: Arc<Waker>,
+        cmd_rx: Receiver<CmdMsg>,
+        reentrant: Arc<Mutex<VecDeque<CmdMsg>>>,
+        ctl_rx: Receiver<Ctl>,
+        max_request_bytes: u64,
+    ) -> Self {
+        EventLoop {
+            engine,
+            members,
+            names,
+            clock,
+            waker,
+            cmd_rx,
+            reentrant,
+            ctl_rx,
+            max_request_bytes,
+            started: Instant::now(),
+            cmd_stash: None,
+            held: VecDeque::new(),
+            tracker: Tracker::default(),
+            comps: Vec::new(),
+            orphans: Vec::new(),
+            lat: Latencies::default(),
+            leave_by: None,
+        }
+    }
+
+    pub fn run(mut self) {
+        loop {
+            let now = self.clock.now();
+            let mut progress = self.reap(now);
+            if !self.draining()
+                && let Some(t) = self.engine.poll_timeout()
+                && t <= now
+            {
+                self.engine.handle_timeout(now);
+            }
+            progress |= self.admit(now);
+            progress |= self.dispatch(now);
+            progress |= self.replies(now);
+            for m in self.members.iter_mut().flatten() {
+                m.commit();
+            }
+            while let Ok(c) = self.ctl_rx.try_recv() {
+                self.control(c);
+            }
+            if self.done() {
+                break;
+            }
+            if !progress {
+                self.sleep(now);
+            }
+        }
+        // Members drop here, on the loop thread, after their last operation completed
+        // (file members also wait for the kernel in their Drop).
+    }
+
+    fn draining(&self) -> bool {
+        self.leave_by.is_some()
+    }
+
+    fn has_room(&self) -> bool {
+        self.engine.inflight_requests() < self.engine.config().max_requests
+    }
+
+    fn done(&self) -> bool {
+        let Some(by) = self.leave_by else {
+            return false;
+        };
+        let quiet = self.tracker.is_empty()
+            && self.held.is_empty()
+            && self.engine.inflight_ios() == 0
+            && self.orphans.is_empty()
+            && self
+                .reentrant
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty();
+        if !quiet && Instant::now() >= by {
+            tracing::warn!(
+                commands = self.tracker.len(),
+                ios = self.engine.inflight_ios(),
+                "shutdown grace period over with work in flight"
+            );
+        }
+        quiet || Instant::now() >= by
+    }
+
+    fn reap(&mut self, now: Nanos) -> bool {
+        let mut comps = std::mem::take(&mut self.comps);
+        comps.append(&mut self.orphans);
+        for m in self.members.iter_mut().flatten() {
+            m.reap(now, &mut comps);
+        }
+        let any = !comps.is_empty();
+        for c in comps.drain(..) {
+            if let Err(e) = self.engine.handle_completion(IoId(c.tag), c.result, now) {
+                tracing::error!("{e}");
+            }
+        }
+        self.comps = comps;
+        any
+    }
+
+    fn admit(&mut self, now: Nanos) -> bool {
+        let mut progress = false;
+        for _ in 0..ADMIT_BATCH {
+            if self.draining() {
+                // Refuse what is still queued; what was admitted finishes.
+                while let Some(m) = self
+                    .cmd_stash
+                    .take()
+                    .or_else(|| self.cmd_rx.try_recv().ok())
+                {
+                    m.done.fail(ErrorCode::Shutdown);
+                }
+                return progress;
+            }
+            if !self.has_room() {
+                break;
+            }
+            if let Some(req) = self.held.pop_front() {
+                let id = req.id;
+                if let Err(e) = self.engine.submit(req, now) {
+                    // has_room() makes Busy impossible; anything else is answered in-band.
+                    tracing::error!("engine refused a request despite room: {e}");
+                    self.tracker.on_reply(id, Err(e), now);
+                }
+                progress = true;
+                continue;
+            }
+            let Some(msg) = self.next_command() else {
+                break;
+            };
+            progress = true;
+            let parts =
+                self.tracker
+                    .admit(msg.volume, msg.kind, msg.done, self.max_request_bytes, now);
+            self.held.extend(parts);
+        }
+        progress
+    }
+
+    /// The next command: one put back before sleeping, then follow-ups of commands in
+    /// flight (they may hold read-modify-write locks others wait for), then new ones.
+    fn next_command(&mut self) -> Option<CmdMsg> {
+        if let Some(m) = self.cmd_stash.take() {
+            return Some(m);
+        }
+        if let Some(m) = self
+            .reentrant
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+        {
+            return Some(m);
+        }
+        self.cmd_rx.try_recv().ok()
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> bool {
+        let mut any = false;
+        while let Some(io) = self.engine.poll_device_io() {
+            any = true;
+            match self
+                .members
+                .get_mut(io.disk.index())
+                .and_then(Option::as_mut)
+            {
+                Some(m) => m.submit(io.id.0, io.op, now),
+                None => self.orphans.push(Completion {
+                    tag: io.id.0,
+                    result: Err(DevError(format!("member {} is missing", io.disk))),
+                }),
+            }
+        }
+        any || !self.orphans.is_empty()
+    }
+
+    fn replies(&mut self, now: Nanos) -> bool {
+        let mut any = false;
+        while let Some(r) = self.engine.poll_reply() {
+            any = true;
+            if let Some((class, lat_ns)) = self.tracker.on_reply(r.id, r.result, now) {
+                let us = (lat_ns / 1000).max(1);
+                let h = match class {
+                    Class::Read => &mut self.lat.read,
+                    Class::Write => &mut self.lat.write,
+                    Class::Flush => &mut self.lat.flush,
+                    Class::Other => continue,
+                };
+                h.saturating_record(us);
+            }
+        }
+        any
+    }
+
+    fn control(&mut self, c: Ctl) {
+        match c {
+            Ctl::Status(reply) => {
+                let s = snapshot(
+                    &self.engine,
+                    &self.members,
+                    &self.names,
+                    &self.lat,
+                    self.started.elapsed().as_secs_f64(),
+                );
+                let _ = reply.try_send(s);
+            }
+            Ctl::FailMember(i) => {
+                if i < self.names.len() {
+                    tracing::warn!(member = %self.names[i], "failed by the operator");
+                    let now = self.clock.now();
+                    self.engine
+                        .fail_disk(fusionraid_core::DiskId(i as u32), now);
+                }
+            }
+            Ctl::Shutdown(grace) => {
+                self.leave_by.get_or_insert(Instant::now() + grace);
+            }
+        }
+    }
+
+    fn sleep(&mut self, now: Nanos) {
+        self.waker.prepare_sleep();
+        // Work that arrived after we last looked, or the sleep announcement raced a sender.
+        if self.has_room()
+            && !self.draining()
+            && self.cmd_stash.is_none()
+            && let Some(m) = self.next_command()
+        {
+            self.cmd_stash = Some(m);
+            return self.waker.cancel_sleep();
+        }
+        if let Ok(c) = self.ctl_rx.try_recv() {
+            self.waker.cancel_sleep();
+            return self.control(c);
+        }
+        let mut deadline: Option<Nanos> = if self.draining() {
+            None
+        } else {
+            self.engine.poll_timeout()
+        };
+        for m in self.members.iter().flatten() {
+            if let Some(d) = m.next_deadline() {
+                deadline = Some(deadline.map_or(d, |x| x.min(d)));
+            }
+        }
+        let mut timeout = deadline.map(|d| {
+            if d <= now {
+                MIN_SLEEP
+            } else {
+                self.clock.until(d)
+            }
+        });
+        if let Some(by) = self.leave_by {
+            let left = by.saturating_duration_since(Instant::now()).max(MIN_SLEEP);
+            timeout = Some(timeout.map_or(left, |t| t.min(left)));
+        }
+        self.waker.wait(timeout);
+    }
+}

@@ -1,0 +1,236 @@
+//! The driver: one thread that owns the engine and the members, and the NBD backend that
+//! feeds it. See [`event_loop`] for the loop itself.
+//!
+//! ```text
+//!  NBD connection threads --(bounded cmd channel, blocks when full)--> loop thread
+//!        ^                                                             |   Engine
+//!        +-------------- Completer (reply to the client) <-------------+   members
+//!  status / operator ------(bounded control channel)------------------>    (io_uring, nbd rx
+//!                                                                           threads wake it)
+//! ```
+
+mod backend;
+mod commands;
+mod event_loop;
+pub mod status;
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{JoinHandle, ThreadId};
+use std::time::Duration;
+
+use fusionraid_core::{Engine, VolumeId};
+use fusionraid_nbd::{CommandKind, Completer};
+
+pub use backend::{EngineBackend, ExportMux, ExportOptions};
+pub use commands::error_code;
+pub use status::{MemberState, MemberStatus, StatusSnapshot, VolumeView};
+
+use crate::Clock;
+use crate::member::Member;
+use crate::waker::Waker;
+
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    /// Commands queued between the NBD threads and the loop; senders block beyond it.
+    pub queue_depth: usize,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig { queue_depth: 256 }
+    }
+}
+
+pub(crate) struct CmdMsg {
+    pub volume: VolumeId,
+    pub kind: CommandKind,
+    pub done: Completer,
+}
+
+/// Where commands for the loop go.
+///
+/// Commands normally come from NBD connection threads through the bounded channel, whose
+/// blocking `send` is the backpressure. But a backend layered above ours (the
+/// read-modify-write wrapper) submits follow-up commands from inside a completion, and
+/// completions run on the loop thread: blocking there on a full channel would wait for the
+/// loop itself. Those go to `reentrant` instead. It is bounded by the commands in flight:
+/// each admitted NBD command has at most one follow-up queued at a time, and the NBD server
+/// bounds commands in flight per connection and connections per server.
+#[derive(Clone)]
+pub(crate) struct Inbox {
+    pub tx: SyncSender<CmdMsg>,
+    pub reentrant: Arc<Mutex<VecDeque<CmdMsg>>>,
+    pub loop_thread: Arc<OnceLock<ThreadId>>,
+}
+
+pub(crate) enum Ctl {
+    Status(SyncSender<StatusSnapshot>),
+    FailMember(usize),
+    Shutdown(Duration),
+}
+
+/// A volume as the NBD layer sees it.
+#[derive(Clone, Debug)]
+pub struct VolumeInfo {
+    pub name: String,
+    pub size_bytes: u64,
+    pub level: String,
+}
+
+/// A running loop thread. Dropping it shuts it down (with a short grace period).
+pub struct Driver {
+    inbox: Inbox,
+    ctl_tx: SyncSender<Ctl>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+    volumes: Vec<VolumeInfo>,
+    max_request_bytes: u64,
+    scheme: String,
+}
+
+impl Driver {
+    /// Starts the loop. `members[i]` is disk i of the engine; `None` is a missing member,
+    /// which the caller should already have failed in the engine (degraded start).
+    /// `clock` must be the clock the members were opened with.
+    pub fn start(
+        engine: Engine,
+        members: Vec<Option<Box<dyn Member>>>,
+        clock: Clock,
+        waker: Arc<Waker>,
+        cfg: DriverConfig,
+    ) -> io::Result<Driver> {
+        assert_eq!(
+            members.len(),
+            engine.config().disks,
+            "one slot per engine disk"
+        );
+        assert!(cfg.queue_depth > 0);
+        let names = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                m.as_ref()
+                    .map_or(format!("(missing member {i})"), |m| m.name().to_string())
+            })
+            .collect();
+        let volumes = (0..engine.volume_count() as u32)
+            .map(|v| {
+                let s = engine.volume_status(v).unwrap_or_default();
+                VolumeInfo {
+                    name: s.name,
+                    size_bytes: engine.volume_size(v).unwrap_or(0),
+                    level: s.level,
+                }
+            })
+            .collect();
+        let max_request_bytes = engine.scheme().max_request_bytes();
+        let scheme = engine.scheme_name().to_string();
+        let (cmd_tx, cmd_rx) = sync_channel(cfg.queue_depth);
+        let (ctl_tx, ctl_rx) = sync_channel(16);
+        let inbox = Inbox {
+            tx: cmd_tx,
+            reentrant: Arc::new(Mutex::new(VecDeque::new())),
+            loop_thread: Arc::new(OnceLock::new()),
+        };
+        let lp = event_loop::EventLoop::new(
+            engine,
+            members,
+            names,
+            clock,
+            waker.clone(),
+            cmd_rx,
+            inbox.reentrant.clone(),
+            ctl_rx,
+            max_request_bytes,
+        );
+        let thread = std::thread::Builder::new()
+            .name("fusionraid-loop".into())
+            .spawn(move || lp.run())?;
+        inbox
+            .loop_thread
+            .set(thread.thread().id())
+            .expect("set once, here");
+        Ok(Driver {
+            inbox,
+            ctl_tx,
+            waker,
+            thread: Some(thread),
+            volumes,
+            max_request_bytes,
+            scheme,
+        })
+    }
+
+    pub fn volumes(&self) -> &[VolumeInfo] {
+        &self.volumes
+    }
+
+    pub fn scheme_name(&self) -> &str {
+        &self.scheme
+    }
+
+    /// The largest request the engine takes, which exports advertise as their maximum.
+    pub fn max_request_bytes(&self) -> u64 {
+        self.max_request_bytes
+    }
+
+    /// An NBD backend with one export per volume.
+    pub fn backend(&self, opts: &ExportOptions) -> EngineBackend {
+        EngineBackend::new(
+            self.inbox.clone(),
+            self.waker.clone(),
+            &self.volumes,
+            self.max_request_bytes,
+            &self.scheme,
+            opts,
+        )
+    }
+
+    fn ctl(&self, c: Ctl) -> bool {
+        let ok = match self.ctl_tx.try_send(c) {
+            Ok(()) => true,
+            Err(TrySendError::Full(c)) => self.ctl_tx.send(c).is_ok(),
+            Err(TrySendError::Disconnected(_)) => false,
+        };
+        self.waker.wake();
+        ok
+    }
+
+    /// A snapshot of the loop's state, or `None` if it does not answer within `timeout`.
+    pub fn status(&self, timeout: Duration) -> Option<StatusSnapshot> {
+        let (tx, rx) = sync_channel(1);
+        if !self.ctl(Ctl::Status(tx)) {
+            return None;
+        }
+        rx.recv_timeout(timeout).ok()
+    }
+
+    /// Declares member `index` failed (operator action, or a test).
+    pub fn fail_member(&self, index: usize) {
+        self.ctl(Ctl::FailMember(index));
+    }
+
+    /// Stops taking commands, lets those admitted finish (at most `grace`), and joins the
+    /// loop. Shut the NBD server down first so no new commands arrive.
+    pub fn shutdown(mut self, grace: Duration) {
+        self.stop(grace);
+    }
+
+    fn stop(&mut self, grace: Duration) {
+        if let Some(t) = self.thread.take() {
+            self.ctl(Ctl::Shutdown(grace));
+            if t.join().is_err() {
+                tracing::error!("the loop thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(5));
+    }
+}

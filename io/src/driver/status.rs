@@ -1,0 +1,191 @@
+//! What the loop reports about itself: members, volumes, counters and latencies. Plain data
+//! with serde, so the CLI can ship it as JSON to `fusionraid status`.
+
+use fusionraid_core::Engine;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::member::Member;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberState {
+    /// Serving normally.
+    Healthy,
+    /// The spike detector holds it unresponsive: reads and writes are steered around it.
+    Spiking,
+    /// Failed by an I/O error or by the operator; never used again.
+    Failed,
+    /// Absent at start (the pool runs degraded).
+    Missing,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemberStatus {
+    pub index: usize,
+    pub name: String,
+    pub state: MemberState,
+    pub size_bytes: u64,
+    /// Device operations submitted and not completed.
+    pub inflight: u64,
+    /// Requests pending longer than the detector's threshold right now.
+    pub stragglers: u32,
+    /// Times the detector marked the member unresponsive.
+    pub spikes: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub errors: u64,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VolumeView {
+    pub index: u32,
+    pub name: String,
+    pub level: String,
+    pub size_bytes: u64,
+    pub mapped_bytes: u64,
+    pub raid_bytes: u64,
+    pub replicated_bytes: u64,
+    pub free_bytes: u64,
+    pub conversion_backlog: u64,
+    pub metadata_bytes: u64,
+}
+
+/// Latency percentiles in microseconds over every command since start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyView {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    pub scheme: String,
+    pub uptime_s: f64,
+    pub members: Vec<MemberStatus>,
+    pub volumes: Vec<VolumeView>,
+    pub inflight_requests: u64,
+    pub inflight_ios: u64,
+    pub requests: u64,
+    pub failed_requests: u64,
+    pub redirected_writes: u64,
+    pub redirected_reads: u64,
+    pub reconstructed_reads: u64,
+    pub conversions: u64,
+    pub write_amplification: f64,
+    pub read_latency: LatencyView,
+    pub write_latency: LatencyView,
+    pub flush_latency: LatencyView,
+}
+
+/// Per-class latency histograms kept by the loop (1 us .. 1 h, 3 significant digits).
+pub struct Latencies {
+    pub read: Histogram<u64>,
+    pub write: Histogram<u64>,
+    pub flush: Histogram<u64>,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        let h = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+        Latencies {
+            read: h(),
+            write: h(),
+            flush: h(),
+        }
+    }
+}
+
+fn view(h: &Histogram<u64>) -> LatencyView {
+    if h.is_empty() {
+        return LatencyView::default();
+    }
+    LatencyView {
+        count: h.len(),
+        p50_us: h.value_at_quantile(0.5) as f64,
+        p99_us: h.value_at_quantile(0.99) as f64,
+        p999_us: h.value_at_quantile(0.999) as f64,
+        max_us: h.max() as f64,
+    }
+}
+
+pub(crate) fn snapshot(
+    engine: &Engine,
+    members: &[Option<Box<dyn Member>>],
+    names: &[String],
+    lat: &Latencies,
+    uptime_s: f64,
+) -> StatusSnapshot {
+    let disks = engine.disks();
+    let members = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let d = disks.get(fusionraid_core::DiskId(i as u32));
+            let m = members[i].as_deref();
+            let state = match (m, d.failed, d.detector.is_unresponsive()) {
+                (None, _, _) => MemberState::Missing,
+                (_, true, _) => MemberState::Failed,
+                (_, _, true) => MemberState::Spiking,
+                _ => MemberState::Healthy,
+            };
+            MemberStatus {
+                index: i,
+                name: name.clone(),
+                state,
+                size_bytes: m.map_or(0, |m| m.size_bytes()),
+                inflight: m.map_or(0, |m| m.inflight() as u64),
+                stragglers: d.detector.stragglers(),
+                spikes: d.detector.transitions(),
+                reads: d.counters.reads,
+                writes: d.counters.writes,
+                bytes_read: d.counters.bytes_read,
+                bytes_written: d.counters.bytes_written,
+                errors: d.counters.errors,
+                notes: m.map_or_else(Vec::new, |m| m.notes()),
+            }
+        })
+        .collect();
+    let volumes = (0..engine.volume_count() as u32)
+        .filter_map(|v| {
+            let s = engine.volume_status(v)?;
+            Some(VolumeView {
+                index: v,
+                name: s.name,
+                level: s.level,
+                size_bytes: s.size_bytes,
+                mapped_bytes: s.mapped_bytes,
+                raid_bytes: s.raid_bytes,
+                replicated_bytes: s.replicated_bytes,
+                free_bytes: s.free_bytes,
+                conversion_backlog: s.conversion_backlog,
+                metadata_bytes: s.metadata_bytes,
+            })
+        })
+        .collect();
+    let st = engine.stats();
+    StatusSnapshot {
+        scheme: engine.scheme_name().to_string(),
+        uptime_s,
+        members,
+        volumes,
+        inflight_requests: engine.inflight_requests() as u64,
+        inflight_ios: engine.inflight_ios() as u64,
+        requests: st.requests,
+        failed_requests: st.failed_requests,
+        redirected_writes: st.redirected_writes,
+        redirected_reads: st.redirected_reads,
+        reconstructed_reads: st.reconstructed_reads,
+        conversions: st.conversions,
+        write_amplification: st.write_amplification(),
+        read_latency: view(&lat.read),
+        write_latency: view(&lat.write),
+        flush_latency: view(&lat.flush),
+    }
+}

@@ -1,0 +1,136 @@
+//! Pool members: the devices under the engine.
+//!
+//! A [`Member`] is made for one event loop: `submit` never blocks (what the device can not
+//! take yet waits in a queue bounded by the engine's own in-flight limits), `reap` never
+//! blocks, and a member that completes work asynchronously signals the loop's shared
+//! [`Waker`]. Members report every outcome as a [`Completion`], errors included: the engine
+//! decides what a device error means (it fails the member).
+//!
+//! Kinds: [`mem::MemMember`], [`uring::FileMember`], [`emu::EmuMember`] (wraps any other)
+//! and [`nbd::NbdMember`]. [`open_member`] builds one from a [`MemberSpec`].
+
+mod aligned;
+mod bufpool;
+pub mod emu;
+pub mod mem;
+pub mod nbd;
+mod sync;
+pub mod uring;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fusionraid_core::{DevOp, IoResult, Nanos};
+
+use crate::spec::MemberSpec;
+use crate::waker::Waker;
+
+pub use sync::{SyncIoError, run_sync};
+
+/// A finished device operation and the tag it was submitted with.
+#[derive(Debug)]
+pub struct Completion {
+    pub tag: u64,
+    pub result: IoResult,
+}
+
+pub trait Member: Send {
+    /// What the operator wrote to name this member (its spec).
+    fn name(&self) -> &str;
+    /// Usable bytes.
+    fn size_bytes(&self) -> u64;
+    /// Starts `op`; its completion comes back from `reap` with `tag`. Never blocks.
+    fn submit(&mut self, tag: u64, op: DevOp, now: Nanos);
+    /// Hands work queued by `submit` (and by `reap` refilling freed slots) to the device;
+    /// called once per loop turn so submissions are batched.
+    fn commit(&mut self) {}
+    /// Moves finished operations to `out`. Never blocks.
+    fn reap(&mut self, now: Nanos, out: &mut Vec<Completion>);
+    /// When `reap` will next have something without a wake-up (emulated delays).
+    fn next_deadline(&self) -> Option<Nanos> {
+        None
+    }
+    /// Operations submitted and not yet reaped.
+    fn inflight(&self) -> usize;
+    /// Facts worth showing in `status` (e.g. "buffered I/O: O_DIRECT unsupported").
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A member that could not be opened, or a spec that does not describe one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("member '{member}': {reason}")]
+pub struct MemberError {
+    pub member: String,
+    pub reason: String,
+}
+
+impl MemberError {
+    pub fn new(member: impl ToString, reason: impl ToString) -> Self {
+        MemberError {
+            member: member.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// How to open members.
+#[derive(Clone)]
+pub struct OpenOptions {
+    pub waker: Arc<Waker>,
+    pub clock: crate::Clock,
+    /// Seed of emulated device models; each member should get its own.
+    pub seed: u64,
+    /// Create a missing `file:` member as a sparse file of this size.
+    pub create_size: Option<u64>,
+    /// Resolve relative `file:` paths against this directory.
+    pub base_dir: Option<PathBuf>,
+    /// The io_uring every `file:` member opened with these options shares.
+    pub uring: uring::ring::RingSlot,
+}
+
+/// Opens the member `spec` describes.
+pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Member>, MemberError> {
+    let spec = match &opts.base_dir {
+        Some(b) => spec.resolved(b),
+        None => spec.clone(),
+    };
+    let name = spec.to_string();
+    match &spec {
+        MemberSpec::Mem { size } => Ok(Box::new(
+            mem::MemMember::new(&name, *size).map_err(|e| MemberError::new(&name, e))?,
+        )),
+        MemberSpec::File { path } => {
+            let ring = opts.uring.get(&opts.waker).map_err(|e| {
+                MemberError::new(
+                    &name,
+                    format!("io_uring setup failed (is io_uring enabled?): {e}"),
+                )
+            })?;
+            Ok(Box::new(uring::FileMember::open(
+                &name,
+                path,
+                opts.create_size,
+                ring,
+            )?))
+        }
+        MemberSpec::Emu {
+            preset,
+            aged,
+            seed,
+            speed,
+            inner,
+        } => {
+            let inner = open_member(inner, opts)?;
+            let model = emu::build_model(preset, *aged, seed.unwrap_or(opts.seed), *speed)
+                .map_err(|e| MemberError::new(&name, e))?;
+            Ok(Box::new(emu::EmuMember::new(&name, inner, model)))
+        }
+        MemberSpec::Nbd { uri } => Ok(Box::new(nbd::NbdMember::connect(
+            &name,
+            uri,
+            opts.waker.clone(),
+        )?)),
+    }
+}

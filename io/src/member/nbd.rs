@@ -1,0 +1,321 @@
+//! `nbd://HOST:PORT/EXPORT`, `nbd+unix:///EXPORT?socket=PATH`: a remote NBD export (qemu-nbd,
+//! nbdkit, another fusionraid) as a pool member, through our own client.
+//!
+//! The connection is split: the loop thread sends requests on the sender half, and a
+//! receiver thread reads replies and passes them back through a channel, waking the loop.
+//! The channel can not fill: it holds at most one reply per request in flight, which is
+//! capped at `MAX_INFLIGHT` (further operations wait in `waiting`, bounded by the engine),
+//! plus the final connection error. Sends may block briefly when the server is slow to read
+//! its socket; servers read continuously, so that wait is bounded by their queue depth.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+
+use fusionraid_core::{Data, DevError, DevOp, Nanos};
+use fusionraid_nbd::{Client, ClientSender, CommandKind, CommandResult, ExportInfo, NbdError};
+
+use super::{Completion, Member, MemberError};
+use crate::waker::Waker;
+
+/// Requests outstanding on one connection. qemu-nbd serves 16 at a time and stops reading
+/// beyond that; a little more keeps its queue full without making us block.
+const MAX_INFLIGHT: usize = 32;
+
+type Reply = Result<(u64, CommandResult), NbdError>;
+
+pub struct NbdMember {
+    name: String,
+    info: ExportInfo,
+    sender: Option<ClientSender>,
+    replies: Receiver<Reply>,
+    /// NBD handle -> (our tag, operation, for error messages).
+    pending: HashMap<u64, (u64, &'static str, u64)>,
+    waiting: VecDeque<(u64, DevOp)>,
+    ready: Vec<Completion>,
+    /// Set once the connection is gone: everything fails from then on.
+    broken: Option<String>,
+}
+
+impl NbdMember {
+    pub fn connect(name: &str, uri: &str, waker: Arc<Waker>) -> Result<NbdMember, MemberError> {
+        let client = Client::connect(uri)
+            .map_err(|e| MemberError::new(name, format!("connecting to {uri}: {e}")))?;
+        let info = client.info().clone();
+        if info.read_only {
+            return Err(MemberError::new(name, "the export is read-only"));
+        }
+        if info.block_size.minimum > 4096 {
+            return Err(MemberError::new(
+                name,
+                format!(
+                    "the export needs {}-byte alignment; members must accept 4 KiB I/O",
+                    info.block_size.minimum
+                ),
+            ));
+        }
+        let (sender, mut receiver) = client.split();
+        let (tx, replies) = sync_channel(MAX_INFLIGHT + 1);
+        let thread_name = format!("nbd-member-rx {name}");
+        std::thread::Builder::new()
+            .name(thread_name)
+            .spawn(move || receive(&mut receiver, &tx, &waker))
+            .map_err(|e| MemberError::new(name, format!("spawning receiver: {e}")))?;
+        Ok(NbdMember {
+            name: name.to_string(),
+            info,
+            sender: Some(sender),
+            replies,
+            pending: HashMap::new(),
+            waiting: VecDeque::new(),
+            ready: Vec::new(),
+            broken: None,
+        })
+    }
+
+    fn fail(&mut self, tag: u64, msg: String) {
+        self.ready.push(Completion {
+            tag,
+            result: Err(DevError(format!("{}: {msg}", self.name))),
+        });
+    }
+
+    fn start(&mut self, tag: u64, op: DevOp) {
+        if let Some(b) = &self.broken {
+            let m = b.clone();
+            return self.fail(tag, m);
+        }
+        let info = &self.info;
+        let (cmd, what, offset) = match op {
+            DevOp::Read { offset, len } => {
+                let Ok(len) = u32::try_from(len) else {
+                    return self.fail(tag, format!("read of {len} bytes is too large for NBD"));
+                };
+                (CommandKind::Read { offset, len }, "read", offset)
+            }
+            DevOp::Write { offset, data, fua } => {
+                let Data::Bytes(bytes) = data else {
+                    return self.fail(tag, "size-only write to a real member".into());
+                };
+                (
+                    CommandKind::Write {
+                        offset,
+                        data: bytes,
+                        fua: fua && info.fua,
+                    },
+                    "write",
+                    offset,
+                )
+            }
+            // Without flush the server promises nothing more than what a write gives, and
+            // without trim there is nothing to discard: both succeed at once.
+            DevOp::Flush if !info.flush => {
+                return self.ready.push(Completion {
+                    tag,
+                    result: Ok(None),
+                });
+            }
+            DevOp::Trim { .. } if !info.trim => {
+                return self.ready.push(Completion {
+                    tag,
+                    result: Ok(None),
+                });
+            }
+            DevOp::Flush => (CommandKind::Flush, "flush", 0),
+            DevOp::Trim { offset, len } => {
+                let Ok(len) = u32::try_from(len) else {
+                    // Trims are advisory: one too long for a single NBD request is skipped.
+                    return self.ready.push(Completion {
+                        tag,
+                        result: Ok(None),
+                    });
+                };
+                (
+                    CommandKind::Trim {
+                        offset,
+                        len,
+                        fua: false,
+                    },
+                    "trim",
+                    offset,
+                )
+            }
+        };
+        let sender = self
+            .sender
+            .as_mut()
+            .expect("sender present while not broken");
+        match sender.send(&cmd) {
+            Ok(handle) => {
+                self.pending.insert(handle, (tag, what, offset));
+            }
+            Err(NbdError::InvalidRequest(m)) => self.fail(tag, format!("{what} at {offset}: {m}")),
+            Err(e) => {
+                self.broken = Some(format!("connection lost: {e}"));
+                self.fail(tag, format!("{what} at {offset}: {e}"));
+            }
+        }
+    }
+
+    fn on_reply(&mut self, reply: Reply) {
+        match reply {
+            Ok((handle, result)) => {
+                let Some((tag, what, offset)) = self.pending.remove(&handle) else {
+                    tracing::error!(member = %self.name, handle, "reply for an unknown handle");
+                    return;
+                };
+                let result = result
+                    .map(|d| d.map(Data::Bytes))
+                    .map_err(|e| DevError(format!("{}: {what} at {offset}: {e}", self.name)));
+                self.ready.push(Completion { tag, result });
+            }
+            Err(e) => {
+                let m = format!("connection lost: {e}");
+                self.broken = Some(m.clone());
+                self.sender = None;
+                for (_, (tag, what, offset)) in std::mem::take(&mut self.pending) {
+                    self.fail(tag, format!("{what} at {offset}: {m}"));
+                }
+            }
+        }
+    }
+}
+
+/// The receiver thread: replies to the loop until the connection ends.
+fn receive(rx: &mut fusionraid_nbd::ClientReceiver, tx: &SyncSender<Reply>, waker: &Waker) {
+    loop {
+        let r = rx.recv();
+        let end = r.is_err();
+        if tx.send(r).is_err() {
+            return; // the member is gone
+        }
+        waker.wake();
+        if end {
+            return;
+        }
+    }
+}
+
+impl Member for NbdMember {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn size_bytes(&self) -> u64 {
+        self.info.size
+    }
+
+    fn submit(&mut self, tag: u64, op: DevOp, _now: Nanos) {
+        if self.pending.len() < MAX_INFLIGHT && self.waiting.is_empty() {
+            self.start(tag, op);
+        } else {
+            self.waiting.push_back((tag, op));
+        }
+    }
+
+    fn reap(&mut self, _now: Nanos, out: &mut Vec<Completion>) {
+        loop {
+            match self.replies.try_recv() {
+                Ok(r) => self.on_reply(r),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    if self.broken.is_none() {
+                        self.on_reply(Err(NbdError::Disconnected));
+                    }
+                    break;
+                }
+            }
+        }
+        while self.pending.len() < MAX_INFLIGHT {
+            let Some((tag, op)) = self.waiting.pop_front() else {
+                break;
+            };
+            self.start(tag, op);
+        }
+        out.append(&mut self.ready);
+    }
+
+    fn inflight(&self) -> usize {
+        self.pending.len() + self.waiting.len() + self.ready.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusionraid_nbd::{MemBackend, Server};
+    use std::time::Duration;
+
+    #[test]
+    fn pipelined_round_trip_against_our_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let info = ExportInfo::new("m", 8 << 20).with_trim(true);
+        let server = Server::new(Arc::new(MemBackend::new(info)))
+            .bind_unix(&sock)
+            .unwrap()
+            .start()
+            .unwrap();
+        let waker = Arc::new(Waker::new().unwrap());
+        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        let mut m = NbdMember::connect("remote", &uri, waker.clone()).unwrap();
+        assert_eq!(m.size_bytes(), 8 << 20);
+        let n = 100u64;
+        for i in 0..n {
+            m.submit(
+                i,
+                DevOp::Write {
+                    offset: i * 65536,
+                    data: Data::Bytes(vec![i as u8; 65536]),
+                    fua: i % 2 == 0,
+                },
+                0,
+            );
+        }
+        m.submit(n, DevOp::Flush, 0);
+        m.submit(
+            n + 1,
+            DevOp::Trim {
+                offset: 0,
+                len: 65536,
+            },
+            0,
+        );
+        let mut out = Vec::new();
+        while out.len() < n as usize + 2 {
+            m.reap(0, &mut out);
+            waker.prepare_sleep();
+            waker.wait(Some(Duration::from_millis(20)));
+        }
+        assert!(out.iter().all(|c| c.result.is_ok()), "{out:?}");
+        let clock = crate::Clock::new();
+        let got = crate::member::run_sync(
+            &mut m,
+            DevOp::Read {
+                offset: 5 * 65536,
+                len: 65536,
+            },
+            &clock,
+            &waker,
+            Duration::from_secs(5),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(got, vec![5u8; 65536]);
+        server.shutdown();
+        // The connection is gone: operations fail instead of hanging.
+        let r = crate::member::run_sync(
+            &mut m,
+            DevOp::Read {
+                offset: 0,
+                len: 4096,
+            },
+            &clock,
+            &waker,
+            Duration::from_secs(20),
+        );
+        assert!(
+            matches!(r, Err(crate::member::SyncIoError::Device(_))),
+            "{r:?}"
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! Member spec strings: how a pool file or the command line names a member.
+//!
+//! ```text
+//! file:PATH                      a file or block device, through io_uring (O_DIRECT)
+//! mem:SIZE                       memory, e.g. mem:4G (contents lost at exit)
+//! emu:PRESET[,OPT...]:INNER      INNER with the latency and stalls of an SSD model
+//!                                PRESET: dc, consumer, pm1725a, sn200, hdd7200
+//!                                OPT: aged | seed=N | speed=F
+//! nbd://HOST[:PORT]/EXPORT       a remote NBD export over TCP
+//! nbd+unix:///EXPORT?socket=P    a remote NBD export over a Unix socket
+//! ```
+//! Sizes take K, M, G, T suffixes (powers of 1024, optionally followed by "iB" or "B").
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use fusionraid_nbd::NbdUri;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MemberSpec {
+    File {
+        path: PathBuf,
+    },
+    Mem {
+        size: u64,
+    },
+    Emu {
+        preset: String,
+        aged: bool,
+        seed: Option<u64>,
+        speed: f64,
+        inner: Box<MemberSpec>,
+    },
+    Nbd {
+        uri: String,
+    },
+}
+
+/// A spec string that can not be parsed; the message says what was expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("member spec '{spec}': {reason}")]
+pub struct SpecError {
+    pub spec: String,
+    pub reason: String,
+}
+
+const FORMS: &str = "expected file:PATH, mem:SIZE, emu:PRESET[,aged][,seed=N][,speed=F]:INNER, \
+                     nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH";
+
+impl MemberSpec {
+    pub fn parse(s: &str) -> Result<MemberSpec, SpecError> {
+        let err = |reason: String| SpecError {
+            spec: s.to_string(),
+            reason,
+        };
+        if s.starts_with("nbd://") || s.starts_with("nbd+unix://") {
+            NbdUri::parse(s).map_err(|e| err(e.to_string()))?;
+            return Ok(MemberSpec::Nbd { uri: s.to_string() });
+        }
+        let Some((kind, rest)) = s.split_once(':') else {
+            return Err(err(FORMS.into()));
+        };
+        match kind {
+            "file" => {
+                if rest.is_empty() {
+                    return Err(err("file: needs a path".into()));
+                }
+                Ok(MemberSpec::File {
+                    path: PathBuf::from(rest),
+                })
+            }
+            "mem" => {
+                let size = parse_size(rest).map_err(err)?;
+                if size == 0 || size % 4096 != 0 {
+                    return Err(err(format!(
+                        "mem size {size} must be a positive multiple of 4096"
+                    )));
+                }
+                Ok(MemberSpec::Mem { size })
+            }
+            "emu" => {
+                let Some((opts, inner)) = rest.split_once(':') else {
+                    return Err(err(
+                        "emu: needs a preset and an inner member, e.g. emu:dc:mem:1G".into(),
+                    ));
+                };
+                let mut parts = opts.split(',');
+                let preset = parts.next().unwrap_or_default().to_string();
+                if preset.is_empty() {
+                    return Err(err("emu: needs a preset name, e.g. emu:dc:...".into()));
+                }
+                let (mut aged, mut seed, mut speed) = (false, None, 1.0);
+                for o in parts {
+                    match o.split_once('=') {
+                        None if o == "aged" => aged = true,
+                        Some(("seed", v)) => {
+                            seed = Some(v.parse().map_err(|_| err(format!("bad seed '{v}'")))?)
+                        }
+                        Some(("speed", v)) => {
+                            speed = v
+                                .parse::<f64>()
+                                .ok()
+                                .filter(|f| f.is_finite() && *f > 0.0)
+                                .ok_or_else(|| err(format!("bad speed factor '{v}'")))?
+                        }
+                        _ => {
+                            return Err(err(format!(
+                                "unknown emu option '{o}' (aged, seed=N, speed=F)"
+                            )));
+                        }
+                    }
+                }
+                let inner = MemberSpec::parse(inner).map_err(|e| err(e.to_string()))?;
+                if matches!(inner, MemberSpec::Emu { .. }) {
+                    return Err(err("emu: can not wrap another emu: member".into()));
+                }
+                Ok(MemberSpec::Emu {
+                    preset,
+                    aged,
+                    seed,
+                    speed,
+                    inner: Box::new(inner),
+                })
+            }
+            _ => Err(err(FORMS.into())),
+        }
+    }
+
+    /// The innermost file path, if this member is (or wraps) a file.
+    pub fn file_path(&self) -> Option<&PathBuf> {
+        match self {
+            MemberSpec::File { path } => Some(path),
+            MemberSpec::Emu { inner, .. } => inner.file_path(),
+            _ => None,
+        }
+    }
+
+    /// Members whose contents do not outlive the process (no superblock survives).
+    pub fn is_ephemeral(&self) -> bool {
+        match self {
+            MemberSpec::Mem { .. } => true,
+            MemberSpec::Emu { inner, .. } => inner.is_ephemeral(),
+            _ => false,
+        }
+    }
+
+    /// The same spec with relative file paths resolved against `base`.
+    pub fn resolved(&self, base: &std::path::Path) -> MemberSpec {
+        match self {
+            MemberSpec::File { path } if path.is_relative() => MemberSpec::File {
+                path: base.join(path),
+            },
+            MemberSpec::Emu {
+                preset,
+                aged,
+                seed,
+                speed,
+                inner,
+            } => MemberSpec::Emu {
+                preset: preset.clone(),
+                aged: *aged,
+                seed: *seed,
+                speed: *speed,
+                inner: Box::new(inner.resolved(base)),
+            },
+            other => other.clone(),
+        }
+    }
+}
+
+impl FromStr for MemberSpec {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        MemberSpec::parse(s)
+    }
+}
+
+impl fmt::Display for MemberSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemberSpec::File { path } => write!(f, "file:{}", path.display()),
+            MemberSpec::Mem { size } => write!(f, "mem:{}", format_size(*size)),
+            MemberSpec::Emu {
+                preset,
+                aged,
+                seed,
+                speed,
+                inner,
+            } => {
+                write!(f, "emu:{preset}")?;
+                if *aged {
+                    write!(f, ",aged")?;
+                }
+                if let Some(s) = seed {
+                    write!(f, ",seed={s}")?;
+                }
+                if *speed != 1.0 {
+                    write!(f, ",speed={speed}")?;
+                }
+                write!(f, ":{inner}")
+            }
+            MemberSpec::Nbd { uri } => f.write_str(uri),
+        }
+    }
+}
+
+/// Parses "4096", "64K", "1M", "2G", "1T", "4KiB", "10GB" (all powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    if num.is_empty() {
+        return Err(format!(
+            "bad size '{s}': expected a number with an optional K/M/G/T suffix"
+        ));
+    }
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => {
+            return Err(format!(
+                "bad size '{s}': unknown unit '{unit}' (K, M, G, T)"
+            ));
+        }
+    };
+    let n: u64 = num.parse().map_err(|_| format!("bad size '{s}'"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("size '{s}' is too large"))
+}
+
+/// The largest exact unit: 65536 -> "64K", 1536 -> "1536".
+pub fn format_size(n: u64) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if n != 0 && n.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("3X").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert_eq!(format_size(64 << 10), "64K");
+        assert_eq!(format_size(3 << 30), "3G");
+        assert_eq!(format_size(1000), "1000");
+    }
+
+    #[test]
+    fn specs_round_trip() {
+        for s in [
+            "file:/dev/nvme0n1",
+            "mem:1G",
+            "emu:dc:mem:256M",
+            "emu:consumer,aged,seed=3,speed=2:file:./d0.img",
+            "nbd://127.0.0.1:10809/disk",
+            "nbd+unix:///disk?socket=/tmp/x.sock",
+        ] {
+            let p = MemberSpec::parse(s).unwrap();
+            assert_eq!(p.to_string(), s);
+            assert_eq!(MemberSpec::parse(&p.to_string()).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let e = |s: &str| MemberSpec::parse(s).unwrap_err().to_string();
+        assert!(e("/dev/sda").contains("expected file:PATH"));
+        assert!(e("mem:12").contains("multiple of 4096"));
+        assert!(e("emu:dc").contains("inner member"));
+        assert!(e("emu:dc,fast:mem:1G").contains("unknown emu option"));
+        assert!(e("emu:dc:emu:dc:mem:1G").contains("can not wrap"));
+        assert!(e("nbd+unix:///x").contains("socket"));
+        assert!(e("file:").contains("needs a path"));
+    }
+
+    #[test]
+    fn resolve_and_flags() {
+        let s = MemberSpec::parse("emu:dc:file:d0.img").unwrap();
+        let r = s.resolved(std::path::Path::new("/pool"));
+        assert_eq!(r.file_path().unwrap(), &PathBuf::from("/pool/d0.img"));
+        assert!(!r.is_ephemeral());
+        assert!(MemberSpec::parse("emu:dc:mem:4M").unwrap().is_ephemeral());
+    }
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# NBD-level benchmarks of the real server (docs/BENCHMARKS.md, "NBD server"):
+#
+#  A. fusionraid with mem: members vs `nbdkit memory`, same fio jobs (nbd engine) over Unix
+#     sockets: 4 KiB random read QD16, 4 KiB random write QD16, 64 KiB sequential read and
+#     write QD16. Prints IOPS ratios and the median latency fusionraid adds.
+#  B. fusionraid with io_uring file: members vs fio (io_uring, O_DIRECT) on the same files:
+#     the engine's overhead on real storage.
+#
+# Usage: scripts/bench-nbd.sh [RUNTIME_SECONDS]   (default 15; needs fio, nbdkit, jq)
+# Environment: BENCH_DIR (scratch, default a temp dir under /var/tmp: part B needs a disk,
+# not tmpfs), KEEP=1 keeps it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNTIME="${1:-15}"
+for t in fio nbdkit jq; do
+  command -v "$t" >/dev/null || { echo "bench-nbd: $t is required" >&2; exit 1; }
+done
+
+cargo build --release -q -p fusionraid
+BIN="$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)/release/fusionraid"
+WORK="${BENCH_DIR:-$(mktemp -d /var/tmp/fusionraid-bench.XXXXXX)}"
+mkdir -p "$WORK"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_sock() { for _ in $(seq 1 300); do [ -S "$1" ] && return 0; sleep 0.1; done; echo "no socket $1" >&2; exit 1; }
+
+VOL=1G
+# fio over NBD; prints "iops p50_us" for the job's direction.
+fio_nbd() { # uri name rw bs dir
+  fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --bs="$4" --iodepth=16 \
+      --size="$VOL" --time_based --runtime="$RUNTIME" --output-format=json 2>/dev/null \
+    | sed -n '/^{/,$p' \
+    | jq -r --arg d "$5" '.jobs[0][$d] | "\(.iops) \(.clat_ns.percentile["50.000000"] / 1000)"'
+}
+fill() { # uri: write the whole volume once so reads hit stored data
+  fio --name=fill --ioengine=nbd --uri="$1" --rw=write --bs=1M --iodepth=8 --size="$VOL" \
+      --output-format=terse >/dev/null 2>&1
+}
+
+JOBS=("randread 4k read" "randwrite 4k write" "read 64k read" "write 64k write")
+
+echo "== A. fusionraid (mem: members) vs nbdkit memory, Unix sockets, ${RUNTIME}s per job"
+mkdir -p "$WORK/a"
+cat > "$WORK/a/pool.toml" <<EOF
+name = "bench"
+members = ["mem:1G", "mem:1G", "mem:1G", "mem:1G", "mem:1G", "mem:1G", "mem:1G"]
+[[volume]]
+name = "vol"
+level = "raid5"
+width = 5
+size = "$VOL"
+EOF
+"$BIN" serve "$WORK/a/pool.toml" --unix "$WORK/a/fr.sock" --status "$WORK/a/st.sock" >/dev/null 2>"$WORK/a/serve.err" &
+PIDS+=($!)
+nbdkit -f -U "$WORK/a/kit.sock" memory "$VOL" &
+PIDS+=($!)
+wait_sock "$WORK/a/fr.sock"; wait_sock "$WORK/a/kit.sock"
+FR="nbd+unix:///vol?socket=$WORK/a/fr.sock"
+KIT="nbd+unix:///?socket=$WORK/a/kit.sock"
+fill "$FR"; fill "$KIT"
+printf "%-12s %12s %12s %8s %12s %12s %10s\n" job fr_iops kit_iops ratio fr_p50_us kit_p50_us added_us
+for j in "${JOBS[@]}"; do
+  set -- $j
+  read -r fi fl < <(fio_nbd "$FR" "fr-$1" "$1" "$2" "$3")
+  read -r ki kl < <(fio_nbd "$KIT" "kit-$1" "$1" "$2" "$3")
+  awk -v j="$1/$2" -v fi="$fi" -v ki="$ki" -v fl="$fl" -v kl="$kl" 'BEGIN {
+    printf "%-12s %12.0f %12.0f %8.2f %12.1f %12.1f %10.1f\n", j, fi, ki, fi/ki, fl, kl, fl-kl }'
+done
+"$BIN" status --socket "$WORK/a/st.sock" | grep -E "^(scheme|requests|steering|background|latency| )" || true
+kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; PIDS=()
+
+echo
+echo "== B. fusionraid (io_uring file: members) vs fio io_uring O_DIRECT on the same files"
+mkdir -p "$WORK/b"
+MEMBERS=""
+FILES=""
+for i in 0 1 2 3 4 5 6; do
+  MEMBERS="$MEMBERS\"file:d$i.img\", "
+  FILES="$FILES$WORK/b/d$i.img:"
+done
+cat > "$WORK/b/pool.toml" <<EOF
+name = "bench-files"
+members = [${MEMBERS%, }]
+member_size = "2G"
+[[volume]]
+name = "vol"
+level = "raid5"
+width = 5
+size = "$VOL"
+EOF
+"$BIN" create "$WORK/b/pool.toml" >/dev/null
+"$BIN" serve "$WORK/b/pool.toml" --unix "$WORK/b/fr.sock" --status "$WORK/b/st.sock" >/dev/null 2>"$WORK/b/serve.err" &
+PIDS+=($!)
+wait_sock "$WORK/b/fr.sock"
+FR="nbd+unix:///vol?socket=$WORK/b/fr.sock"
+fill "$FR"
+direct() { # rw bs dir: fio straight on the member files, 1 MiB past the superblock area
+  fio --name="direct-$1" --ioengine=io_uring --direct=1 --filename="${FILES%:}" \
+      --offset=1M --size=1G --rw="$1" --bs="$2" --iodepth=16 --time_based \
+      --runtime="$RUNTIME" --output-format=json 2>/dev/null \
+    | jq -r --arg d "$3" '.jobs[0][$d] | "\(.iops) \(.clat_ns.percentile["50.000000"] / 1000)"'
+}
+declare -A FRB
+for j in "randread 4k read" "randwrite 4k write"; do
+  set -- $j
+  FRB[$1]="$(fio_nbd "$FR" "fr-$1" "$1" "$2" "$3")"
+done
+"$BIN" status --socket "$WORK/b/st.sock" | grep -E "^(requests|steering|background|latency| )" || true
+# The server must be gone before fio writes to its member files directly.
+kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; PIDS=()
+printf "%-12s %12s %12s %8s %12s %12s\n" job fr_iops direct_iops ratio fr_p50_us direct_p50_us
+for j in "randread 4k read" "randwrite 4k write"; do
+  set -- $j
+  read -r fi fl <<<"${FRB[$1]}"
+  read -r di dl < <(direct "$1" "$2" "$3")
+  awk -v j="$1/$2" -v fi="$fi" -v di="$di" -v fl="$fl" -v dl="$dl" 'BEGIN {
+    printf "%-12s %12.0f %12.0f %8.2f %12.1f %12.1f\n", j, fi, di, fi/di, fl, dl }'
+done
+echo
+echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r); fio $(fio --version), $(nbdkit --version | head -1)"
