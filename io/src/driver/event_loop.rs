@@ -165,18 +165,15 @@ impl EventLoop {
 
     fn admit(&mut self, now: Nanos) -> bool {
         let mut progress = false;
-        for _ in 0..ADMIT_BATCH {
-            if self.draining() {
-                // Refuse what is still queued; what was admitted finishes.
-                while let Some(m) = self
-                    .cmd_stash
-                    .take()
-                    .or_else(|| self.cmd_rx.try_recv().ok())
-                {
-                    m.done.fail(ErrorCode::Shutdown);
-                }
-                return progress;
+        if self.draining() {
+            // Refuse what is still queued; what was admitted (including its parts still
+            // held below) finishes.
+            while let Some(m) = self.next_command() {
+                m.done.fail(ErrorCode::Shutdown);
+                progress = true;
             }
+        }
+        for _ in 0..ADMIT_BATCH {
             if !self.has_room() {
                 break;
             }
@@ -189,6 +186,9 @@ impl EventLoop {
                 }
                 progress = true;
                 continue;
+            }
+            if self.draining() {
+                break;
             }
             let Some(msg) = self.next_command() else {
                 break;
