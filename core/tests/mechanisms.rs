@@ -319,6 +319,8 @@ fn raid_reads_of_a_failed_disk_are_reconstructed() {
 fn conversion_pauses_while_disks_are_busy_with_foreground_io() {
     let run = |pause: f64| {
         let mut d = driver(|c| {
+            // A replicated area far from its cap: only the pause decides.
+            c.volumes[0].replicated_fraction = 0.9;
             c.conversion.enabled = true;
             c.conversion.idle_ns = None;
             c.conversion.replicated_high_water = 0.0; // always wants to convert

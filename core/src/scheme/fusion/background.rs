@@ -40,8 +40,21 @@ impl FusionScheme {
             if ctx.now < self.vols[vol].next_bg_scan && self.vols[vol].space_waiters.is_empty() {
                 continue;
             }
-            while self.vols[vol].bg_running < pol.max_concurrent {
+            loop {
                 let v = &self.vols[vol];
+                // At the replicated area's hard cap small writes would fall back to zero-padded
+                // stripes (write amplification of a whole stripe per block): conversion then
+                // runs regardless of the foreground pause, and with more of it in flight.
+                let at_cap = v.stripes.count(StripeState::Replica) + v.copies() as u64
+                    > v.max_replica_stripes;
+                let limit = if at_cap {
+                    pol.max_concurrent * 4
+                } else {
+                    pol.max_concurrent
+                };
+                if v.bg_running >= limit {
+                    break;
+                }
                 let starving = !v.space_waiters.is_empty();
                 let low_space = v.free_share() < pol.spare_low_water;
                 let rep_full = v.stripes.count(StripeState::Replica) as f64
@@ -50,8 +63,8 @@ impl FusionScheme {
                     .idle_ns
                     .is_some_and(|i| ctx.now >= self.last_user_at + i);
                 let mut started = false;
-                if pol.enabled && (starving || low_space || rep_full || idle) {
-                    started = self.start_conversion(ctx, vol, starving);
+                if pol.enabled && (starving || at_cap || low_space || rep_full || idle) {
+                    started = self.start_conversion(ctx, vol, starving || at_cap);
                 }
                 if !started && (starving || low_space) {
                     started = self.start_relocation(ctx, vol, starving);
@@ -117,7 +130,7 @@ impl FusionScheme {
                 break;
             }
         }
-        if cand.is_none() && force {
+        if cand.is_none() && force && !self.vols[vol].space_waiters.is_empty() {
             // No settled set: close a partially used one so its space can come back.
             let v = &mut self.vols[vol];
             if let Some(id) = v.pairs.closable() {
