@@ -113,6 +113,22 @@ pub enum ReqError {
     NoSpace,
 }
 
+/// The result of a read that gathered `buf` (None in size-only mode) of `len` bytes, or that
+/// failed with `error`: every scheme answers reads this way.
+pub fn read_result(
+    error: Option<String>,
+    buf: Option<Vec<u8>>,
+    len: u64,
+) -> Result<Option<Data>, ReqError> {
+    match error {
+        Some(e) => Err(ReqError::Io(e)),
+        None => Ok(Some(match buf {
+            Some(b) => Data::Bytes(b),
+            None => Data::Size(len),
+        })),
+    }
+}
+
 /// The answer to a [`Request`]: read data for reads, nothing otherwise.
 #[derive(Clone, Debug)]
 pub struct Reply {

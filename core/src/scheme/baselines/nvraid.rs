@@ -275,13 +275,7 @@ impl NvRaid {
         else {
             unreachable!()
         };
-        let r = match err {
-            Some(e) => Err(ReqError::Io(e)),
-            None => Ok(Some(match buf {
-                Some(b) => Data::Bytes(b),
-                None => Data::Size(len),
-            })),
-        };
+        let r = crate::engine::api::read_result(err, buf, len);
         ctx.reply(id, at, r);
     }
 

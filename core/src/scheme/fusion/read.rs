@@ -5,7 +5,7 @@
 
 use super::FusionScheme;
 use super::jobs::{Job, PartMode, ReadJob, ReadPart, ReadPurpose};
-use crate::engine::api::{Data, DevOp, IoResult, ReqError};
+use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::parity;
@@ -390,13 +390,7 @@ impl FusionScheme {
         }
         match purpose {
             ReadPurpose::User { id, at } => {
-                let result = match error {
-                    Some(e) => Err(ReqError::Io(e)),
-                    None => Ok(Some(match buf {
-                        Some(b) => Data::Bytes(b),
-                        None => Data::Size(len),
-                    })),
-                };
+                let result = crate::engine::api::read_result(error, buf, len);
                 ctx.reply(id, at, result);
             }
             ReadPurpose::Reloc { job: r, index } => {
