@@ -5,6 +5,7 @@
 pub mod detector;
 pub mod engine;
 pub mod layout;
+pub mod meta;
 pub mod parity;
 pub mod rng;
 pub mod scheme;

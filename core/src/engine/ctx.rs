@@ -93,6 +93,21 @@ impl Ctx<'_> {
             self.stats.disk_failures += 1;
         }
     }
+    /// Members (not failed) that completed writes since the last call: what a commit must
+    /// flush before it may claim those writes durable.
+    pub fn take_dirty(&mut self) -> Vec<DiskId> {
+        let mut out = Vec::new();
+        for d in 0..self.disks.len() {
+            let d = DiskId(d as u32);
+            let s = self.disks.get_mut(d);
+            if s.dirty && !s.failed {
+                out.push(d);
+            }
+            s.dirty = false;
+        }
+        out
+    }
+
     pub fn failed_disks(&self) -> usize {
         self.disks.iter().filter(|s| s.failed).count()
     }

@@ -24,6 +24,9 @@ pub struct DiskState {
     pub failed: bool,
     pub inflight: u32,
     pub counters: DiskCounters,
+    /// A write completed since the last `take_dirty`: its data may sit in the member's
+    /// volatile cache until a flush.
+    pub dirty: bool,
     meter_start: Nanos,
     meter_cur: u64,
     meter_prev: u64,
@@ -36,6 +39,7 @@ impl DiskState {
             failed: false,
             inflight: 0,
             counters: DiskCounters::default(),
+            dirty: false,
             meter_start: now,
             meter_cur: 0,
             meter_prev: 0,

@@ -183,6 +183,9 @@ impl Engine {
         self.disks.on_complete(io.disk, io.ticket, self.now, failed);
         let (mut ctx, scheme) = self.ctx_parts(now);
         if io.write {
+            if !failed {
+                ctx.disks.get_mut(io.disk).dirty = true;
+            }
             if io.background {
                 ctx.stats.device_bytes_written_bg += io.len;
             } else {

@@ -30,6 +30,12 @@ pub struct StripeTable {
     spare: VecDeque<u32>,
     pins: HashMap<u32, u32>,
     counts: [u64; 4],
+    /// Durable-metadata mode: the journal commit generation that will record frees made now.
+    /// A stripe freed while this is set is *held* (state Free, not in the spare list) until
+    /// that generation is durable, so a crash can never find a durable mapping pointing into
+    /// a stripe that was already handed out and overwritten.
+    hold_gen: Option<u64>,
+    held: VecDeque<(u64, u32)>,
 }
 
 impl StripeTable {
@@ -41,7 +47,57 @@ impl StripeTable {
             spare: (0..stripes as u32).collect(),
             pins: HashMap::new(),
             counts: [stripes, 0, 0, 0],
+            hold_gen: None,
+            held: VecDeque::new(),
         }
+    }
+
+    /// Rebuild from recovered states and valid masks: every Free stripe is spare.
+    pub fn restore(states: Vec<StripeState>, valid: Vec<u32>) -> Self {
+        assert_eq!(states.len(), valid.len());
+        let mut counts = [0u64; 4];
+        for &st in &states {
+            counts[st as usize] += 1;
+        }
+        let spare = (0..states.len() as u32)
+            .filter(|&s| states[s as usize] == StripeState::Free)
+            .collect();
+        StripeTable {
+            state: states,
+            valid,
+            spare,
+            pins: HashMap::new(),
+            counts,
+            hold_gen: None,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// Hold stripes freed from now on until generation `gen` is released (None: free at once).
+    pub fn set_hold(&mut self, gen_: Option<u64>) {
+        self.hold_gen = gen_;
+    }
+    /// Generation `upto` and all before it are durable: held stripes become spare.
+    pub fn release_held(&mut self, upto: u64) -> usize {
+        let mut n = 0;
+        while let Some(&(g, s)) = self.held.front() {
+            if g > upto {
+                break;
+            }
+            self.held.pop_front();
+            debug_assert_eq!(self.state[s as usize], StripeState::Free);
+            self.spare.push_back(s);
+            n += 1;
+        }
+        n
+    }
+    /// Free stripes waiting for a journal commit before they may be reused.
+    pub fn held(&self) -> u64 {
+        self.held.len() as u64
+    }
+    /// Free stripes that may be handed out now.
+    pub fn available(&self) -> u64 {
+        self.counts[StripeState::Free as usize] - self.held.len() as u64
     }
 
     pub fn state(&self, s: u32) -> StripeState {
@@ -71,7 +127,10 @@ impl StripeTable {
         self.state[s as usize] = st;
         if st == StripeState::Free {
             self.valid[s as usize] = 0;
-            self.spare.push_back(s);
+            match self.hold_gen {
+                Some(g) => self.held.push_back((g, s)),
+                None => self.spare.push_back(s),
+            }
         }
     }
 
@@ -188,5 +247,29 @@ mod tests {
         t.set_state(1, StripeState::Free);
         assert_eq!(t.valid(1), 0);
         assert_eq!(t.spare_len(), 1);
+    }
+
+    #[test]
+    fn held_stripes_wait_for_their_generation() {
+        let mut t = StripeTable::new(3);
+        let a = t.take_spare(|_| true).unwrap().0;
+        let b = t.take_spare(|_| true).unwrap().0;
+        t.set_hold(Some(7));
+        t.set_state(a, StripeState::Free);
+        t.set_hold(Some(8));
+        t.set_state(b, StripeState::Free);
+        assert_eq!(
+            (t.available(), t.held(), t.count(StripeState::Free)),
+            (1, 2, 3)
+        );
+        // Only the third stripe may be handed out while the others are held.
+        let c = t.take_spare(|_| true).unwrap().0;
+        assert!(c != a && c != b);
+        assert!(t.take_spare(|_| true).is_none());
+        assert_eq!(t.release_held(7), 1);
+        assert_eq!(t.take_spare(|_| true).unwrap().0, a);
+        assert!(t.take_spare(|_| true).is_none());
+        assert_eq!(t.release_held(8), 1);
+        assert_eq!(t.take_spare(|_| true).unwrap().0, b);
     }
 }

@@ -77,6 +77,30 @@ impl Bmt {
         assert_eq!(self.get(ub), e, "BMT entry did not read back");
     }
 
+    /// The packed table (5 bytes per block), for checkpoints.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// A table from checkpoint bytes (5 per block).
+    pub fn from_bytes(blocks: u64, bytes: Vec<u8>) -> Result<Bmt, &'static str> {
+        if bytes.len() as u64 != blocks * ENTRY_BYTES as u64 {
+            return Err("BMT length does not match the volume's block count");
+        }
+        let mut t = Bmt {
+            bytes,
+            blocks,
+            mapped: 0,
+        };
+        t.mapped = (0..blocks)
+            .filter(|&ub| {
+                let e = t.get(ub);
+                e.base != Loc::Unmapped || e.patched
+            })
+            .count() as u64;
+        Ok(t)
+    }
+
     /// User blocks with any data (base or patches).
     pub fn mapped_blocks(&self) -> u64 {
         self.mapped

@@ -37,6 +37,15 @@ impl PatchNode {
     fn end(self) -> u16 {
         self.first() + self.count()
     }
+    /// The packed form (checkpoints).
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+    /// A node from its packed form, if every field is in range.
+    pub fn from_raw(v: u64) -> Option<PatchNode> {
+        let n = PatchNode(v);
+        (v >> 56 == 0 && (v >> 39) & 1 == 0 && n.end() <= 256).then_some(n)
+    }
 }
 
 impl std::fmt::Debug for PatchNode {
@@ -183,6 +192,38 @@ impl PatchTable {
             }
         }
         changed
+    }
+
+    /// Every patched block and its list, in block order (checkpoints must not depend on
+    /// hash order).
+    pub fn sorted(&self) -> Vec<(u64, &[PatchNode])> {
+        let mut v: Vec<(u64, &[PatchNode])> = self
+            .lists
+            .iter()
+            .map(|(&ub, l)| (ub, l.as_slice()))
+            .collect();
+        v.sort_unstable_by_key(|e| e.0);
+        v
+    }
+
+    /// Install a list read from a checkpoint; it must be sorted, non-overlapping and inside
+    /// the block.
+    pub fn set_list(&mut self, ub: u64, nodes: Vec<PatchNode>) -> Result<(), &'static str> {
+        if nodes.is_empty() || nodes.len() > self.pages_per_block as usize {
+            return Err("patch list length out of range");
+        }
+        if nodes.last().expect("non-empty").end() > self.pages_per_block
+            || nodes.windows(2).any(|w| w[0].end() > w[1].first())
+        {
+            return Err("patch list overlaps or leaves the block");
+        }
+        self.lists
+            .insert(ub, List::from_vec(nodes).expect("non-empty"));
+        Ok(())
+    }
+
+    pub fn pages_per_block(&self) -> u16 {
+        self.pages_per_block
     }
 
     pub fn references(&self, ub: u64, loc: Loc) -> bool {

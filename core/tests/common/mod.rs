@@ -20,8 +20,23 @@ pub struct OpRecord {
     pub len: u64,
 }
 
+/// A write a member acknowledged (or still holds) but has not made durable: with a volatile
+/// cache it is lost, kept or torn at a power cut.
+struct CachedWrite {
+    io: IoId,
+    offset: u64,
+    data: Vec<u8>,
+    fua: bool,
+    completed: bool,
+}
+
 pub struct MemDisk {
     pub bytes: Vec<u8>,
+    /// Volatile-cache mode: what survives a power cut, and the writes not in it yet.
+    durable: Option<Vec<u8>>,
+    cache: Vec<CachedWrite>,
+    /// Flushes in flight: the cache entries (by I/O id) each one makes durable.
+    flushes: Vec<(IoId, Vec<IoId>)>,
     pub failed: bool,
     /// Latency multiplier while `now < spike_until`.
     pub spike_until: Nanos,
@@ -59,6 +74,9 @@ impl Driver {
             disks: (0..disks)
                 .map(|_| MemDisk {
                     bytes: vec![0xEE; disk_bytes as usize],
+                    durable: None,
+                    cache: Vec::new(),
+                    flushes: Vec::new(),
                     failed: false,
                     spike_until: 0,
                     spike_factor: 1,
@@ -76,6 +94,87 @@ impl Driver {
             same_instant_timeouts: 0,
             log: Vec::new(),
             size_only: false,
+        }
+    }
+
+    /// Give every member a volatile write cache: completed writes survive a power cut only
+    /// once a flush issued after their completion finishes, or a FUA write completes after them.
+    pub fn enable_volatile_caches(&mut self) {
+        for d in &mut self.disks {
+            d.durable = Some(d.bytes.clone());
+        }
+    }
+
+    /// Cut the power: each member keeps its durable bytes plus, for every cached write, at
+    /// random nothing, all of it, or a random subset of its 4 KiB pages (a torn write).
+    /// Returns the members' contents as they would be found on restart.
+    pub fn power_cut(&mut self, rng: &mut Rng) -> Vec<Vec<u8>> {
+        self.disks
+            .iter_mut()
+            .map(|d| {
+                let mut img = d.durable.take().expect("volatile caches enabled");
+                for w in d.cache.drain(..) {
+                    let o = w.offset as usize;
+                    match rng.below(3) {
+                        0 => {}
+                        1 => img[o..o + w.data.len()].copy_from_slice(&w.data),
+                        _ => {
+                            for (i, page) in w.data.chunks(4096).enumerate() {
+                                if rng.below(2) == 0 {
+                                    let p = o + i * 4096;
+                                    img[p..p + page.len()].copy_from_slice(page);
+                                }
+                            }
+                        }
+                    }
+                }
+                img
+            })
+            .collect()
+    }
+
+    /// Volatile-cache bookkeeping at a completion.
+    fn cache_complete(&mut self, id: IoId, ok: bool) {
+        for d in &mut self.disks {
+            let Some(durable) = d.durable.as_mut() else {
+                return;
+            };
+            if let Some(i) = d.cache.iter().position(|w| w.io == id) {
+                if !ok {
+                    d.cache.remove(i);
+                    return;
+                }
+                d.cache[i].completed = true;
+                if d.cache[i].fua {
+                    // FUA: this write and every completed write issued before it are on media.
+                    let mut rest = Vec::new();
+                    for (j, w) in d.cache.drain(..).enumerate() {
+                        if j <= i && w.completed {
+                            let o = w.offset as usize;
+                            durable[o..o + w.data.len()].copy_from_slice(&w.data);
+                        } else {
+                            rest.push(w);
+                        }
+                    }
+                    d.cache = rest;
+                }
+                return;
+            }
+            if let Some(f) = d.flushes.iter().position(|f| f.0 == id) {
+                let (_, covered) = d.flushes.remove(f);
+                if ok {
+                    d.cache.retain(|w| {
+                        if covered.contains(&w.io) {
+                            let o = w.offset as usize;
+                            durable[o..o + w.data.len()].copy_from_slice(&w.data);
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                }
+                return;
+            }
         }
     }
 
@@ -125,8 +224,17 @@ impl Driver {
                         assert!(o + l <= d.bytes.len(), "read past the end of a member");
                         Ok(Some(Data::Bytes(d.bytes[o..o + l].to_vec())))
                     }
-                    DevOp::Write { offset, data, .. } => {
+                    DevOp::Write { offset, data, fua } => {
                         let b = data.bytes().expect("data mode");
+                        if d.durable.is_some() {
+                            d.cache.push(CachedWrite {
+                                io: io.id,
+                                offset,
+                                data: b.to_vec(),
+                                fua,
+                                completed: false,
+                            });
+                        }
                         let o = offset as usize;
                         assert!(
                             o + b.len() <= d.bytes.len(),
@@ -137,7 +245,15 @@ impl Driver {
                         d.bytes[o..o + b.len()].copy_from_slice(b);
                         Ok(None)
                     }
-                    DevOp::Flush | DevOp::Trim { .. } => Ok(None),
+                    DevOp::Flush => {
+                        if d.durable.is_some() {
+                            let covered = d.cache.iter().filter(|w| w.completed).map(|w| w.io);
+                            let covered = covered.collect();
+                            d.flushes.push((io.id, covered));
+                        }
+                        Ok(None)
+                    }
+                    DevOp::Trim { .. } => Ok(None),
                 }
             };
             let at = self.now + lat;
@@ -170,6 +286,7 @@ impl Driver {
             self.now = self.now.max(t);
             match self.payload.remove(&seq).expect("event payload") {
                 Ev::Complete(id, r) => {
+                    self.cache_complete(id, r.is_ok());
                     self.engine
                         .handle_completion(id, r, self.now)
                         .expect("known I/O");
@@ -224,6 +341,10 @@ impl Driver {
             self.events.iter().map(|r| r.0.0).collect::<Vec<_>>(),
             self.now
         )
+    }
+
+    pub fn replies_ready(&self) -> usize {
+        self.replies.len()
     }
 
     pub fn take_replies(&mut self) -> Vec<Reply> {

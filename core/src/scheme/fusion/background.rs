@@ -31,7 +31,7 @@ impl FusionScheme {
         for vol in 0..self.vols.len() {
             if !self.vols[vol].space_waiters.is_empty() {
                 // Something finished: maybe space came back.
-                if self.vols[vol].stripes.spare_len() > 0 || self.vols[vol].pairs.spare_slots() > 0
+                if self.vols[vol].stripes.available() > 0 || self.vols[vol].pairs.spare_slots() > 0
                 {
                     self.retry_space_waiters(ctx, vol);
                 }
@@ -76,7 +76,11 @@ impl FusionScheme {
                 }
             }
             let v = &self.vols[vol];
-            if !v.space_waiters.is_empty() && v.bg_running == 0 && v.writes_in_flight == 0 {
+            if !v.space_waiters.is_empty()
+                && v.bg_running == 0
+                && v.writes_in_flight == 0
+                && v.stripes.held() == 0
+            {
                 // Nothing runs and nothing could start: the pool is full for these writes.
                 let waiters = std::mem::take(&mut self.vols[vol].space_waiters);
                 for h in waiters {
@@ -313,7 +317,16 @@ impl FusionScheme {
         v.stripes.set_state(stripe, StripeState::Raid);
         v.stripes.set_valid_mask(stripe, mask);
         v.raid_valid_blocks += mask.count_ones() as u64;
+        // The retargets of one conversion are one journal group: replayed all or none.
+        self.drain_log(j.vol);
+        let v = &mut self.vols[j.vol];
         for (ub, key, flbn) in moves {
+            v.record(|vol| crate::meta::Record::Retarget {
+                vol,
+                ub,
+                from: Loc::Rep(key),
+                to: Loc::Raid(flbn),
+            });
             let e = v.bmt.get(ub);
             if e.base == Loc::Rep(key) {
                 v.bmt.set(
@@ -338,6 +351,7 @@ impl FusionScheme {
         if mask == 0 {
             v.stripes.set_state(stripe, StripeState::Free);
         }
+        self.drain_log(j.vol);
         ctx.stats.conversions += 1;
     }
 

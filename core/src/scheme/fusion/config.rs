@@ -164,6 +164,10 @@ pub struct FusionConfig {
     /// Largest user request in bytes (NBD clients are told; the engine rejects larger).
     /// Each zone keeps enough spare stripes for one request this large on top of the reserve.
     pub max_request_bytes: u64,
+    /// Journal the mapping to the members (crate::meta). None keeps it in memory only, as the
+    /// paper's battery-backed DRAM would: right for simulations of the paper's setting, not
+    /// for a pool that must survive a restart.
+    pub journal: Option<crate::meta::JournalConfig>,
 }
 
 impl FusionConfig {
@@ -176,6 +180,7 @@ impl FusionConfig {
             hedge_ns: None,
             raid_threshold: None,
             max_request_bytes: 32 << 20,
+            journal: None,
         }
     }
 }

@@ -11,6 +11,7 @@ pub enum Job {
     Flush(FlushJob),
     Convert(ConvertJob),
     Reloc(RelocJob),
+    Commit(super::durable::CommitJob),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -20,6 +21,7 @@ pub enum Kind {
     Flush,
     Convert,
     Reloc,
+    Commit,
 }
 
 impl Job {
@@ -30,6 +32,7 @@ impl Job {
             Job::Flush(_) => Kind::Flush,
             Job::Convert(_) => Kind::Convert,
             Job::Reloc(_) => Kind::Reloc,
+            Job::Commit(_) => Kind::Commit,
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod background;
 pub mod config;
+pub mod durable;
 mod jobs;
 pub mod pairs;
 mod read;
@@ -51,6 +52,7 @@ pub struct FusionScheme {
     jobs: Slab<Job>,
     last_user_at: Nanos,
     name: String,
+    durable: Option<durable::Durable>,
 }
 
 impl FusionScheme {
@@ -62,6 +64,12 @@ impl FusionScheme {
         }
         if cfg.volumes.is_empty() {
             return Err(ConfigError::NoVolumes);
+        }
+        if cfg.volumes.len() > 255 {
+            return Err(ConfigError::Volume(
+                cfg.volumes[255].name.clone(),
+                "a pool holds at most 255 volumes".into(),
+            ));
         }
         let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
         let mut first_block = 0u64;
@@ -111,7 +119,7 @@ impl FusionScheme {
             let stripes = want.div_ceil(tpl) * tpl;
             let zone = Zone::new(layout, np, stripes, first_block, bs, pool.data_offset);
             first_block += zone.blocks_per_disk();
-            vols.push(Vol::new(v.clone(), zone));
+            vols.push(Vol::new(vols.len() as u8, v.clone(), zone));
         }
         if first_block > have {
             return Err(ConfigError::TooSmall {
@@ -125,13 +133,33 @@ impl FusionScheme {
             "fusion-nd"
         }
         .to_string();
-        Ok(FusionScheme {
+        let layout = durable::meta_layout(&cfg);
+        if let Some(l) = &layout
+            && l.end() > pool.data_offset
+        {
+            return Err(ConfigError::Volume(
+                "metadata".into(),
+                format!(
+                    "data_offset {} leaves no room for the metadata journal and checkpoints: {} bytes needed",
+                    pool.data_offset,
+                    l.end()
+                ),
+            ));
+        }
+        let journal_cfg = cfg.journal.clone();
+        let mut s = FusionScheme {
             cfg,
             vols,
             jobs: Slab::default(),
             last_user_at: 0,
             name,
-        })
+            durable: None,
+        };
+        if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
+            // A fresh history: its first commit is a checkpoint.
+            s.enable_journal(crate::meta::Journal::new(jc, layout, 0, 0, 0, true));
+        }
+        Ok(s)
     }
 
     /// Blocks per disk the configured volumes use (for sizing members).
@@ -211,6 +239,7 @@ impl Scheme for FusionScheme {
             ),
             Op::Flush => self.start_flush(ctx, req.id),
         }
+        self.after_event(ctx);
     }
 
     fn on_io_complete(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
@@ -224,17 +253,23 @@ impl Scheme for FusionScheme {
             jobs::Kind::Flush => self.flush_io_done(ctx, tag, result),
             jobs::Kind::Convert => self.convert_io_done(ctx, tag, result),
             jobs::Kind::Reloc => self.reloc_io_done(ctx, tag, result),
+            jobs::Kind::Commit => self.commit_io_done(ctx, tag, result),
         }
         self.kick_background(ctx);
+        self.after_event(ctx);
     }
 
     fn on_tick(&mut self, ctx: &mut Ctx) {
         self.hedge_reads(ctx);
         self.kick_background(ctx);
+        self.after_event(ctx);
     }
 
     fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
         let mut d = self.hedge_deadline(now);
+        if let Some(c) = self.durable_deadline() {
+            d = Some(d.map_or(c, |x| x.min(c)));
+        }
         if self.cfg.conversion.enabled
             && self
                 .vols
@@ -255,6 +290,7 @@ impl Scheme for FusionScheme {
         // Nothing is remapped eagerly: reads reconstruct or use the surviving copies, and new
         // writes avoid the failed member. Rebuilding redundancy is the rebuild process's job.
         self.kick_background(ctx);
+        self.after_event(ctx);
     }
 
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus> {
@@ -280,7 +316,7 @@ impl Scheme for FusionScheme {
     }
 
     fn is_idle(&self) -> bool {
-        self.jobs.is_empty()
+        self.jobs.is_empty() && self.durable.as_ref().is_none_or(|d| d.waiting() == 0)
     }
 
     fn check_invariants(&self) {
@@ -309,6 +345,7 @@ impl Scheme for FusionScheme {
                     "reloc(reads_left {}, pending {}, writing {})",
                     r.reads_left, r.pending, r.writing
                 ),
+                Job::Commit(_) => "commit".to_string(),
             })
             .collect();
         format!("jobs: {kinds:?}\n") + &self

@@ -103,6 +103,12 @@ impl PairTable {
 
     /// Register a new set (stripes already marked Replica by the caller); its slots become spare.
     pub fn insert(&mut self, set: PairSet, now: Nanos) -> u32 {
+        let mut set = set;
+        set.last_access = now;
+        self.insert_inner(set, true)
+    }
+
+    fn insert_inner(&mut self, set: PairSet, spare: bool) -> u32 {
         let id = match self.free_ids.pop() {
             Some(i) => i,
             None => {
@@ -114,16 +120,35 @@ impl PairTable {
             let prev = self.by_stripe.insert(s, (id, i as u8));
             assert!(prev.is_none(), "stripe {s} already in a pair set");
         }
-        for slot in 0..set.slots.len() {
+        for slot in 0..set.slots.len() * spare as usize {
             self.spare.push_back(SlotRef {
                 set: id,
                 slot: slot as u16,
             });
         }
-        let mut set = set;
-        set.last_access = now;
         self.sets[id as usize] = Some(set);
         id
+    }
+
+    /// Register a recovered set: its slots start dead (the caller marks the live ones), none
+    /// is handed out again.
+    pub fn insert_recovered(&mut self, set: PairSet) -> u32 {
+        self.insert_inner(set, false)
+    }
+
+    /// Every set's stripes and slot columns (checkpoints).
+    pub fn structures(&self) -> impl Iterator<Item = (&[u32], Vec<[u8; 3]>)> {
+        self.sets
+            .iter()
+            .flatten()
+            .map(|s| (s.stripes(), s.slots.iter().map(|sl| sl.cols).collect()))
+    }
+
+    /// Ids of every set.
+    pub fn ids(&self) -> Vec<u32> {
+        (0..self.sets.len() as u32)
+            .filter(|&i| self.sets[i as usize].is_some())
+            .collect()
     }
 
     /// Remove a set entirely (after conversion or when all its slots died).

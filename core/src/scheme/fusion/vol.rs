@@ -3,6 +3,7 @@
 
 use super::config::VolumeConfig;
 use super::pairs::{PairTable, SlotState};
+use crate::meta::Record;
 use crate::scheme::locks::BlockLocks;
 use crate::space::{StripeState, StripeTable, Zone};
 use crate::types::{Nanos, PAGE_SIZE};
@@ -15,6 +16,10 @@ pub struct Parked {
 }
 
 pub struct Vol {
+    /// Index of the volume in the pool (journal records name it).
+    pub id: u8,
+    /// Mapping changes not yet handed to the journal (None: metadata is not journaled).
+    pub log: Option<Vec<Record>>,
     pub cfg: VolumeConfig,
     pub zone: Zone,
     pub stripes: StripeTable,
@@ -44,7 +49,7 @@ pub struct Vol {
 }
 
 impl Vol {
-    pub fn new(cfg: VolumeConfig, zone: Zone) -> Self {
+    pub fn new(id: u8, cfg: VolumeConfig, zone: Zone) -> Self {
         let block = zone.block_size();
         let blocks = cfg.size_bytes.div_ceil(block);
         let dcols = zone.dcols() as u64;
@@ -52,6 +57,8 @@ impl Vol {
         let rep_blocks = (blocks as f64 * cfg.replicated_fraction).ceil() as u64;
         let max_replica_stripes = rep_blocks.div_ceil(dcols) * copies;
         Vol {
+            id,
+            log: None,
             stripes: StripeTable::new(zone.stripes()),
             bmt: Bmt::new(blocks),
             patches: PatchTable::new((block / PAGE_SIZE) as u16),
@@ -75,7 +82,7 @@ impl Vol {
         self.cfg.level.copies()
     }
     pub fn free_share(&self) -> f64 {
-        self.stripes.count(StripeState::Free) as f64 / self.stripes.len() as f64
+        self.stripes.available() as f64 / self.stripes.len() as f64
     }
     /// Spare stripes user writes leave to background work, so conversion and relocation can
     /// always make progress (a cleaner needs a free stripe to clean into).
@@ -84,7 +91,7 @@ impl Vol {
     }
     /// May a user write take `n` more spare stripes?
     pub fn user_may_take(&self, n: u64) -> bool {
-        self.stripes.count(StripeState::Free) >= self.reserve_stripes() + n
+        self.stripes.available() >= self.reserve_stripes() + n
     }
     pub fn holes(&self) -> u64 {
         self.stripes.count(StripeState::Raid) * self.zone.dcols() as u64 - self.raid_valid_blocks
@@ -151,8 +158,16 @@ impl Vol {
         false
     }
 
+    /// Queue a journal record (when the metadata is journaled).
+    pub fn record(&mut self, r: impl FnOnce(u8) -> Record) {
+        if let Some(log) = self.log.as_mut() {
+            log.push(r(self.id));
+        }
+    }
+
     /// Point user block `ub` wholly at `loc`, releasing everything it referenced before.
     pub fn map_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
+        self.record(|vol| Record::Whole { vol, ub, loc });
         let old = self.bmt.get(ub);
         let mut olds = if old.patched {
             self.patches.clear(ub)
@@ -179,6 +194,13 @@ impl Vol {
         if first == 0 && count == self.pages_per_block {
             return self.map_whole(ub, loc, now);
         }
+        self.record(|vol| Record::Patch {
+            vol,
+            ub,
+            loc,
+            first,
+            count,
+        });
         let gone = self.patches.insert(ub, first, count, loc);
         let e = self.bmt.get(ub);
         self.bmt.set(

@@ -77,7 +77,12 @@ impl FusionScheme {
             Planned::NoSpace => {
                 let vol = self.write_job(h).vol;
                 self.vols[vol].space_waiters.push(h);
-                if !self.background_possible(vol) && self.vols[vol].writes_in_flight == 0 {
+                // Held stripes come back with the next journal commit (which waiting writes
+                // trigger at once), so they count as space on the way.
+                if !self.background_possible(vol)
+                    && self.vols[vol].writes_in_flight == 0
+                    && self.vols[vol].stripes.held() == 0
+                {
                     // Nothing running or startable can free a stripe: fail rather than hang.
                     self.vols[vol].space_waiters.retain(|&x| x != h);
                     self.fail_write(ctx, h, ReqError::NoSpace);
@@ -261,7 +266,9 @@ impl FusionScheme {
             return Planned::NoSpace;
         }
         // Issue the device writes.
-        let fua = self.write_job(h).fua;
+        // Under a journal the commit flushes the data before the FUA write is answered, so
+        // the device writes need no FUA of their own.
+        let fua = self.write_job(h).fua && self.durable().is_none();
         let data = match &self.write_job(h).kind {
             WriteKind::Data(Data::Bytes(b)) => Some(b.clone()),
             WriteKind::Zeroes(n) if !ctx.size_only => Some(vec![0u8; *n as usize]),
@@ -434,7 +441,11 @@ impl FusionScheme {
                 v.stripes.set_state(s, StripeState::Free);
             }
         }
-        ctx.reply(w.id, w.at, Ok(None));
+        // A FUA write is answered once its mapping is durable too (at once without a journal,
+        // where the device writes themselves carried FUA).
+        if !(w.fua && self.wait_durable(ctx, w.id, w.at)) {
+            ctx.reply(w.id, w.at, Ok(None));
+        }
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
     }
 
@@ -466,6 +477,9 @@ impl FusionScheme {
     }
 
     pub(super) fn start_flush(&mut self, ctx: &mut Ctx, id: u64) {
+        if self.durable_flush(ctx, id) {
+            return;
+        }
         let h = self.jobs.insert(Job::Flush(FlushJob {
             id,
             at: ctx.now,
@@ -625,6 +639,11 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
             v.stripes.untake(s);
         }
     }
+    v.record(|vol| crate::meta::Record::SetCreate {
+        vol,
+        stripes: stripes[..copies].to_vec(),
+        cols: matching.clone(),
+    });
     let set = PairSet {
         stripes,
         copies: copies as u8,

@@ -1,0 +1,424 @@
+//! The durable state of FusionRAID volumes: what a checkpoint holds and what journal
+//! records change. Per volume: the BMT, the patch lists and the structure (stripes and
+//! column matching) of every replica pair set. Slot liveness, stripe states and free space
+//! are derived from these on recovery (`scheme::fusion::durable`).
+//!
+//! ```text
+//! image:  magic "FRIMAGE1" | volumes u32 | volume...
+//! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
+//!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
+//!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
+//! ```
+
+use std::collections::HashMap;
+
+use super::record::Record;
+use crate::volume::{Bmt, Entry, PatchNode, PatchTable};
+
+const MAGIC: [u8; 8] = *b"FRIMAGE1";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetImage {
+    pub stripes: Vec<u32>,
+    pub cols: Vec<[u8; 3]>,
+}
+
+pub struct VolImage {
+    pub bmt: Bmt,
+    pub patches: PatchTable,
+    sets: Vec<Option<SetImage>>,
+    /// stripe -> index in `sets`: a stripe is in at most one set at a time.
+    owner: HashMap<u32, usize>,
+}
+
+impl VolImage {
+    pub fn new(blocks: u64, pages_per_block: u16) -> Self {
+        VolImage {
+            bmt: Bmt::new(blocks),
+            patches: PatchTable::new(pages_per_block),
+            sets: Vec::new(),
+            owner: HashMap::new(),
+        }
+    }
+
+    /// Record a set. A set that shares a stripe with this one must be gone (a stripe is reused
+    /// only after its old set was converted or emptied), so it is dropped.
+    pub fn add_set(&mut self, s: SetImage) {
+        for st in &s.stripes {
+            if let Some(old) = self.owner.get(st).copied()
+                && let Some(o) = self.sets[old].take()
+            {
+                for x in &o.stripes {
+                    self.owner.remove(x);
+                }
+            }
+        }
+        let i = self.sets.len();
+        for &st in &s.stripes {
+            self.owner.insert(st, i);
+        }
+        self.sets.push(Some(s));
+    }
+
+    pub fn sets(&self) -> impl Iterator<Item = &SetImage> {
+        self.sets.iter().flatten()
+    }
+
+    fn pages(&self) -> u16 {
+        self.patches.pages_per_block()
+    }
+
+    fn check_ub(&self, ub: u64) -> Result<(), String> {
+        if ub >= self.bmt.blocks() {
+            return Err(format!(
+                "block {ub} past the volume ({} blocks)",
+                self.bmt.blocks()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Apply one mapping change exactly as the running volume made it.
+    fn apply(&mut self, r: &Record) -> Result<(), String> {
+        match r {
+            Record::Whole { ub, loc, .. } => {
+                self.check_ub(*ub)?;
+                self.patches.clear(*ub);
+                self.bmt.set(
+                    *ub,
+                    Entry {
+                        base: *loc,
+                        patched: false,
+                    },
+                );
+            }
+            Record::Patch {
+                ub,
+                loc,
+                first,
+                count,
+                ..
+            } => {
+                self.check_ub(*ub)?;
+                if *count == 0 || first + count > self.pages() {
+                    return Err(format!(
+                        "patch {first}+{count} outside a {}-page block",
+                        self.pages()
+                    ));
+                }
+                if *first == 0 && *count == self.pages() {
+                    return self.apply(&Record::Whole {
+                        vol: 0,
+                        ub: *ub,
+                        loc: *loc,
+                    });
+                }
+                self.patches.insert(*ub, *first, *count, *loc);
+                let e = self.bmt.get(*ub);
+                self.bmt.set(
+                    *ub,
+                    Entry {
+                        base: e.base,
+                        patched: true,
+                    },
+                );
+            }
+            Record::Retarget { ub, from, to, .. } => {
+                self.check_ub(*ub)?;
+                let e = self.bmt.get(*ub);
+                if e.base == *from {
+                    self.bmt.set(
+                        *ub,
+                        Entry {
+                            base: *to,
+                            patched: e.patched,
+                        },
+                    );
+                }
+                self.patches.replace_loc(*ub, *from, *to);
+            }
+            Record::SetCreate { stripes, cols, .. } => self.add_set(SetImage {
+                stripes: stripes.clone(),
+                cols: cols.clone(),
+            }),
+        }
+        Ok(())
+    }
+}
+
+pub struct Image {
+    pub vols: Vec<VolImage>,
+}
+
+/// Append one volume's durable state to a checkpoint image.
+pub fn encode_vol<'a>(
+    out: &mut Vec<u8>,
+    bmt: &Bmt,
+    patches: &PatchTable,
+    sets: impl Iterator<Item = (&'a [u32], Vec<[u8; 3]>)>,
+) {
+    out.extend_from_slice(&bmt.blocks().to_le_bytes());
+    out.extend_from_slice(&patches.pages_per_block().to_le_bytes());
+    out.extend_from_slice(bmt.as_bytes());
+    let lists = patches.sorted();
+    out.extend_from_slice(&(lists.len() as u64).to_le_bytes());
+    for (ub, nodes) in lists {
+        out.extend_from_slice(&ub.to_le_bytes());
+        out.extend_from_slice(&(nodes.len() as u16).to_le_bytes());
+        for n in nodes {
+            out.extend_from_slice(&n.raw().to_le_bytes());
+        }
+    }
+    let count_at = out.len();
+    out.extend_from_slice(&0u32.to_le_bytes());
+    let mut count = 0u32;
+    for (stripes, cols) in sets {
+        out.push(stripes.len() as u8);
+        for s in stripes {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out.extend_from_slice(&(cols.len() as u16).to_le_bytes());
+        for c in &cols {
+            out.extend_from_slice(&c[..stripes.len()]);
+        }
+        count += 1;
+    }
+    out[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
+}
+
+/// Start an image of `volumes` volumes (then `encode_vol` each).
+pub fn encode_header(out: &mut Vec<u8>, volumes: usize) {
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&(volumes as u32).to_le_bytes());
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.b.len() - self.at < n {
+            return Err(format!("checkpoint image truncated at byte {}", self.at));
+        }
+        let s = &self.b[self.at..self.at + n];
+        self.at += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2")))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+}
+
+impl Image {
+    /// A pool with nothing written: `(blocks, pages per block)` per volume.
+    pub fn empty(shapes: &[(u64, u16)]) -> Image {
+        Image {
+            vols: shapes.iter().map(|&(b, p)| VolImage::new(b, p)).collect(),
+        }
+    }
+
+    /// Encode an image (used for the empty image `create` writes and by tests).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_header(&mut out, self.vols.len());
+        for v in &self.vols {
+            encode_vol(
+                &mut out,
+                &v.bmt,
+                &v.patches,
+                v.sets().map(|s| (s.stripes.as_slice(), s.cols.clone())),
+            );
+        }
+        out
+    }
+
+    /// Decode an image; it must describe volumes of exactly these shapes.
+    pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
+        let mut c = Cursor { b, at: 0 };
+        if c.take(8)? != MAGIC {
+            return Err("checkpoint image has no FRIMAGE1 magic".into());
+        }
+        let n = c.u32()? as usize;
+        if n != shapes.len() {
+            return Err(format!(
+                "checkpoint has {n} volumes, the pool {}",
+                shapes.len()
+            ));
+        }
+        let mut vols = Vec::with_capacity(n);
+        for (i, &(blocks, ppb)) in shapes.iter().enumerate() {
+            let b = c.u64()?;
+            let p = c.u16()?;
+            if (b, p) != (blocks, ppb) {
+                return Err(format!(
+                    "volume {i}: checkpoint shape {b} blocks x {p} pages, pool {blocks} x {ppb}"
+                ));
+            }
+            let raw = c.take(blocks as usize * 5)?.to_vec();
+            let mut v = VolImage {
+                bmt: Bmt::from_bytes(blocks, raw).map_err(String::from)?,
+                patches: PatchTable::new(ppb),
+                sets: Vec::new(),
+                owner: HashMap::new(),
+            };
+            let patched = c.u64()?;
+            for _ in 0..patched {
+                let ub = c.u64()?;
+                v.check_ub(ub)?;
+                let k = c.u16()? as usize;
+                let mut nodes = Vec::with_capacity(k.min(256));
+                for _ in 0..k {
+                    nodes.push(PatchNode::from_raw(c.u64()?).ok_or("bad patch node")?);
+                }
+                v.patches
+                    .set_list(ub, nodes)
+                    .map_err(|e| format!("volume {i} block {ub}: {e}"))?;
+            }
+            let sets = c.u32()?;
+            for _ in 0..sets {
+                let copies = c.u8()? as usize;
+                if !(2..=3).contains(&copies) {
+                    return Err(format!("volume {i}: pair set with {copies} copies"));
+                }
+                let mut stripes = Vec::with_capacity(copies);
+                for _ in 0..copies {
+                    stripes.push(c.u32()?);
+                }
+                let slots = c.u16()? as usize;
+                let mut cols = Vec::with_capacity(slots.min(64));
+                for _ in 0..slots {
+                    let mut x = [0u8; 3];
+                    x[..copies].copy_from_slice(c.take(copies)?);
+                    cols.push(x);
+                }
+                v.add_set(SetImage { stripes, cols });
+            }
+            vols.push(v);
+        }
+        if c.at != b.len() {
+            return Err(format!(
+                "{} bytes after the checkpoint image",
+                b.len() - c.at
+            ));
+        }
+        Ok(Image { vols })
+    }
+
+    pub fn apply(&mut self, r: &Record) -> Result<(), String> {
+        let vol = match r {
+            Record::Whole { vol, .. }
+            | Record::Patch { vol, .. }
+            | Record::Retarget { vol, .. }
+            | Record::SetCreate { vol, .. } => *vol as usize,
+        };
+        let n = self.vols.len();
+        self.vols
+            .get_mut(vol)
+            .ok_or_else(|| format!("record for volume {vol} of {n}"))?
+            .apply(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::volume::Loc;
+
+    #[test]
+    fn image_round_trips_through_records() {
+        let shapes = [(10u64, 16u16), (4, 1)];
+        let mut img = Image::empty(&shapes);
+        let recs = [
+            Record::Whole {
+                vol: 0,
+                ub: 3,
+                loc: Loc::Raid(40),
+            },
+            Record::SetCreate {
+                vol: 0,
+                stripes: vec![7, 9],
+                cols: vec![[0, 1, 0], [1, 0, 0]],
+            },
+            Record::Patch {
+                vol: 0,
+                ub: 3,
+                loc: Loc::Rep(56),
+                first: 2,
+                count: 3,
+            },
+            Record::Whole {
+                vol: 1,
+                ub: 2,
+                loc: Loc::Rep(8),
+            },
+            Record::Retarget {
+                vol: 0,
+                ub: 3,
+                from: Loc::Rep(56),
+                to: Loc::Raid(63),
+            },
+            // A new set on stripe 9 replaces the old one.
+            Record::SetCreate {
+                vol: 0,
+                stripes: vec![9, 11],
+                cols: vec![[2, 2, 0]],
+            },
+        ];
+        for r in &recs {
+            img.apply(r).unwrap();
+        }
+        let e = img.vols[0].bmt.get(3);
+        assert_eq!((e.base, e.patched), (Loc::Raid(40), true));
+        assert_eq!(img.vols[0].patches.get(3)[0].loc(), Loc::Raid(63));
+        assert_eq!(img.vols[0].sets().count(), 1);
+        let bytes = img.encode();
+        let back = Image::decode(&bytes, &shapes).unwrap();
+        assert_eq!(back.encode(), bytes);
+        assert_eq!(back.vols[1].bmt.get(2).base, Loc::Rep(8));
+        assert!(
+            Image::decode(&bytes, &[(10, 16)]).is_err(),
+            "shape mismatch"
+        );
+        assert!(
+            Image::decode(&bytes[..bytes.len() - 1], &shapes).is_err(),
+            "truncated"
+        );
+        assert!(
+            img.apply(&Record::Whole {
+                vol: 0,
+                ub: 10,
+                loc: Loc::Raid(1)
+            })
+            .is_err()
+        );
+        assert!(
+            img.apply(&Record::Patch {
+                vol: 0,
+                ub: 1,
+                loc: Loc::Raid(1),
+                first: 15,
+                count: 2
+            })
+            .is_err()
+        );
+        assert!(
+            img.apply(&Record::Whole {
+                vol: 2,
+                ub: 0,
+                loc: Loc::Raid(1)
+            })
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,296 @@
+//! Journal records: the mapping changes of FusionRAID volumes, in the order they happened.
+//!
+//! ```text
+//! tag u8 | volume u8 | fields
+//!   1 Whole     ub u64, loc u40              the whole block now lives at loc (or is unmapped)
+//!   2 Patch     ub u64, loc u40, first u16, count u16   pages [first, first+count) at loc
+//!   3 Retarget  ub u64, from u40, to u40     conversion: references to `from` now name `to`
+//!   4 SetCreate copies u8, stripes u32 x copies, slots u16, then slots x copies column bytes
+//! ```
+//! A location is a packed BMT location (`Loc::pack`, 5 bytes).
+
+use crate::volume::Loc;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    Whole {
+        vol: u8,
+        ub: u64,
+        loc: Loc,
+    },
+    Patch {
+        vol: u8,
+        ub: u64,
+        loc: Loc,
+        first: u16,
+        count: u16,
+    },
+    Retarget {
+        vol: u8,
+        ub: u64,
+        from: Loc,
+        to: Loc,
+    },
+    SetCreate {
+        vol: u8,
+        stripes: Vec<u32>,
+        /// Per slot, the column of its block in each stripe.
+        cols: Vec<[u8; 3]>,
+    },
+}
+
+/// Bytes that are not a well-formed record sequence.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed journal record at byte {at}: {what}")]
+pub struct RecordError {
+    pub at: usize,
+    pub what: &'static str,
+}
+
+fn put_loc(out: &mut Vec<u8>, l: Loc) {
+    out.extend_from_slice(&l.pack().to_le_bytes()[..5]);
+}
+
+impl Record {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Record::Whole { vol, ub, loc } => {
+                out.extend_from_slice(&[1, *vol]);
+                out.extend_from_slice(&ub.to_le_bytes());
+                put_loc(out, *loc);
+            }
+            Record::Patch {
+                vol,
+                ub,
+                loc,
+                first,
+                count,
+            } => {
+                out.extend_from_slice(&[2, *vol]);
+                out.extend_from_slice(&ub.to_le_bytes());
+                put_loc(out, *loc);
+                out.extend_from_slice(&first.to_le_bytes());
+                out.extend_from_slice(&count.to_le_bytes());
+            }
+            Record::Retarget { vol, ub, from, to } => {
+                out.extend_from_slice(&[3, *vol]);
+                out.extend_from_slice(&ub.to_le_bytes());
+                put_loc(out, *from);
+                put_loc(out, *to);
+            }
+            Record::SetCreate { vol, stripes, cols } => {
+                out.extend_from_slice(&[4, *vol, stripes.len() as u8]);
+                for s in stripes {
+                    out.extend_from_slice(&s.to_le_bytes());
+                }
+                out.extend_from_slice(&(cols.len() as u16).to_le_bytes());
+                for c in cols {
+                    out.extend_from_slice(&c[..stripes.len()]);
+                }
+            }
+        }
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Record::Whole { .. } => 15,
+            Record::Patch { .. } => 19,
+            Record::Retarget { .. } => 20,
+            Record::SetCreate { stripes, cols, .. } => {
+                5 + 4 * stripes.len() + cols.len() * stripes.len()
+            }
+        }
+    }
+
+    /// Decode every record of a journal block's payload.
+    pub fn decode_all(mut b: &[u8]) -> Result<Vec<Record>, RecordError> {
+        let total = b.len();
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let mut r = Reader {
+                b,
+                at: total - b.len(),
+            };
+            out.push(r.record()?);
+            b = r.b;
+        }
+        Ok(out)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        if self.b.len() < n {
+            return Err(RecordError {
+                at: self.at,
+                what: "truncated record",
+            });
+        }
+        let (h, t) = self.b.split_at(n);
+        self.b = t;
+        Ok(h)
+    }
+    fn u8(&mut self) -> Result<u8, RecordError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, RecordError> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2")))
+    }
+    fn u32(&mut self) -> Result<u32, RecordError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Result<u64, RecordError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+    fn loc(&mut self) -> Result<Loc, RecordError> {
+        let mut v = [0u8; 8];
+        v[..5].copy_from_slice(self.take(5)?);
+        let raw = u64::from_le_bytes(v);
+        if raw >> 39 != 0 {
+            return Err(RecordError {
+                at: self.at,
+                what: "location with bits above 39",
+            });
+        }
+        Ok(Loc::unpack(raw))
+    }
+    fn record(&mut self) -> Result<Record, RecordError> {
+        let tag = self.u8()?;
+        let vol = self.u8()?;
+        Ok(match tag {
+            1 => Record::Whole {
+                vol,
+                ub: self.u64()?,
+                loc: self.loc()?,
+            },
+            2 => {
+                let ub = self.u64()?;
+                let loc = self.loc()?;
+                let first = self.u16()?;
+                let count = self.u16()?;
+                if count == 0 || first as u32 + count as u32 > 256 {
+                    return Err(RecordError {
+                        at: self.at,
+                        what: "patch page range out of bounds",
+                    });
+                }
+                Record::Patch {
+                    vol,
+                    ub,
+                    loc,
+                    first,
+                    count,
+                }
+            }
+            3 => Record::Retarget {
+                vol,
+                ub: self.u64()?,
+                from: self.loc()?,
+                to: self.loc()?,
+            },
+            4 => {
+                let copies = self.u8()? as usize;
+                if !(2..=3).contains(&copies) {
+                    return Err(RecordError {
+                        at: self.at,
+                        what: "pair set with other than 2 or 3 copies",
+                    });
+                }
+                let mut stripes = Vec::with_capacity(copies);
+                for _ in 0..copies {
+                    stripes.push(self.u32()?);
+                }
+                let n = self.u16()? as usize;
+                let mut cols = Vec::with_capacity(n.min(64));
+                for _ in 0..n {
+                    let mut c = [0u8; 3];
+                    c[..copies].copy_from_slice(self.take(copies)?);
+                    cols.push(c);
+                }
+                Record::SetCreate { vol, stripes, cols }
+            }
+            _ => {
+                return Err(RecordError {
+                    at: self.at,
+                    what: "unknown record tag",
+                });
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn loc() -> impl Strategy<Value = Loc> {
+        prop_oneof![
+            Just(Loc::Unmapped),
+            (0..crate::volume::loc::FLBN_MAX).prop_map(Loc::Raid),
+            (0..crate::volume::loc::FLBN_MAX).prop_map(Loc::Rep),
+        ]
+    }
+
+    fn record() -> impl Strategy<Value = Record> {
+        prop_oneof![
+            (any::<u8>(), any::<u64>(), loc()).prop_map(|(vol, ub, loc)| Record::Whole {
+                vol,
+                ub,
+                loc
+            }),
+            (any::<u8>(), any::<u64>(), loc(), 0u16..255, 1u16..=1).prop_map(
+                |(vol, ub, loc, first, count)| Record::Patch {
+                    vol,
+                    ub,
+                    loc,
+                    first,
+                    count
+                }
+            ),
+            (any::<u8>(), any::<u64>(), loc(), loc())
+                .prop_map(|(vol, ub, from, to)| Record::Retarget { vol, ub, from, to }),
+            (
+                any::<u8>(),
+                2usize..=3,
+                proptest::collection::vec(any::<[u8; 3]>(), 0..20),
+                any::<[u32; 3]>()
+            )
+                .prop_map(|(vol, copies, mut cols, s)| {
+                    for c in cols.iter_mut() {
+                        for x in c[copies..].iter_mut() {
+                            *x = 0;
+                        }
+                    }
+                    Record::SetCreate {
+                        vol,
+                        stripes: s[..copies].to_vec(),
+                        cols,
+                    }
+                }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip(rs in proptest::collection::vec(record(), 0..30)) {
+            let mut b = Vec::new();
+            for r in &rs {
+                let before = b.len();
+                r.encode(&mut b);
+                prop_assert_eq!(b.len() - before, r.encoded_len());
+            }
+            prop_assert_eq!(Record::decode_all(&b).unwrap(), rs);
+        }
+
+        #[test]
+        fn garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Record::decode_all(&b);
+        }
+    }
+}

@@ -1,0 +1,601 @@
+//! FusionRAID's durable metadata: journal commits, checkpoints and recovery (see
+//! `crate::meta` for the format and the two safety rules).
+//!
+//! A *commit* seals the open generation of records and then:
+//! 1. flushes every member that completed a write since the previous commit (the records
+//!    point at that data; it must be on stable media before they are);
+//! 2. writes the sealed journal blocks (or checkpoint chunks) with FUA, each on `copies`
+//!    members;
+//! 3. marks the generation durable: held stripes are released and the flushes and FUA writes
+//!    waiting for it are answered.
+//!
+//! Commits run one at a time. A user FLUSH waits for the first commit sealed after it
+//! arrived; so does a FUA write after its data is written. With no FLUSH, a commit still runs
+//! every `commit_interval_ns` while records are pending, and at once when writes wait for
+//! space that held stripes would give.
+
+use std::collections::VecDeque;
+
+use super::jobs::Job;
+use super::pairs::{PairSet, Slot, SlotState};
+use super::vol::Vol;
+use super::{ConfigError, FusionConfig, FusionScheme};
+use crate::engine::api::{Data, DevOp, IoResult, ReqError};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::meta::image::{encode_header, encode_vol};
+use crate::meta::journal::Sealed;
+use crate::meta::{Journal, MetaLayout, RecoveryError, RecoveryReport, VolImage, recover_image};
+use crate::space::{StripeState, StripeTable};
+use crate::types::{DiskId, Nanos};
+use crate::volume::Loc;
+
+/// Tag part bit that marks a commit's flush (the rest is the disk); writes use the unit index.
+const FLUSH_PART: u32 = 1 << 31;
+/// Commit at once when this many journal blocks are open (bounds a commit's size).
+const MAX_OPEN_BLOCKS: usize = 64;
+/// After this many failed commits in a row, waiting flushes are answered with an error.
+const MAX_FAILURES: u32 = 3;
+
+/// Counters `status` shows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DurableStats {
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub failed_commits: u64,
+    pub journal_blocks_written: u64,
+    pub records: u64,
+    pub last_checkpoint_bytes: u64,
+}
+
+struct Waiter {
+    generation: u64,
+    id: u64,
+    at: Nanos,
+}
+
+pub struct Durable {
+    pub journal: Journal,
+    commit: Option<u64>,
+    waiters: VecDeque<Waiter>,
+    last_commit_at: Nanos,
+    failures: u32,
+    pub stats: DurableStats,
+    pub recovery: Option<RecoveryReport>,
+}
+
+pub struct CommitJob {
+    sealed: Sealed,
+    flushing: usize,
+    writing: usize,
+    unit_ok: Vec<bool>,
+}
+
+/// The metadata layout a configuration implies (None when it is not journaled).
+pub fn meta_layout(cfg: &FusionConfig) -> Option<MetaLayout> {
+    let j = cfg.journal.as_ref()?;
+    let copies = cfg
+        .volumes
+        .iter()
+        .map(|v| v.level.nparity() + 1)
+        .max()
+        .unwrap_or(2);
+    Some(MetaLayout::new(
+        cfg.pool.disks,
+        copies,
+        j.journal_bytes,
+        max_image_bytes(cfg),
+    ))
+}
+
+/// The largest checkpoint image the volumes can produce: every block mapped and patched as
+/// finely as its pages allow, every stripe in a pair set.
+fn max_image_bytes(cfg: &FusionConfig) -> u64 {
+    let bs = cfg.pool.block_size;
+    let mut total = 12u64;
+    for v in &cfg.volumes {
+        let blocks = v.size_bytes.div_ceil(bs);
+        let ppb = bs / crate::types::PAGE_SIZE;
+        let patches = if ppb > 1 { blocks * (10 + 8 * ppb) } else { 0 };
+        // Stripes: the zone is at most (1 + replicated + spare shares) of the data stripes,
+        // plus templates' rounding; bound generously by 3x + 64 stripes per set estimate.
+        let dcols = (v.width - v.level.nparity()) as u64;
+        let stripes = blocks.div_ceil(dcols) * 3 + 4096;
+        let copies = v.level.copies() as u64;
+        let sets = stripes / copies * (3 + 4 * copies + dcols * copies);
+        total += 10 + 5 * blocks + 8 + patches + 4 + sets;
+    }
+    total
+}
+
+impl Durable {
+    pub fn new(journal: Journal) -> Self {
+        Durable {
+            journal,
+            commit: None,
+            waiters: VecDeque::new(),
+            last_commit_at: 0,
+            failures: 0,
+            stats: DurableStats::default(),
+            recovery: None,
+        }
+    }
+    pub fn waiting(&self) -> usize {
+        self.waiters.len()
+    }
+}
+
+impl FusionScheme {
+    /// Turn journaling on for a scheme just built: volumes log their changes and hold the
+    /// stripes they free.
+    pub(super) fn enable_journal(&mut self, journal: Journal) {
+        let g = journal.open_generation();
+        for v in &mut self.vols {
+            v.log = Some(Vec::new());
+            v.stripes.set_hold(Some(g));
+        }
+        self.durable = Some(Durable::new(journal));
+    }
+
+    /// Hand a volume's queued records to the journal as one group.
+    pub(super) fn drain_log(&mut self, vol: usize) {
+        let Some(d) = self.durable.as_mut() else {
+            return;
+        };
+        if let Some(log) = self.vols[vol].log.as_mut()
+            && !log.is_empty()
+        {
+            let group = std::mem::take(log);
+            d.stats.records += group.len() as u64;
+            d.journal.append(&group);
+        }
+    }
+
+    /// End of every input: queue the records it produced and start a commit if one is due.
+    pub(super) fn after_event(&mut self, ctx: &mut Ctx) {
+        if self.durable.is_none() {
+            return;
+        }
+        for v in 0..self.vols.len() {
+            self.drain_log(v);
+        }
+        self.maybe_commit(ctx);
+    }
+
+    /// A user FLUSH under journaling: answered once a commit sealed after it is durable.
+    /// Returns false when the metadata is not journaled (plain member flushes suffice).
+    pub(super) fn durable_flush(&mut self, ctx: &mut Ctx, id: u64) -> bool {
+        self.wait_durable(ctx, id, ctx.now)
+    }
+
+    /// A FUA write whose data is written: its mapping must be durable before the answer.
+    pub(super) fn wait_durable(&mut self, _ctx: &mut Ctx, id: u64, at: Nanos) -> bool {
+        let Some(d) = self.durable.as_mut() else {
+            return false;
+        };
+        d.waiters.push_back(Waiter {
+            generation: d.journal.open_generation(),
+            id,
+            at,
+        });
+        true
+    }
+
+    fn held_stripes(&self) -> u64 {
+        self.vols.iter().map(|v| v.stripes.held()).sum()
+    }
+
+    pub(super) fn durable_deadline(&self) -> Option<Nanos> {
+        let d = self.durable.as_ref()?;
+        if d.commit.is_some() {
+            return None;
+        }
+        let work = d.journal.pending_records() > 0
+            || self.held_stripes() > 0
+            || d.journal.wants_checkpoint()
+            || !d.waiters.is_empty();
+        work.then_some(d.last_commit_at + d.journal.cfg.commit_interval_ns)
+    }
+
+    fn maybe_commit(&mut self, ctx: &mut Ctx) {
+        let held = self.held_stripes();
+        let space_wait = self.vols.iter().any(|v| !v.space_waiters.is_empty());
+        let Some(d) = self.durable.as_ref() else {
+            return;
+        };
+        if d.commit.is_some() {
+            return;
+        }
+        let due = ctx.now >= d.last_commit_at + d.journal.cfg.commit_interval_ns;
+        let pending = d.journal.pending_records() > 0 || held > 0;
+        let urgent = d.failures == 0
+            && (!d.waiters.is_empty()
+                || (space_wait && held > 0)
+                || d.journal.open_blocks() >= MAX_OPEN_BLOCKS);
+        if urgent || (due && (pending || d.journal.wants_checkpoint() || !d.waiters.is_empty())) {
+            self.start_commit(ctx);
+        }
+    }
+
+    fn encode_image(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_header(&mut out, self.vols.len());
+        for v in &self.vols {
+            encode_vol(&mut out, &v.bmt, &v.patches, v.pairs.structures());
+        }
+        out
+    }
+
+    fn start_commit(&mut self, ctx: &mut Ctx) {
+        let image = self
+            .durable
+            .as_ref()
+            .expect("journaled")
+            .journal
+            .wants_checkpoint()
+            .then(|| self.encode_image());
+        let d = self.durable.as_mut().expect("journaled");
+        d.last_commit_at = ctx.now;
+        let sealed = match image {
+            None => d.journal.seal_blocks(),
+            Some(_) => None,
+        };
+        let sealed = match sealed {
+            Some(s) => s,
+            None => {
+                let image = image.unwrap_or_else(|| self.encode_image());
+                let d = self.durable.as_mut().expect("journaled");
+                match d.journal.seal_checkpoint(&image) {
+                    Ok(s) => {
+                        d.stats.last_checkpoint_bytes = image.len() as u64;
+                        s
+                    }
+                    Err(e) => {
+                        // The mapping outgrew the metadata area `create` reserved: nothing
+                        // can be made durable any more. Answer the waiters and keep serving.
+                        d.failures = MAX_FAILURES;
+                        d.stats.failed_commits += 1;
+                        let waiters: Vec<Waiter> = d.waiters.drain(..).collect();
+                        for w in waiters {
+                            ctx.reply(w.id, w.at, Err(ReqError::Io(e.clone())));
+                        }
+                        return;
+                    }
+                }
+            }
+        };
+        let next = self
+            .durable
+            .as_ref()
+            .expect("journaled")
+            .journal
+            .open_generation();
+        for v in &mut self.vols {
+            v.stripes.set_hold(Some(next));
+        }
+        let units = sealed.units.len();
+        let h = self.jobs.insert(Job::Commit(CommitJob {
+            sealed,
+            flushing: 0,
+            writing: 0,
+            unit_ok: vec![false; units],
+        }));
+        self.durable.as_mut().expect("journaled").commit = Some(h);
+        let dirty = ctx.take_dirty();
+        for &disk in &dirty {
+            ctx.issue(
+                disk,
+                DevOp::Flush,
+                IoTag {
+                    job: h,
+                    part: FLUSH_PART | disk.0,
+                },
+                true,
+            );
+        }
+        if dirty.is_empty() {
+            self.commit_write_units(ctx, h);
+        } else if let Some(Job::Commit(c)) = self.jobs.get_mut(h) {
+            c.flushing = dirty.len();
+        }
+    }
+
+    fn commit_write_units(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Commit(c)) = self.jobs.get_mut(h) else {
+            unreachable!("commit job")
+        };
+        let mut n = 0;
+        for (i, u) in c.sealed.units.iter().enumerate() {
+            for &(disk, offset) in &u.places {
+                if ctx.is_failed(disk) {
+                    continue;
+                }
+                let data = if ctx.size_only {
+                    Data::Size(u.bytes.len() as u64)
+                } else {
+                    Data::Bytes(u.bytes.clone())
+                };
+                ctx.issue(
+                    disk,
+                    DevOp::Write {
+                        offset,
+                        data,
+                        fua: true,
+                    },
+                    IoTag {
+                        job: h,
+                        part: i as u32,
+                    },
+                    true,
+                );
+                n += 1;
+            }
+        }
+        c.writing = n;
+        if n == 0 {
+            self.finish_commit(ctx, h);
+        }
+    }
+
+    pub(super) fn commit_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let Some(Job::Commit(c)) = self.jobs.get_mut(tag.job) else {
+            unreachable!("commit job")
+        };
+        if tag.part & FLUSH_PART != 0 {
+            // A member failing its flush is failed by the engine; what it held is covered by
+            // redundancy like any other failure.
+            c.flushing -= 1;
+            if c.flushing == 0 {
+                self.commit_write_units(ctx, tag.job);
+            }
+            return;
+        }
+        if result.is_ok() {
+            c.unit_ok[tag.part as usize] = true;
+        }
+        c.writing -= 1;
+        if c.writing == 0 {
+            self.finish_commit(ctx, tag.job);
+        }
+    }
+
+    fn finish_commit(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Commit(c)) = self.jobs.remove(h) else {
+            unreachable!("commit job")
+        };
+        let d = self.durable.as_mut().expect("journaled");
+        d.commit = None;
+        if c.unit_ok.iter().all(|&ok| ok) {
+            d.journal.committed(&c.sealed);
+            d.failures = 0;
+            d.stats.commits += 1;
+            if c.sealed.checkpoint.is_some() {
+                d.stats.checkpoints += 1;
+            } else {
+                d.stats.journal_blocks_written += c.sealed.units.len() as u64;
+            }
+            let g = d.journal.durable_generation();
+            while d.waiters.front().is_some_and(|w| w.generation <= g) {
+                let w = d.waiters.pop_front().expect("front");
+                ctx.reply(w.id, w.at, Ok(None));
+            }
+            for v in &mut self.vols {
+                v.stripes.release_held(g);
+            }
+            for v in 0..self.vols.len() {
+                if !self.vols[v].space_waiters.is_empty() {
+                    self.retry_space_waiters(ctx, v);
+                }
+            }
+        } else {
+            d.journal.commit_failed(&c.sealed);
+            d.failures += 1;
+            d.stats.failed_commits += 1;
+            if d.failures >= MAX_FAILURES {
+                let waiters: Vec<Waiter> = d.waiters.drain(..).collect();
+                for w in waiters {
+                    ctx.reply(
+                        w.id,
+                        w.at,
+                        Err(ReqError::Io(
+                            "metadata commit failed: too few members left to hold the journal"
+                                .into(),
+                        )),
+                    );
+                }
+            }
+        }
+        self.after_event(ctx);
+    }
+
+    /// What `create` writes so that the first `serve` finds a valid (empty) checkpoint:
+    /// (member, offset, bytes).
+    pub fn initial_metadata(
+        cfg: &FusionConfig,
+    ) -> Result<Vec<(DiskId, u64, Vec<u8>)>, ConfigError> {
+        let scheme = FusionScheme::new(cfg.clone())?;
+        let Some(d) = scheme.durable.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let mut j = Journal::new(
+            d.journal.cfg.clone(),
+            d.journal.layout.clone(),
+            0,
+            0,
+            0,
+            true,
+        );
+        let s = j
+            .seal_checkpoint(&scheme.encode_image())
+            .map_err(|e| ConfigError::Volume("metadata".into(), e))?;
+        Ok(s.units
+            .into_iter()
+            .flat_map(|u| {
+                let bytes = u.bytes;
+                u.places
+                    .into_iter()
+                    .map(move |(d, off)| (d, off, bytes.clone()))
+            })
+            .collect())
+    }
+
+    /// Rebuild a journaled pool from its members' metadata regions (`meta::recover::region`
+    /// bytes each; None for a member that is missing or unreadable).
+    pub fn recover(
+        cfg: FusionConfig,
+        regions: &[Option<&[u8]>],
+        now: Nanos,
+    ) -> Result<(FusionScheme, RecoveryReport), RecoverError> {
+        let mut scheme = FusionScheme::new(cfg).map_err(RecoverError::Config)?;
+        let d = scheme.durable.take().ok_or(RecoverError::NotJournaled)?;
+        let (jcfg, layout) = (d.journal.cfg.clone(), d.journal.layout.clone());
+        let shapes: Vec<(u64, u16)> = scheme
+            .vols
+            .iter()
+            .map(|v| (v.blocks, v.pages_per_block))
+            .collect();
+        let (image, report) = recover_image(jcfg.pool_id, &layout, regions, &shapes)?;
+        for (v, img) in scheme.vols.iter_mut().zip(image.vols) {
+            restore_vol(v, img, now).map_err(|e| {
+                RecoverError::Recovery(RecoveryError::Corrupt(format!(
+                    "volume '{}': {e}",
+                    v.cfg.name
+                )))
+            })?;
+        }
+        let journal = Journal::new(
+            jcfg,
+            layout,
+            report.checkpoint_seq,
+            report.checkpoint_generation,
+            report.max_seq_seen,
+            true,
+        );
+        scheme.enable_journal(journal);
+        let d = scheme.durable.as_mut().expect("journaled");
+        d.recovery = Some(report.clone());
+        d.last_commit_at = now;
+        Ok((scheme, report))
+    }
+
+    pub fn durable(&self) -> Option<&Durable> {
+        self.durable.as_ref()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError {
+    #[error("{0}")]
+    Config(ConfigError),
+    #[error("the pool configuration does not journal its metadata")]
+    NotJournaled,
+    #[error("{0}")]
+    Recovery(#[from] RecoveryError),
+}
+
+/// Install a recovered volume image and derive everything else from it: which replica slots
+/// are live, every stripe's state and valid bits, the free space.
+fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
+    let nstripes = v.zone.stripes();
+    let dcols = v.zone.dcols();
+    let copies = v.copies();
+    for s in img.sets() {
+        if s.stripes.len() != copies {
+            return Err(format!(
+                "pair set of {} stripes in a {copies}-copy volume",
+                s.stripes.len()
+            ));
+        }
+        if s.stripes.iter().any(|&x| x as u64 >= nstripes)
+            || s.cols
+                .iter()
+                .any(|c| c[..copies].iter().any(|&x| x as usize >= dcols))
+        {
+            return Err("pair set outside the zone".into());
+        }
+        let mut stripes = [0u32; 3];
+        stripes[..copies].copy_from_slice(&s.stripes);
+        v.pairs.insert_recovered(PairSet {
+            stripes,
+            copies: copies as u8,
+            slots: s
+                .cols
+                .iter()
+                .map(|&cols| Slot {
+                    cols,
+                    state: SlotState::Dead,
+                })
+                .collect(),
+            last_access: now,
+            converting: false,
+            in_lru: false,
+        });
+    }
+    v.bmt = img.bmt;
+    v.patches = img.patches;
+    let mut valid = vec![0u32; nstripes as usize];
+    for ub in 0..v.blocks {
+        let e = v.bmt.get(ub);
+        if e.patched == v.patches.get(ub).is_empty() {
+            return Err(format!("block {ub}: patch bit disagrees with its list"));
+        }
+        let mut locs = vec![e.base];
+        locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
+        locs.sort_by_key(|l| l.pack());
+        locs.dedup();
+        for loc in locs {
+            match loc {
+                Loc::Unmapped => {}
+                Loc::Raid(f) => {
+                    let (s, c) = v.zone.split(f);
+                    if s as u64 >= nstripes || c >= dcols {
+                        return Err(format!("block {ub} mapped outside the RAID data columns"));
+                    }
+                    if valid[s as usize] & (1 << c) != 0 {
+                        return Err(format!("RAID block {f} mapped twice"));
+                    }
+                    valid[s as usize] |= 1 << c;
+                }
+                Loc::Rep(key) => {
+                    let r = v
+                        .pairs
+                        .lookup(&v.zone, key)
+                        .ok_or_else(|| format!("block {ub} names replica {key} of no pair set"))?;
+                    let slot = &mut v.pairs.set_mut(r.set).slots[r.slot as usize];
+                    match slot.state {
+                        SlotState::Live(o) if o != ub => {
+                            return Err(format!("replica {key} mapped by blocks {o} and {ub}"));
+                        }
+                        _ => slot.state = SlotState::Live(ub),
+                    }
+                }
+            }
+        }
+    }
+    let mut states: Vec<StripeState> = valid
+        .iter()
+        .map(|&m| {
+            if m != 0 {
+                StripeState::Raid
+            } else {
+                StripeState::Free
+            }
+        })
+        .collect();
+    for id in v.pairs.ids() {
+        if v.pairs.set(id).live() == 0 {
+            v.pairs.remove(id);
+            continue;
+        }
+        for &s in v.pairs.set(id).stripes() {
+            if states[s as usize] == StripeState::Raid {
+                return Err(format!("stripe {s} is both RAID data and a live pair set"));
+            }
+            states[s as usize] = StripeState::Replica;
+        }
+        v.pairs.refresh(id);
+    }
+    v.raid_valid_blocks = valid.iter().map(|m| m.count_ones() as u64).sum();
+    v.stripes = StripeTable::restore(states, valid);
+    Ok(())
+}
