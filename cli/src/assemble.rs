@@ -131,6 +131,11 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
             }
         }
     }
+    // The superblocks record the resolved reserved area, so a later change of how it is
+    // computed can never move the data of an existing pool.
+    let mut cfg = cfg.clone();
+    cfg.data_offset = Some(crate::pool_config::Size(cfg.resolved_data_offset()?));
+    let cfg = &cfg;
     let uuid = new_uuid()?;
     let created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -147,13 +152,17 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
     }
-    Ok(Pool {
+    let mut pool = Pool {
         cfg: cfg.clone(),
         uuid,
         disk_bytes,
         members: members.into_iter().map(Some).collect(),
         missing: Vec::new(),
-    })
+    };
+    if cfg.metadata.journal {
+        crate::metadata::write_initial(&mut pool, io)?;
+    }
+    Ok(pool)
 }
 
 /// Opens the members `file` lists and checks their superblocks: all from one pool, each
@@ -247,6 +256,19 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             file.geometry_key()
         );
     }
+    if let Some(off) = file.data_offset
+        && Some(off) != stored.data_offset
+    {
+        bail!(
+            "the pool file's data_offset {} differs from the pool's {} on the members",
+            off.0,
+            stored.data_offset.map_or(0, |s| s.0)
+        );
+    }
+    // What the members say is where the data is.
+    let mut file = file.clone();
+    file.data_offset = stored.data_offset;
+    let file = &file;
     let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
     let mut names: Vec<Option<String>> = vec![None; n];
     for (i, m, sb) in found {

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod assemble;
 mod create_cmd;
 mod demo;
+mod metadata;
 mod pool_config;
 mod scheme_choice;
 mod serve_cmd;

@@ -5,7 +5,8 @@
 //! members = ["emu:dc:file:d0.img", "emu:dc:file:d1.img", "..."]
 //! member_size = "2G"        # create missing file members (sparse) of this size
 //! block_size = "64K"        # stripe unit
-//! data_offset = "1M"        # reserved at the start of every member (superblock, metadata)
+//! # data_offset = "8M"      # reserved at the start of every member (superblock, journal,
+//!                           # checkpoints); default: what the metadata needs, fixed by create
 //! layout = "mols"           # mols | groups | permutation
 //! scheme = "fusionraid"     # fusionraid | fusion-nd | raid50 | 4-raid5 | lograid | ...
 //!
@@ -14,6 +15,11 @@
 //!
 //! [conversion]              # in-position conversion policy
 //! enabled = true
+//!
+//! [metadata]                # durable mapping (FusionRAID schemes)
+//! journal = true            # false: mapping in memory only, lost at restart
+//! journal_size = "4M"       # journal ring per member
+//! commit_interval_ms = 20   # commit at least this often while changes are pending
 //!
 //! [[volume]]
 //! name = "vol0"
@@ -34,6 +40,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use fusionraid_core::detector::DetectorConfig;
+use fusionraid_core::meta::JournalConfig;
 use fusionraid_core::scheme::fusion::{
     ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig,
 };
@@ -78,8 +85,10 @@ pub struct PoolFile {
     pub member_size: Option<Size>,
     #[serde(default = "default_block")]
     pub block_size: Size,
-    #[serde(default = "default_offset")]
-    pub data_offset: Size,
+    /// None: as much as the metadata needs (`resolved_data_offset`); `create` stores the
+    /// resolved value in the superblocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_offset: Option<Size>,
     #[serde(default = "default_layout")]
     pub layout: String,
     #[serde(default = "default_scheme")]
@@ -100,6 +109,8 @@ pub struct PoolFile {
     pub detector: DetectorSection,
     #[serde(default)]
     pub conversion: ConversionSection,
+    #[serde(default)]
+    pub metadata: MetadataSection,
     #[serde(rename = "volume")]
     pub volumes: Vec<VolumeSection>,
     #[serde(default)]
@@ -111,9 +122,6 @@ fn default_name() -> String {
 }
 fn default_block() -> Size {
     Size(64 << 10)
-}
-fn default_offset() -> Size {
-    Size(1 << 20)
 }
 fn default_layout() -> String {
     "mols".into()
@@ -152,6 +160,34 @@ impl Default for DetectorSection {
             window_slots: None,
             x_high: None,
             x_low: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataSection {
+    #[serde(default = "yes")]
+    pub journal: bool,
+    #[serde(default = "default_journal_size")]
+    pub journal_size: Size,
+    #[serde(default = "default_commit_ms")]
+    pub commit_interval_ms: u64,
+}
+
+fn default_journal_size() -> Size {
+    Size(4 << 20)
+}
+fn default_commit_ms() -> u64 {
+    20
+}
+
+impl Default for MetadataSection {
+    fn default() -> Self {
+        MetadataSection {
+            journal: true,
+            journal_size: default_journal_size(),
+            commit_interval_ms: default_commit_ms(),
         }
     }
 }
@@ -265,12 +301,24 @@ impl PoolFile {
             bail!("`block_size`: {bs} must be a power of two from 4K to 1M");
         }
         let min_off = crate::superblock::SUPERBLOCK_BYTES;
-        if self.data_offset.0 < min_off || !self.data_offset.0.is_multiple_of(4096) {
+        if let Some(off) = self.data_offset
+            && (off.0 < min_off || !off.0.is_multiple_of(4096))
+        {
             bail!(
                 "`data_offset`: {} must be a multiple of 4K and at least {} (the superblock)",
-                self.data_offset.0,
+                off.0,
                 format_size(min_off)
             );
+        }
+        let m = &self.metadata;
+        if m.journal_size.0 < 64 << 10 || m.journal_size.0 > 1 << 30 {
+            bail!(
+                "`metadata.journal_size`: {} must be between 64K and 1G",
+                format_size(m.journal_size.0)
+            );
+        }
+        if m.commit_interval_ms == 0 || m.commit_interval_ms > 60_000 {
+            bail!("`metadata.commit_interval_ms` must be between 1 and 60000");
         }
         self.layout_kind()?;
         self.detector_config()?;
@@ -381,12 +429,42 @@ impl PoolFile {
     }
 
     /// The FusionRAID configuration for members of `disk_bytes` each.
-    pub fn fusion_config(&self, disk_bytes: u64, redirect: bool) -> anyhow::Result<FusionConfig> {
+    /// Bytes reserved at the start of every member: the configured value, or the
+    /// superblock plus what the journal and the largest checkpoint need, in whole MiB.
+    pub fn resolved_data_offset(&self) -> anyhow::Result<u64> {
+        if let Some(o) = self.data_offset {
+            return Ok(o.0);
+        }
+        let mut cfg = self.fusion_config_at(0, 0, true, 0)?;
+        cfg.journal.get_or_insert_with(Default::default);
+        let end = fusionraid_core::scheme::fusion::durable::meta_layout(&cfg)
+            .map_or(1 << 20, |l| l.end());
+        Ok(end.div_ceil(1 << 20).max(1) << 20)
+    }
+
+    /// The FusionRAID configuration of this pool on members of `disk_bytes`; `pool_id`
+    /// marks its journal (from the superblock's uuid).
+    pub fn fusion_config(
+        &self,
+        disk_bytes: u64,
+        redirect: bool,
+        pool_id: u64,
+    ) -> anyhow::Result<FusionConfig> {
+        self.fusion_config_at(disk_bytes, self.resolved_data_offset()?, redirect, pool_id)
+    }
+
+    fn fusion_config_at(
+        &self,
+        disk_bytes: u64,
+        data_offset: u64,
+        redirect: bool,
+        pool_id: u64,
+    ) -> anyhow::Result<FusionConfig> {
         let pool = PoolGeometry {
             disks: self.members.len(),
             disk_bytes,
             block_size: self.block_size.0,
-            data_offset: self.data_offset.0,
+            data_offset,
             layout: self.layout_kind()?,
         };
         let volumes = self
@@ -409,6 +487,11 @@ impl PoolFile {
         f.conversion = self.conversion_policy();
         f.hedge_ns = self.hedge_us.map(|u| u * 1000);
         f.raid_threshold = self.raid_threshold;
+        f.journal = self.metadata.journal.then(|| JournalConfig {
+            pool_id,
+            journal_bytes: self.metadata.journal_size.0,
+            commit_interval_ns: self.metadata.commit_interval_ms * 1_000_000,
+        });
         Ok(f)
     }
 
@@ -421,10 +504,14 @@ impl PoolFile {
             .map(|v| format!("{}:{}:{}:{}", v.name, v.level, v.width, v.size.0))
             .collect();
         format!(
-            "members={} block={} offset={} layout={} volumes=[{}]",
+            "members={} block={} journal={} layout={} volumes=[{}]",
             self.members.len(),
             self.block_size.0,
-            self.data_offset.0,
+            if self.metadata.journal {
+                format_size(self.metadata.journal_size.0)
+            } else {
+                "off".into()
+            },
             self.layout,
             vols.join(",")
         )

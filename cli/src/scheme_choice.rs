@@ -21,15 +21,20 @@ pub fn known_schemes() -> String {
         .join(", ")
 }
 
-/// The scheme `name` over `pool`, whose members hold `disk_bytes` each.
+/// Is `name` a FusionRAID scheme (one whose mapping the pool's metadata journal holds)?
+pub fn is_fusion(name: &str) -> bool {
+    FUSION_NAMES.contains(&name.to_ascii_lowercase().as_str())
+}
+
+/// The scheme `name` over `pool`, whose members hold `disk_bytes` each, with empty volumes.
 pub fn build_scheme(
     pool: &PoolFile,
     name: &str,
     disk_bytes: u64,
 ) -> anyhow::Result<Box<dyn Scheme + Send>> {
     let lname = name.to_ascii_lowercase();
-    if FUSION_NAMES.contains(&lname.as_str()) {
-        let cfg = pool.fusion_config(disk_bytes, lname == "fusionraid")?;
+    if is_fusion(&lname) {
+        let cfg = pool.fusion_config(disk_bytes, lname == "fusionraid", 0)?;
         let s = FusionScheme::new(cfg).with_context(|| format!("scheme {lname}"))?;
         return Ok(Box::new(s));
     }
@@ -55,7 +60,7 @@ pub fn build_scheme(
         first.width,
         pool.volumes.iter().map(|v| v.size.0).collect(),
     );
-    cfg.data_offset = pool.data_offset.0;
+    cfg.data_offset = pool.resolved_data_offset()?;
     cfg.nparity = level.nparity();
     baselines::build(name, &cfg).map_err(|e| {
         if e.starts_with("unknown baseline") {
@@ -74,11 +79,16 @@ pub fn build_engine(
 ) -> anyhow::Result<Engine> {
     let name = scheme.unwrap_or(&pool.scheme);
     let s = build_scheme(pool, name, disk_bytes)?;
+    Ok(Engine::new(engine_config(pool)?, s, 0))
+}
+
+/// The engine settings the pool file asks for.
+pub fn engine_config(pool: &PoolFile) -> anyhow::Result<EngineConfig> {
     let mut cfg = EngineConfig::new(pool.members.len());
     cfg.detector = pool.detector_config()?;
     cfg.max_requests = pool.max_requests;
     cfg.seed = pool.seed;
-    Ok(Engine::new(cfg, s, 0))
+    Ok(cfg)
 }
 
 /// How many members may be missing while every volume keeps its data.

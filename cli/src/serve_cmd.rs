@@ -15,8 +15,9 @@ use fusionraid_io::{Driver, DriverConfig, ExportMux, format_size};
 use fusionraid_nbd::{Server, ServerConfig};
 
 use crate::assemble::{Io, Pool, assemble, create};
+use crate::metadata::recover_engine;
 use crate::pool_config::PoolFile;
-use crate::scheme_choice::{build_engine, known_schemes};
+use crate::scheme_choice::{build_engine, is_fusion, known_schemes};
 use crate::signals::Termination;
 use crate::status_doc::{StatusDoc, StatusServer};
 use crate::superblock::uuid_string;
@@ -48,8 +49,10 @@ pub struct Args {
     pub rmw: bool,
 }
 
-const NOT_DURABLE: &str = "mapping metadata is kept in memory only: a restart of `serve` starts \
-                           every volume empty (durable metadata is a later issue)";
+const NOT_DURABLE: &str = "metadata.journal = false: the mapping is kept in memory only and a \
+                           restart of `serve` starts every volume empty";
+/// Baselines whose mapping (a log) lives in memory only.
+const NOT_CRASH_SAFE: &[&str] = &["lograid", "4-raidm", "nvraid"];
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before any thread exists, so every thread inherits the blocked mask.
@@ -61,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let file = PoolFile::load(&pool_path)?;
     let base = crate::create_cmd::base_dir(&pool_path)?;
     let io = Io::new()?;
-    let pool = if file.is_ephemeral() || demo_fresh {
+    let mut pool = if file.is_ephemeral() || demo_fresh {
         // In-memory members keep nothing between runs, and a demo pool whose files are
         // missing is new: format them now.
         create(&file, &base, demo_fresh, &io)?
@@ -69,8 +72,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         assemble(&file, &base, &io)?
     };
     let scheme = args.scheme.clone().unwrap_or_else(|| file.scheme.clone());
-    let mut engine = build_engine(&pool.cfg, Some(&scheme), pool.disk_bytes)
-        .with_context(|| format!("known schemes: {}", known_schemes()))?;
+    let mut notes = Vec::new();
+    let mut engine = if is_fusion(&scheme) && pool.cfg.metadata.journal {
+        let redirect = scheme.eq_ignore_ascii_case("fusionraid");
+        let (engine, report) = recover_engine(&mut pool, redirect, &io)?;
+        eprintln!("fusionraid: metadata recovered: {report}");
+        notes.push(format!("metadata recovered at start: {report}"));
+        engine
+    } else {
+        if is_fusion(&scheme) {
+            notes.push(NOT_DURABLE.to_string());
+        } else if NOT_CRASH_SAFE.contains(&scheme.as_str()) {
+            notes.push(format!(
+                "scheme {scheme} keeps its log mapping in memory only (an evaluation baseline):                  a restart loses every volume's data"
+            ));
+        }
+        build_engine(&pool.cfg, Some(&scheme), pool.disk_bytes)
+            .with_context(|| format!("known schemes: {}", known_schemes()))?
+    };
     for (i, why) in &pool.missing {
         eprintln!("fusionraid: member {i} is missing ({why}); serving degraded");
         engine.fail_disk(DiskId(*i as u32), 0);
@@ -144,7 +163,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let driver = Arc::new(driver);
-    let mut notes = vec![NOT_DURABLE.to_string()];
     if file.is_ephemeral() {
         notes.push("members are in memory: their contents are lost at exit".into());
     }

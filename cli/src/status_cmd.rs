@@ -181,6 +181,27 @@ pub fn render(doc: &StatusDoc) -> String {
         "background: {} conversions, write amplification {:.2}",
         s.conversions, s.write_amplification
     );
+    match &s.metadata {
+        Some(m) => {
+            let _ = writeln!(
+                o,
+                "metadata: journaled; {} commits ({} failed), {} checkpoints (last {}), {} journal blocks, {} records, {} freed stripes awaiting commit",
+                m.commits,
+                m.failed_commits,
+                m.checkpoints,
+                fusionraid_io::format_size(m.last_checkpoint_bytes),
+                m.journal_blocks_written,
+                m.records,
+                m.held_stripes
+            );
+            if let Some(r) = &m.recovery {
+                let _ = writeln!(o, "recovery: {r}");
+            }
+        }
+        None => {
+            let _ = writeln!(o, "metadata: not journaled");
+        }
+    }
     let _ = writeln!(o, "latency: read  {}", lat(&s.read_latency));
     let _ = writeln!(o, "         write {}", lat(&s.write_latency));
     let _ = writeln!(o, "         flush {}", lat(&s.flush_latency));

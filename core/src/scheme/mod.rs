@@ -34,6 +34,21 @@ pub struct VolumeStatus {
     pub metadata_bytes: u64,
 }
 
+/// What `status` shows about a scheme's durable metadata (schemes that journal it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetadataStatus {
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub failed_commits: u64,
+    pub journal_blocks_written: u64,
+    pub records: u64,
+    pub last_checkpoint_bytes: u64,
+    /// Freed stripes waiting for a commit before reuse.
+    pub held_stripes: u64,
+    /// What recovery found when the pool came up, if it recovered.
+    pub recovery: Option<String>,
+}
+
 /// A placement and redundancy policy. See the module documentation.
 pub trait Scheme {
     fn name(&self) -> &str;
@@ -56,6 +71,10 @@ pub trait Scheme {
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
     /// Quiescent: no scheme-internal work in flight or waiting (used by tests and shutdown).
     fn is_idle(&self) -> bool;
+    /// The durable-metadata journal's state, for schemes that keep one.
+    fn metadata_status(&self) -> Option<MetadataStatus> {
+        None
+    }
     /// Check internal metadata for consistency; panics on a violation (tests, debugging).
     fn check_invariants(&self) {}
     /// One line per volume of internal queue state, for diagnostics.

@@ -64,6 +64,19 @@ pub struct LatencyView {
     pub max_us: f64,
 }
 
+/// The durable-metadata journal (schemes that keep one).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataView {
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub failed_commits: u64,
+    pub journal_blocks_written: u64,
+    pub records: u64,
+    pub last_checkpoint_bytes: u64,
+    pub held_stripes: u64,
+    pub recovery: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatusSnapshot {
     pub scheme: String,
@@ -82,6 +95,8 @@ pub struct StatusSnapshot {
     pub read_latency: LatencyView,
     pub write_latency: LatencyView,
     pub flush_latency: LatencyView,
+    #[serde(default)]
+    pub metadata: Option<MetadataView>,
 }
 
 /// Per-class latency histograms kept by the loop (1 us .. 1 h, 3 significant digits).
@@ -187,5 +202,15 @@ pub(crate) fn snapshot(
         read_latency: view(&lat.read),
         write_latency: view(&lat.write),
         flush_latency: view(&lat.flush),
+        metadata: engine.scheme().metadata_status().map(|m| MetadataView {
+            commits: m.commits,
+            checkpoints: m.checkpoints,
+            failed_commits: m.failed_commits,
+            journal_blocks_written: m.journal_blocks_written,
+            records: m.records,
+            last_checkpoint_bytes: m.last_checkpoint_bytes,
+            held_stripes: m.held_stripes,
+            recovery: m.recovery,
+        }),
     }
 }

@@ -323,6 +323,20 @@ impl Scheme for FusionScheme {
         FusionScheme::check_invariants(self)
     }
 
+    fn metadata_status(&self) -> Option<crate::scheme::MetadataStatus> {
+        let d = self.durable.as_ref()?;
+        Some(crate::scheme::MetadataStatus {
+            commits: d.stats.commits,
+            checkpoints: d.stats.checkpoints,
+            failed_commits: d.stats.failed_commits,
+            journal_blocks_written: d.stats.journal_blocks_written,
+            records: d.stats.records,
+            last_checkpoint_bytes: d.stats.last_checkpoint_bytes,
+            held_stripes: self.vols.iter().map(|v| v.stripes.held()).sum(),
+            recovery: d.recovery.as_ref().map(|r| r.to_string()),
+        })
+    }
+
     fn debug_state(&self) -> String {
         let kinds: Vec<String> = self
             .jobs
