@@ -22,6 +22,7 @@ fi
 export FUSIONRAID_REQUIRE_TOOLS=1
 # Thousands of model-test seeds (each a full random scenario with faults).
 export FUSIONRAID_SEEDS="${FUSIONRAID_SEEDS:-2000}"
+export FUSIONRAID_CRASH_SEEDS="${FUSIONRAID_CRASH_SEEDS:-1000}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace "$@"

@@ -1,7 +1,7 @@
 //! The superblock `create` writes at offset 0 of every member, and `serve` checks.
 //!
 //! ```text
-//! member:  [0, 64K) superblock | [64K, data_offset) reserved (future metadata) | data ...
+//! member:  [0, 64K) superblock | [64K, data_offset) journal and checkpoints | data ...
 //!
 //! superblock (little endian):
 //!   0  magic "FRAIDSB\0"         8 bytes
@@ -16,8 +16,8 @@
 //!  60  reserved                  u32 (0)
 //!  64  pool config (TOML)        the geometry and policies `create` was given
 //! ```
-//! The region between the superblock and `data_offset` is where durable mapping metadata
-//! will go (a later issue); today the mapping lives in memory only.
+//! The region between the superblock and `data_offset` holds the durable mapping metadata
+//! (core::meta; docs/FORMAT.md).
 
 use anyhow::bail;
 

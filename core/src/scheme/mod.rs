@@ -32,6 +32,8 @@ pub struct VolumeStatus {
     pub mapped_bytes: u64,
     /// Metadata held in memory for this volume (mapping, pairing, patch lists, stripe table).
     pub metadata_bytes: u64,
+    /// Rebuild after a member failure, in words (None: none ran).
+    pub rebuild: Option<String>,
 }
 
 /// What `status` shows about a scheme's durable metadata (schemes that journal it).

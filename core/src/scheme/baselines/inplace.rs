@@ -362,6 +362,7 @@ impl Scheme for InPlace {
             conversion_backlog: 0,
             mapped_bytes: m.size,
             metadata_bytes: 0,
+            rebuild: None,
         })
     }
 

@@ -989,6 +989,7 @@ impl Scheme for LogRaid {
             conversion_backlog: 0,
             mapped_bytes: vol.mapped * PAGE_SIZE,
             metadata_bytes: self.map.memory_bytes() + used * self.space.seg_pages() as u64 * 4,
+            rebuild: None,
         })
     }
 

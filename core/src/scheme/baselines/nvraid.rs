@@ -699,6 +699,7 @@ impl Scheme for NvRaid {
             conversion_backlog: self.age_q.len() as u64,
             mapped_bytes: m.size,
             metadata_bytes: self.buf.len() as u64 * (64 + 4 * self.core.geo.stripe_pages() as u64),
+            rebuild: None,
         })
     }
 

@@ -1187,6 +1187,7 @@ impl Scheme for RaidM {
             conversion_backlog: 0,
             mapped_bytes: vol.mapped * PAGE_SIZE,
             metadata_bytes: g.map.memory_bytes() + used * self.ppb as u64 * 4,
+            rebuild: None,
         })
     }
 

@@ -62,8 +62,9 @@ impl FusionScheme {
                 let idle = pol
                     .idle_ns
                     .is_some_and(|i| ctx.now >= self.last_user_at + i);
-                let mut started = false;
-                if pol.enabled && (starving || at_cap || low_space || rep_full || idle) {
+                let mut started = self.rebuild_due(ctx, vol) && self.start_rebuild(ctx, vol);
+                if !started && pol.enabled && (starving || at_cap || low_space || rep_full || idle)
+                {
                     started = self.start_conversion(ctx, vol, starving || at_cap);
                 }
                 if !started && (starving || low_space) {
@@ -423,6 +424,21 @@ impl FusionScheme {
         if picked.is_empty() {
             return false;
         }
+        self.launch_relocation(ctx, vol, picked, false)
+    }
+
+    /// Move the user blocks `picked` (at most one stripe's worth) into a fresh full stripe:
+    /// read each whole (reconstructing around failed members), write data and parity, then
+    /// remap every block nobody rewrote meanwhile. `strict`: the target must avoid every
+    /// failed member (a rebuild that landed on one again would achieve nothing).
+    pub(super) fn launch_relocation(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        picked: Vec<u64>,
+        strict: bool,
+    ) -> bool {
+        let v = &mut self.vols[vol];
         let redirect = self.cfg.redirect;
         let width = v.zone.width();
         let nparity = v.zone.nparity();
@@ -438,12 +454,16 @@ impl FusionScheme {
                 .take_spare(|s| (0..width).all(|c| !ctx.is_failed(zone.disk(s, c))))
         });
         let target = target.or_else(|| {
-            v.stripes.take_spare(|s| {
-                (0..width)
-                    .filter(|&c| ctx.is_failed(zone.disk(s, c)))
-                    .count()
-                    <= nparity
-            })
+            (!strict)
+                .then(|| {
+                    v.stripes.take_spare(|s| {
+                        (0..width)
+                            .filter(|&c| ctx.is_failed(zone.disk(s, c)))
+                            .count()
+                            <= nparity
+                    })
+                })
+                .flatten()
         });
         let Some((stripe, _)) = target else {
             return false;

@@ -134,6 +134,8 @@ pub struct ConversionPolicy {
     pub pause_fg_bytes_per_sec: f64,
     /// Conversions and compactions in flight at once per volume.
     pub max_concurrent: usize,
+    /// Pace of the rebuild after a member failure (bytes of user data moved per second).
+    pub rebuild_bytes_per_sec: f64,
 }
 
 impl Default for ConversionPolicy {
@@ -145,6 +147,7 @@ impl Default for ConversionPolicy {
             idle_ns: Some(50_000_000),
             pause_fg_bytes_per_sec: 40e6,
             max_concurrent: 2,
+            rebuild_bytes_per_sec: 400e6,
         }
     }
 }

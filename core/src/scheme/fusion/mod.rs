@@ -13,6 +13,7 @@ pub mod durable;
 mod jobs;
 pub mod pairs;
 mod read;
+pub mod rebuild;
 pub mod vol;
 mod write;
 
@@ -267,6 +268,9 @@ impl Scheme for FusionScheme {
 
     fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
         let mut d = self.hedge_deadline(now);
+        if let Some(r) = self.rebuild_deadline(now) {
+            d = Some(d.map_or(r, |x| x.min(r)));
+        }
         if let Some(c) = self.durable_deadline() {
             d = Some(d.map_or(c, |x| x.min(c)));
         }
@@ -287,8 +291,9 @@ impl Scheme for FusionScheme {
     }
 
     fn on_disk_failed(&mut self, ctx: &mut Ctx, _disk: DiskId) {
-        // Nothing is remapped eagerly: reads reconstruct or use the surviving copies, and new
-        // writes avoid the failed member. Rebuilding redundancy is the rebuild process's job.
+        // Reads reconstruct or use the surviving copies and new writes avoid the failed
+        // member at once; the rebuild restores redundancy in the background (rebuild.rs).
+        self.begin_rebuild(ctx.now);
         self.kick_background(ctx);
         self.after_event(ctx);
     }
@@ -311,6 +316,7 @@ impl Scheme for FusionScheme {
             free_bytes: vol.stripes.count(StripeState::Free) * w * bs,
             conversion_backlog: vol.pairs.set_count() as u64,
             mapped_bytes: vol.bmt.mapped_blocks() * bs,
+            rebuild: vol.rebuild.as_ref().map(|r| r.describe(vol.blocks)),
             metadata_bytes: vol.metadata_bytes(),
         })
     }

@@ -46,6 +46,8 @@ pub struct Vol {
     /// then (unless writes wait for space): a paused conversion must not cost a scan of the
     /// candidates on every device completion.
     pub next_bg_scan: crate::types::Nanos,
+    /// Moving data off failed members (None: nothing has failed).
+    pub rebuild: Option<super::rebuild::Rebuild>,
 }
 
 impl Vol {
@@ -73,6 +75,7 @@ impl Vol {
             space_waiters: Vec::new(),
             writes_in_flight: 0,
             next_bg_scan: 0,
+            rebuild: None,
             cfg,
             zone,
         }
