@@ -165,6 +165,9 @@ pub fn render(doc: &StatusDoc) -> String {
             v.conversion_backlog,
             human(v.metadata_bytes)
         );
+        if let Some(r) = &v.rebuild {
+            let _ = writeln!(o, "	  rebuild: {r}");
+        }
     }
     let _ = writeln!(
         o,

@@ -52,6 +52,9 @@ pub struct VolumeView {
     pub free_bytes: u64,
     pub conversion_backlog: u64,
     pub metadata_bytes: u64,
+    /// Rebuild after a member failure, in words.
+    #[serde(default)]
+    pub rebuild: Option<String>,
 }
 
 /// Latency percentiles in microseconds over every command since start.
@@ -181,6 +184,7 @@ pub(crate) fn snapshot(
                 free_bytes: s.free_bytes,
                 conversion_backlog: s.conversion_backlog,
                 metadata_bytes: s.metadata_bytes,
+                rebuild: s.rebuild,
             })
         })
         .collect();
