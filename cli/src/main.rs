@@ -5,7 +5,13 @@ use clap::{Parser, Subcommand};
 mod assemble;
 mod create_cmd;
 mod demo;
+#[cfg(test)]
+mod fuzz_util;
 mod pool_config;
+#[cfg(test)]
+mod pool_config_fuzz;
+mod pool_fit;
+mod pool_limits;
 mod scheme_choice;
 mod serve_cmd;
 mod signals;
@@ -13,6 +19,8 @@ mod sim_cmd;
 mod status_cmd;
 mod status_doc;
 mod superblock;
+#[cfg(test)]
+mod superblock_fuzz;
 
 #[derive(Parser)]
 #[command(
