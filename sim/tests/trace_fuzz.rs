@@ -303,6 +303,13 @@ fn a_range_past_2_64_is_an_error_naming_the_line() {
     )
     .collect();
     assert_eq!(out.len(), 2);
-    let e = out[1].as_ref().unwrap_err().to_string();
+    // The error may come out ahead of the record the tie spreader still holds.
+    let errs: Vec<String> = out
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errs.len(), 1);
+    let e = &errs[0];
     assert!(e.starts_with("fuzz.trace:2: request of 512 bytes"), "{e}");
 }
