@@ -5,8 +5,14 @@ use clap::{Parser, Subcommand};
 mod assemble;
 mod create_cmd;
 mod demo;
+#[cfg(test)]
+mod fuzz_util;
 mod metadata;
 mod pool_config;
+#[cfg(test)]
+mod pool_config_fuzz;
+mod pool_fit;
+mod pool_limits;
 mod scheme_choice;
 mod serve_cmd;
 mod signals;
@@ -14,6 +20,8 @@ mod sim_cmd;
 mod status_cmd;
 mod status_doc;
 mod superblock;
+#[cfg(test)]
+mod superblock_fuzz;
 
 #[derive(Parser)]
 #[command(

@@ -42,36 +42,58 @@ use anyhow::{Context, bail};
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::meta::JournalConfig;
 use fusionraid_core::scheme::fusion::{
-    ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig,
+    ConversionPolicy, FusionConfig, LayoutKind, PoolGeometry, VolumeConfig,
 };
 use fusionraid_io::{MemberSpec, format_size, parse_size};
+
+use crate::pool_limits;
 use serde::{Deserialize, Serialize};
 
 /// A byte count written as an integer or a string with a unit ("64K", "2G").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "SizeRepr", into = "SizeRepr")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub u64);
 
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(untagged)]
-enum SizeRepr {
-    Int(u64),
-    Str(String),
-}
-
-impl TryFrom<SizeRepr> for Size {
-    type Error = String;
-    fn try_from(r: SizeRepr) -> Result<Size, String> {
-        match r {
-            SizeRepr::Int(n) => Ok(Size(n)),
-            SizeRepr::Str(s) => parse_size(&s).map(Size),
-        }
+impl Serialize for Size {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_size(self.0))
     }
 }
 
-impl From<Size> for SizeRepr {
-    fn from(s: Size) -> SizeRepr {
-        SizeRepr::Str(format_size(s.0))
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+        d.deserialize_any(SizeVisitor)
+    }
+}
+
+/// Says what a size may be for every kind of value (serde's untagged-enum fallback only
+/// says that no variant matched).
+struct SizeVisitor;
+
+impl serde::de::Visitor<'_> for SizeVisitor {
+    type Value = Size;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a size: a whole number of bytes, or a string such as \"64K\" or \"2G\"")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Size, E> {
+        Ok(Size(n))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Size, E> {
+        u64::try_from(n)
+            .map(Size)
+            .map_err(|_| E::custom(format!("a size can not be negative ({n})")))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Size, E> {
+        Err(E::custom(format!(
+            "a size is a whole number of bytes or a string such as \"64K\", not {v}"
+        )))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Size, E> {
+        parse_size(s).map(Size).map_err(E::custom)
     }
 }
 
@@ -320,25 +342,29 @@ impl PoolFile {
         if m.commit_interval_ms == 0 || m.commit_interval_ms > 60_000 {
             bail!("`metadata.commit_interval_ms` must be between 1 and 60000");
         }
-        self.layout_kind()?;
-        self.detector_config()?;
-        if self.max_requests == 0 {
-            bail!("`max_requests` must be positive");
+        let reserved = self.data_offset.map_or(min_off, |o| o.0);
+        if let Some(m) = self.member_size
+            && (m.0 <= reserved || !m.0.is_multiple_of(4096))
+        {
+            bail!(
+                "`member_size`: {} must be a multiple of 4K larger than `data_offset` ({})",
+                m.0,
+                format_size(reserved)
+            );
         }
+        self.layout_kind()?;
+        pool_limits::check_policies(self)?;
+        self.detector_config()?;
         if self.volumes.is_empty() {
             bail!("`[[volume]]`: at least one volume is needed");
         }
+        let mut total = 0u64;
         for (i, v) in self.volumes.iter().enumerate() {
-            let at = format!("`volume[{i}]` ({})", v.name);
-            if v.name.is_empty() || v.name.contains(['/', '?', '#', '\0']) {
-                bail!("{at}: `name` must be non-empty without / ? # or NUL");
-            }
+            let at = format!("`volume[{i}]` ({})", v.name.escape_debug());
+            pool_limits::check_volume(&at, v)?;
             if self.volumes[..i].iter().any(|w| w.name == v.name) {
                 bail!("{at}: `name` is used twice");
             }
-            v.level
-                .parse::<Level>()
-                .map_err(|e| anyhow::anyhow!("{at}: `level`: {e}"))?;
             if v.size.0 == 0 || v.size.0 % bs != 0 {
                 bail!(
                     "{at}: `size` {} must be a positive multiple of the block size {}",
@@ -346,11 +372,17 @@ impl PoolFile {
                     format_size(bs)
                 );
             }
+            total = total
+                .checked_add(v.size.0)
+                .ok_or_else(|| anyhow::anyhow!("{at}: the volumes' sizes add up beyond 16E"))?;
         }
-        if let Some(q) = self.serve.queue_depth
-            && q == 0
-        {
-            bail!("`serve.queue_depth` must be positive");
+        // What `create` stores must fit the superblock, or the pool could never be created.
+        let stored = self.to_toml().len();
+        if stored > crate::superblock::MAX_CONFIG_BYTES {
+            bail!(
+                "the pool file is {stored} bytes in canonical form; a superblock holds at most {}",
+                crate::superblock::MAX_CONFIG_BYTES
+            );
         }
         Ok(())
     }
@@ -423,7 +455,7 @@ impl PoolFile {
             p.pause_fg_bytes_per_sec = v * 1e6;
         }
         if let Some(v) = c.max_concurrent {
-            p.max_concurrent = v.max(1);
+            p.max_concurrent = v;
         }
         p
     }
@@ -439,6 +471,9 @@ impl PoolFile {
         cfg.journal.get_or_insert_with(Default::default);
         let end = fusionraid_core::scheme::fusion::durable::meta_layout(&cfg)
             .map_or(1 << 20, |l| l.end());
+        if end > u64::MAX / 2 {
+            bail!("the volumes are too large for any member: their metadata alone would not fit");
+        }
         Ok(end.div_ceil(1 << 20).max(1) << 20)
     }
 
@@ -593,5 +628,43 @@ size = "16M"
         assert!(format!("{:#}", PoolFile::parse(&bad).unwrap_err()).contains("members[4]"));
         let mixed = GOOD.replace("\"mem:64M\"]", "\"file:/tmp/x\"]");
         assert!(format!("{:#}", PoolFile::parse(&mixed).unwrap_err()).contains("in memory"));
+    }
+
+    /// Values found by the fuzzer (pool_config_fuzz.rs) that used to be accepted and then
+    /// overflowed, allocated without bound, or failed to round-trip through the superblock.
+    #[test]
+    fn hostile_values_are_refused_with_the_field_named() {
+        let top = |line: &str| {
+            let text = format!("{line}\n{GOOD}");
+            format!("{:#}", PoolFile::parse(&text).unwrap_err())
+        };
+        assert!(top("hedge_us = 9223372036854775807").contains("hedge_us"));
+        assert!(top("max_requests = 9223372036854775807").contains("max_requests"));
+        assert!(top("block_size = -1").contains("can not be negative"));
+        assert!(top("block_size = 1.5").contains("whole number"));
+        let esc = GOOD.replace("name = \"t\"", "name = \"a\\u001b[2Jb\"");
+        assert!(format!("{:#}", PoolFile::parse(&esc).unwrap_err()).contains("control"));
+        assert!(top("member_size = \"4K\"").contains("member_size"));
+        assert!(err("[conversion]\nidle_ms = 9223372036854775807").contains("idle_ms"));
+        assert!(err("[conversion]\nspare_low_water = nan").contains("spare_low_water"));
+        assert!(err("[conversion]\npause_mb_per_s = -inf").contains("pause_mb_per_s"));
+        assert!(err("[conversion]\nmax_concurrent = 0").contains("max_concurrent"));
+        assert!(err("[detector]\nslot_us = 9223372036854775807").contains("slot_us"));
+        assert!(err("[serve]\nqueue_depth = 9223372036854775807").contains("queue_depth"));
+        let vol = |extra: &str| {
+            err(&format!(
+                "[[volume]]\nname = \"w\"\nlevel = \"raid6\"\nwidth = 4\nsize = \"1M\"\n{extra}"
+            ))
+        };
+        assert!(vol("replicated_fraction = nan").contains("replicated_fraction"));
+        assert!(vol("spare_fraction = inf").contains("spare_fraction"));
+        let narrow = GOOD.replace("width = 4", "width = 2");
+        assert!(format!("{:#}", PoolFile::parse(&narrow).unwrap_err()).contains("width"));
+        let huge = GOOD.replace("size = \"16M\"", "size = \"16777215T\"");
+        let p = PoolFile::parse(&huge).unwrap();
+        let Err(e) = crate::scheme_choice::build_engine(&p, None, 64 << 20) else {
+            panic!("16 EiB of volumes on 64 MiB members was accepted");
+        };
+        assert!(format!("{e:#}").contains("members offer"), "{e:#}");
     }
 }

@@ -32,6 +32,7 @@ pub fn build_scheme(
     name: &str,
     disk_bytes: u64,
 ) -> anyhow::Result<Box<dyn Scheme + Send>> {
+    crate::pool_fit::check_fits(pool, disk_bytes)?;
     let lname = name.to_ascii_lowercase();
     if is_fusion(&lname) {
         let cfg = pool.fusion_config(disk_bytes, lname == "fusionraid", 0)?;

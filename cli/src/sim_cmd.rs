@@ -278,10 +278,7 @@ fn parse_duration(s: &str) -> Result<u64, String> {
             ));
         }
     };
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("'{s}' is not a duration"));
-    }
-    Ok((v * scale).round() as u64)
+    in_u64(v * scale).ok_or_else(|| format!("'{s}' is too long a duration"))
 }
 
 /// `4096`, `64KiB`, `240GB`, `1.5TiB` (binary and decimal units).
@@ -306,7 +303,16 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
         "tb" => 1e12,
         u => return Err(format!("unknown size unit '{u}' in '{s}'")),
     };
-    Ok((v * scale).round() as u64)
+    in_u64(v * scale).ok_or_else(|| format!("'{s}' is too large a size"))
+}
+
+/// `x` rounded, if it is a count that fits in a u64 (`as` would saturate silently).
+fn in_u64(x: f64) -> Option<u64> {
+    let r = x.round();
+    // 2^64 as f64 is exact; every f64 below it converts without loss of range.
+    (0.0..18_446_744_073_709_551_616.0)
+        .contains(&r)
+        .then_some(r as u64)
 }
 
 /// `DISK=FACTOR`.
@@ -403,5 +409,46 @@ mod tests {
         assert_eq!(parse_bytes("240GB"), Ok(240_000_000_000));
         assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
         assert_eq!(parse_duration("2m"), Ok(120_000_000_000));
+        // These used to saturate to u64::MAX and overflow
+        // the run's deadlines, or to ask for an exabyte-sized volume.
+        assert!(
+            parse_duration("99999999999h")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(
+            parse_bytes("99999999999TiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert_eq!(parse_bytes("16777215T"), Ok(u64::MAX - (1 << 40) + 1));
+        let long = parse(&["--duration", "99999h"]).unwrap().validate();
+        assert!(long.unwrap_err().contains("year"));
+        let huge = parse(&["--volume-size", "2000000TiB"]).unwrap().validate();
+        assert!(huge.unwrap_err().contains("EiB"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            crate::fuzz_util::cases(256)
+        ))]
+
+        /// Any --duration / --warmup / --volume-size / --block-size text: an error, or a
+        /// scenario whose validation and derived sizes do not overflow.
+        #[test]
+        fn size_and_time_flags_never_overflow(
+            d in "[0-9]{1,22}(\\.[0-9]{0,3})?(ns|us|ms|s|m|h|)",
+            v in "[0-9]{1,22}(\\.[0-9]{0,3})?(|k|KiB|GB|TiB|tb)",
+            b in "[0-9]{1,8}(|k|KiB|M)",
+        ) {
+            let argv = ["--duration", &d, "--warmup", &d, "--volume-size", &v, "--block-size", &b];
+            if let Ok(sc) = parse(&argv)
+                && sc.validate().is_ok()
+            {
+                let sizes: Vec<u64> = sc.volume_configs().iter().map(|c| c.size_bytes).collect();
+                proptest::prop_assert!(sizes.iter().all(|&s| s > 0));
+                let _ = sc.summary();
+            }
+        }
     }
 }

@@ -25,6 +25,8 @@ pub const SUPERBLOCK_BYTES: u64 = 64 << 10;
 const MAGIC: [u8; 8] = *b"FRAIDSB\0";
 const VERSION: u32 = 1;
 const HEADER: usize = 64;
+/// The longest pool configuration a superblock holds.
+pub const MAX_CONFIG_BYTES: usize = SUPERBLOCK_BYTES as usize - HEADER;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Superblock {

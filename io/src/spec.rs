@@ -90,8 +90,24 @@ impl MemberSpec {
                 if preset.is_empty() {
                     return Err(err("emu: needs a preset name, e.g. emu:dc:...".into()));
                 }
+                let known = fusionraid_sim::device::presets::list_presets()
+                    .into_iter()
+                    .chain(fusionraid_sim::device::presets::list_hdd_presets());
+                if !known.clone().any(|p| p == preset) {
+                    return Err(err(format!(
+                        "unknown emu preset '{preset}' (known: {})",
+                        known.collect::<Vec<_>>().join(", ")
+                    )));
+                }
                 let (mut aged, mut seed, mut speed) = (false, None, 1.0);
+                let mut seen: Vec<&str> = Vec::new();
                 for o in parts {
+                    // A repeated option would silently override the first; say so instead.
+                    let key = o.split_once('=').map_or(o, |(k, _)| k);
+                    if seen.contains(&key) {
+                        return Err(err(format!("emu option '{key}' given twice")));
+                    }
+                    seen.push(key);
                     match o.split_once('=') {
                         None if o == "aged" => aged = true,
                         Some(("seed", v)) => {
@@ -286,6 +302,10 @@ mod tests {
         assert!(e("emu:dc:emu:dc:mem:1G").contains("can not wrap"));
         assert!(e("nbd+unix:///x").contains("socket"));
         assert!(e("file:").contains("needs a path"));
+        assert!(e("emu:ssd:mem:1G").contains("unknown emu preset"));
+        assert!(e("emu:dc,seed=1,seed=2:mem:1G").contains("twice"));
+        assert!(e("emu:dc,speed=nan:mem:1G").contains("speed"));
+        assert!(e("mem:18446744073709551615T").contains("too large"));
     }
 
     #[test]

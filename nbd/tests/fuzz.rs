@@ -2,54 +2,17 @@
 //! socket pair: the server must never panic, must always finish, and must
 //! never let a malformed write reach the backend.
 
-use std::io::{Read, Write};
-use std::net::Shutdown;
-use std::os::unix::net::UnixStream;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+mod fuzz_support;
 
+use std::io::Read;
+use std::sync::atomic::Ordering;
+
+use fusionraid_nbd::NbdError;
 use fusionraid_nbd::proto::consts::*;
 use fusionraid_nbd::proto::handshake::*;
 use fusionraid_nbd::proto::transmission::*;
-use fusionraid_nbd::{ExportInfo, MemBackend, NbdError, ServerConfig, serve_connection};
+use fuzz_support::{SIZE, cases, run_server};
 use proptest::prelude::*;
-
-const SIZE: u64 = 256 * 1024;
-
-/// Runs one server connection fed with `input`, returns what the server
-/// wrote, how the connection ended, and the backend.
-fn run_server(input: Vec<u8>) -> (Vec<u8>, Result<(), NbdError>, Arc<MemBackend>) {
-    let backend = Arc::new(MemBackend::new(ExportInfo::new("disk", SIZE)));
-    let (mut client, server_end) = UnixStream::pair().unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    let b = backend.clone();
-    let config = ServerConfig {
-        handshake_timeout: Duration::from_secs(10),
-        ..ServerConfig::default()
-    };
-    let server = std::thread::spawn(move || serve_connection(server_end, b, &config));
-    // Write on a thread: the server may stop reading (or answer a lot)
-    // before all input is consumed, and neither side may block the other.
-    let mut w = client.try_clone().unwrap();
-    let writer = std::thread::spawn(move || {
-        let _ = w.write_all(&input);
-        let _ = w.shutdown(Shutdown::Write);
-    });
-    let mut out = Vec::new();
-    client
-        .read_to_end(&mut out)
-        .or_else(|e| match e.kind() {
-            std::io::ErrorKind::ConnectionReset => Ok(0),
-            _ => Err(e),
-        })
-        .expect("server must close the connection, not stall");
-    writer.join().unwrap();
-    let result = server.join().expect("server thread must not panic");
-    (out, result, backend)
-}
 
 /// A valid fixed-newstyle prefix ending in NBD_OPT_GO for "disk".
 fn handshake_prefix() -> Vec<u8> {
@@ -97,6 +60,29 @@ enum Item {
     },
     /// Recoverable for the stream, all are rejected without a backend write.
     Cache,
+    /// A read longer than any payload (EINVAL, the stream goes on).
+    HugeRead(u32),
+    /// A range that wraps around 2^64: EINVAL for a read, ENOSPC for a write (whose payload
+    /// is skipped).
+    WrapRead,
+    WrapWrite {
+        fill: u8,
+    },
+    /// Zero-length read or write: success without touching the backend.
+    ZeroLen {
+        write: bool,
+    },
+    /// Commands whose feature was never negotiated (block status, resize): EINVAL.
+    Unnegotiated(u16),
+    /// Zeroes a range (MemBackend advertises write zeroes).
+    Zero {
+        block: u64,
+        blocks: u32,
+    },
+    /// A read with FUA (allowed: the export advertises FUA).
+    FuaRead,
+    /// NBD_CMD_DISC: in-flight requests finish, nothing after it is read or answered.
+    Disconnect,
     /// Each of these ends the connection.
     BadMagic,
     UnknownCommand(u16),
@@ -124,6 +110,18 @@ fn item() -> impl Strategy<Value = Item> {
         1 => (1u8..=255).prop_map(|fill| Item::BeyondEnd { fill }),
         1 => (1u8..=255).prop_map(|fill| Item::BadFlags { fill }),
         1 => Just(Item::Cache),
+        1 => prop_oneof![Just(u32::MAX), Just((32 << 20) + 4096), Just(u32::MAX - 4095)]
+            .prop_map(Item::HugeRead),
+        1 => Just(Item::WrapRead),
+        1 => (1u8..=255).prop_map(|fill| Item::WrapWrite { fill }),
+        1 => any::<bool>().prop_map(|write| Item::ZeroLen { write }),
+        1 => prop_oneof![Just(NBD_CMD_BLOCK_STATUS), Just(NBD_CMD_RESIZE)].prop_map(Item::Unnegotiated),
+        1 => (0..blocks, 1u32..4).prop_map(move |(b, n)| Item::Zero {
+            block: b.min(blocks - u64::from(n)),
+            blocks: n
+        }),
+        1 => Just(Item::FuaRead),
+        1 => Just(Item::Disconnect),
         1 => Just(Item::BadMagic),
         1 => (9u16..).prop_map(Item::UnknownCommand),
         1 => Just(Item::HugeWrite),
@@ -142,6 +140,9 @@ fn header(typ: u16, flags: u16, handle: u64, offset: u64, len: u32) -> [u8; 28] 
     }
     .encode()
 }
+
+/// A 4 KiB-aligned offset whose 8 KiB range wraps around 2^64.
+const WRAP: u64 = u64::MAX - 4095;
 
 /// A reply the model expects: handle, error, and read data.
 type Expected = (u64, u32, Vec<u8>);
@@ -197,6 +198,45 @@ fn encode(items: &[Item]) -> (Vec<u8>, Vec<u8>, u64, Vec<Expected>) {
             Item::Cache => {
                 bytes.extend_from_slice(&header(NBD_CMD_CACHE, 0, h, 0, 4096));
                 replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::HugeRead(len) => {
+                bytes.extend_from_slice(&header(NBD_CMD_READ, 0, h, 0, *len));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::WrapRead => {
+                bytes.extend_from_slice(&header(NBD_CMD_READ, 0, h, WRAP, 8192));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::WrapWrite { fill } => {
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, WRAP, 8192));
+                bytes.extend(std::iter::repeat_n(*fill, 8192));
+                replies.push((h, NBD_ENOSPC, Vec::new()));
+            }
+            Item::ZeroLen { write } => {
+                let typ = if *write { NBD_CMD_WRITE } else { NBD_CMD_READ };
+                bytes.extend_from_slice(&header(typ, 0, h, 4096, 0));
+                replies.push((h, 0, Vec::new()));
+            }
+            Item::Unnegotiated(typ) => {
+                bytes.extend_from_slice(&header(*typ, 0, h, 0, 4096));
+                replies.push((h, NBD_EINVAL, Vec::new()));
+            }
+            Item::Zero { block, blocks } => {
+                let (off, len) = (block * 4096, blocks * 4096);
+                bytes.extend_from_slice(&header(NBD_CMD_WRITE_ZEROES, 0, h, off, len));
+                disk[off as usize..(off + u64::from(len)) as usize].fill(0);
+                replies.push((h, 0, Vec::new()));
+            }
+            Item::FuaRead => {
+                bytes.extend_from_slice(&header(NBD_CMD_READ, NBD_CMD_FLAG_FUA, h, 0, 4096));
+                replies.push((h, 0, disk[..4096].to_vec()));
+            }
+            Item::Disconnect => {
+                bytes.extend_from_slice(&header(NBD_CMD_DISC, 0, h, 0, 0));
+                // Whatever follows is sent but must have no effect and get no reply.
+                let (tail, ..) = encode(&items[i + 1..]);
+                bytes.extend_from_slice(&tail[handshake_prefix().len()..]);
+                return (bytes, disk, writes, replies);
             }
             Item::BadMagic => {
                 let mut b = header(NBD_CMD_WRITE, 0, h, 0, 4096);
@@ -271,7 +311,7 @@ fn check_output(out: &[u8], replies: &[Expected]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(cases(64)))]
 
     /// Arbitrary bytes as the whole client side: the handshake parser must
     /// end cleanly (error or abort), and nothing reaches the backend.

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod nbdkit;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

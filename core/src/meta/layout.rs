@@ -44,7 +44,9 @@ impl MetaLayout {
         let ring_slots = ring / copies as u64 * copies as u64;
         let payload = CHUNK_BYTES - super::frame::CHUNK_HEADER as u64;
         let max_chunks = max_image_bytes.div_ceil(payload).max(1);
-        let slot_chunks = max_chunks.div_ceil(members as u64) * copies as u64;
+        let slot_chunks = max_chunks
+            .div_ceil(members as u64)
+            .saturating_mul(copies as u64);
         MetaLayout {
             members,
             copies,
@@ -61,7 +63,11 @@ impl MetaLayout {
         self.ring_slots * JOURNAL_BLOCK
     }
     pub fn checkpoint_offset(&self, slot: u64) -> u64 {
-        self.journal_offset() + self.journal_bytes() + slot * self.slot_chunks * CHUNK_BYTES
+        // Saturating: an absurd volume size must give an absurd (rejected) offset, not a panic.
+        self.slot_chunks
+            .saturating_mul(CHUNK_BYTES)
+            .saturating_mul(slot)
+            .saturating_add(self.journal_offset() + self.journal_bytes())
     }
     /// First byte after the metadata region: the smallest `data_offset` this layout allows.
     pub fn end(&self) -> u64 {

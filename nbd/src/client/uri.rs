@@ -140,6 +140,8 @@ fn percent_decode(s: &str) -> Result<Vec<u8>, String> {
         if b[i] == b'%' {
             let hex = b
                 .get(i + 1..i + 3)
+                // from_str_radix alone would take "+f" as 15.
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
                 .ok_or("bad %-escape")?;
@@ -272,6 +274,8 @@ mod tests {
         assert!(reason("nbd://h/x?foo=1").contains("foo"));
         assert!(reason("nbd://h/x?tls-type=anon").contains("TLS"));
         assert!(reason("nbd://h/%zz").contains("escape"));
+        assert!(reason("nbd://h/%+f").contains("escape"));
+        assert!(reason("nbd+unix:///x?socket=%-1").contains("escape"));
         assert!(reason("nbd://h/a%00b").contains("NUL"));
         assert!(reason("nbd:///x").contains("host"));
         assert!(reason("nbd://user@h/x").contains("user"));

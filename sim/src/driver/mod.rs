@@ -136,6 +136,20 @@ impl Sim {
             .map(|d| d.capacity_bytes())
             .min()
             .expect("at least one member");
+        // The schemes size their tables from the volumes before they compare them with the
+        // members: a volume that can not fit is refused here, before that allocation.
+        let logical: u64 = scenario
+            .volume_configs()
+            .iter()
+            .map(|v| v.size_bytes)
+            .fold(0, u64::saturating_add);
+        let raw = disk_bytes.saturating_mul(scenario.pool.disks as u64);
+        if logical > raw {
+            return Err(SimError::Scenario(format!(
+                "the volumes hold {logical} bytes but the {} members only {raw}",
+                scenario.pool.disks
+            )));
+        }
         let params = scenario.scheme_params(disk_bytes);
         let scheme = build_scheme(&scenario.scheme, &params)?;
         let mut ecfg = EngineConfig::new(scenario.pool.disks);

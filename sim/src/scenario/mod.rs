@@ -31,6 +31,11 @@ pub const DATA_OFFSET: u64 = MIB;
 
 /// Largest total volume size data mode will prefill (member contents are kept in memory).
 pub const DATA_PREFILL_LIMIT: u64 = 8 * GIB;
+/// Longest virtual run (and warm-up): a year. Times are u64 nanoseconds from the start of
+/// the run plus set-up time, so this keeps every deadline far from overflow.
+pub const MAX_VIRTUAL_NS: Nanos = 365 * 86_400 * 1_000_000_000;
+/// Largest volume: 1 EiB, so sizes rounded up to whole blocks and their sums stay in u64.
+pub const MAX_VOLUME_BYTES: u64 = 1 << 60;
 
 /// The pool's members.
 #[derive(Clone, Debug, PartialEq)]
@@ -212,6 +217,15 @@ impl Scenario {
             && d == 0
         {
             return Err("duration must be positive".into());
+        }
+        if self.duration_ns.unwrap_or(0).max(self.warmup_ns) > MAX_VIRTUAL_NS {
+            return Err("duration and warm-up must be at most a year of virtual time".into());
+        }
+        if self.volume_bytes.is_some_and(|b| b > MAX_VOLUME_BYTES) {
+            return Err(format!(
+                "volume size must be at most {} EiB",
+                MAX_VOLUME_BYTES >> 60
+            ));
         }
         let logical: u64 = self.volume_configs().iter().map(|v| v.size_bytes).sum();
         if !self.size_only && self.prefill && logical > DATA_PREFILL_LIMIT {

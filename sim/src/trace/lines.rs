@@ -94,6 +94,15 @@ impl<R: BufRead, P: LineParser> Iterator for LineSource<R, P> {
                 continue;
             }
             match self.parser.parse(text) {
+                Ok(Some(rec)) if rec.offset.checked_add(rec.len).is_none() => {
+                    // Every format takes offset and length separately; a range that wraps
+                    // around 2^64 is no request, and would overflow wherever it is used.
+                    let msg = format!(
+                        "request of {} bytes at offset {} ends beyond 2^64 bytes",
+                        rec.len, rec.offset
+                    );
+                    return Some(Err(TraceError::line(&self.file, self.line_no, msg)));
+                }
                 Ok(Some(rec)) => {
                     return Some(Ok(Numbered {
                         line: self.line_no,

@@ -42,9 +42,10 @@ impl<I> SpreadTies<I> {
         }
     }
 
-    fn flush(&mut self, spread: bool) {
+    /// Releases the held group spread over `span` ns (0: not spread).
+    fn flush(&mut self, span: Nanos) {
         let k = self.group.len() as u128;
-        let tick = if spread { self.tick as u128 } else { 0 };
+        let tick = span as u128;
         for (i, mut n) in self.group.drain(..).enumerate() {
             let shift = (i as u128 * tick / k) as Nanos;
             n.rec.time_ns = n.rec.time_ns.saturating_add(shift);
@@ -68,7 +69,7 @@ impl<I: Iterator<Item = Result<Numbered, TraceError>>> Iterator for SpreadTies<I
                 if self.group.is_empty() {
                     return None;
                 }
-                self.flush(true);
+                self.flush(self.tick);
                 continue;
             }
             match self.inner.next() {
@@ -81,8 +82,13 @@ impl<I: Iterator<Item = Result<Numbered, TraceError>>> Iterator for SpreadTies<I
                         .first()
                         .is_none_or(|g| g.rec.time_ns == n.rec.time_ns);
                     if !same {
+                        // Times need not be multiples of the tick (DiskSim decimals with a
+                        // coarse unit): spreading past the next record would put it out of
+                        // order, so the spread stops short of it.
+                        let t = self.group.first().map_or(0, |g| g.rec.time_ns);
+                        let span = self.tick.min(n.rec.time_ns.saturating_sub(t));
                         self.pending = Some(n);
-                        self.flush(true);
+                        self.flush(span);
                     } else if self.group.len() >= self.cap {
                         // Bounded memory: report it, then let this tick through unspread
                         // (still in order) instead of buffering without limit.
@@ -93,7 +99,7 @@ impl<I: Iterator<Item = Result<Numbered, TraceError>>> Iterator for SpreadTies<I
                         let line = n.line;
                         self.overflowed = Some(n.rec.time_ns);
                         self.group.push(n);
-                        self.flush(false);
+                        self.flush(0);
                         return Some(Err(TraceError::line(&self.file, line, msg)));
                     } else {
                         self.group.push(n);
@@ -144,6 +150,13 @@ mod tests {
             vec![0, 250, 500, 750, 1000, 2000, 2500]
         );
         assert_eq!(spread(&[], 1000), Vec::<Nanos>::new());
+    }
+
+    #[test]
+    fn spread_stops_before_the_next_record() {
+        // Found by tests/trace_fuzz.rs: a next record inside the tick came out before the
+        // group's last spread record.
+        assert_eq!(spread(&[0, 0, 0, 500], 1000), vec![0, 166, 333, 500]);
     }
 
     #[test]

@@ -96,14 +96,25 @@ fn max_image_bytes(cfg: &FusionConfig) -> u64 {
     for v in &cfg.volumes {
         let blocks = v.size_bytes.div_ceil(bs);
         let ppb = bs / crate::types::PAGE_SIZE;
-        let patches = if ppb > 1 { blocks * (10 + 8 * ppb) } else { 0 };
-        // Stripes: the zone is at most (1 + replicated + spare shares) of the data stripes,
-        // plus templates' rounding; bound generously by 3x + 64 stripes per set estimate.
-        let dcols = (v.width - v.level.nparity()) as u64;
-        let stripes = blocks.div_ceil(dcols) * 3 + 4096;
+        let patches = if ppb > 1 {
+            blocks.saturating_mul(10 + 8 * ppb)
+        } else {
+            0
+        };
+        // Stripes: the zone is the data stripes plus replicated and spare shares, bounded
+        // generously by 3x plus template rounding.
+        let dcols = (v.width.saturating_sub(v.level.nparity())).max(1) as u64;
+        let stripes = blocks
+            .div_ceil(dcols)
+            .saturating_mul(3)
+            .saturating_add(4096);
         let copies = v.level.copies() as u64;
-        let sets = stripes / copies * (3 + 4 * copies + dcols * copies);
-        total += 10 + 5 * blocks + 8 + patches + 4 + sets;
+        let sets = (stripes / copies).saturating_mul(3 + 4 * copies + dcols * copies);
+        total = total
+            .saturating_add(10 + 8 + 4)
+            .saturating_add(blocks.saturating_mul(5))
+            .saturating_add(patches)
+            .saturating_add(sets);
     }
     total
 }
