@@ -50,6 +50,7 @@ fn config(volume_bytes: u64, journal: bool) -> FusionConfig {
 /// 4 KiB random writes; returns (ns per write, metadata writes per user write, flushes per user write).
 fn write_cost(journal: bool, n: u64) -> (f64, f64, f64) {
     let cfg = config(64 << 30, journal);
+    let meta_end = if journal { cfg.pool.data_offset } else { 0 };
     let scheme = FusionScheme::new(cfg).expect("config");
     let mut ecfg = EngineConfig::new(29);
     ecfg.size_only = true;
@@ -84,9 +85,7 @@ fn write_cost(journal: bool, n: u64) -> (f64, f64, f64) {
                 any = true;
                 match io.op {
                     DevOp::Flush => flushes += 1,
-                    DevOp::Write { offset, .. } if offset < (1 << 30) && io.background => {
-                        meta_writes += 1
-                    }
+                    DevOp::Write { offset, .. } if offset < meta_end => meta_writes += 1,
                     _ => {}
                 }
                 let r = match io.op {
@@ -150,7 +149,7 @@ fn recovery(gib: u64) -> (u64, f64) {
 }
 
 fn main() {
-    let n = 400_000;
+    let n = 100_000;
     let (off_ns, _, _) = write_cost(false, n);
     let (on_ns, mw, fl) = write_cost(true, n);
     println!(
