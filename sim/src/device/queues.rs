@@ -98,12 +98,19 @@ impl StallWindows {
 
     /// Forget windows that ended at or before `now`: no later request can meet them.
     pub fn prune(&mut self, now: Nanos) {
-        self.all.retain(|w| w.1 > now);
-        self.writes.retain(|w| w.1 > now);
+        if !self.all.is_empty() {
+            self.all.retain(|w| w.1 > now);
+        }
+        if !self.writes.is_empty() {
+            self.writes.retain(|w| w.1 > now);
+        }
     }
 
     /// The first instant >= `t` at which a request of this kind may proceed.
     pub fn defer(&self, t: Nanos, is_write: bool) -> Nanos {
+        if self.all.is_empty() && self.writes.is_empty() {
+            return t; // the common case: no stall decided
+        }
         let mut t = escape(&self.all, t);
         if is_write {
             loop {
