@@ -4,6 +4,7 @@
 
 pub mod detector;
 pub mod engine;
+pub mod fasthash;
 pub mod layout;
 pub mod meta;
 pub mod parity;

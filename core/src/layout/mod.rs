@@ -35,6 +35,12 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     fn template_stripes(&self) -> u64;
     /// Blocks one template uses on each disk that it uses at all.
     fn template_blocks_per_disk(&self) -> u64;
+    /// Templates after which placements repeat exactly: stripe `s + P * template_stripes()`
+    /// sits on the same disks as stripe `s`, `P * template_blocks_per_disk()` blocks further.
+    /// Lets a zone tabulate one period instead of calling `locate` on every access.
+    fn period_templates(&self) -> u64 {
+        1
+    }
     /// Where column `col` (`0..width`) of `stripe` lives.
     fn locate(&self, stripe: u64, col: usize) -> Placement;
     /// Inverse of `locate`: which (stripe, column) owns `block` on `disk`, if any.

@@ -111,6 +111,10 @@ impl Layout for PermutationLayout {
         self.k
     }
 
+    fn period_templates(&self) -> u64 {
+        PERMUTATIONS as u64
+    }
+
     fn locate(&self, stripe: u64, col: usize) -> Placement {
         let col = col as u64;
         assert!(

@@ -60,4 +60,21 @@ pub(crate) fn check_layout(l: &dyn Layout, templates: u64) {
         }
     }
     assert_eq!(l.owner(DiskId(n as u32), 0), None);
+    // The declared period: zones tabulate one period and extrapolate, so it must be exact.
+    let period = l.period_templates() * l.template_stripes();
+    let shift = l.period_templates() * b;
+    for s in (0..period).step_by((period as usize / 97).max(1)) {
+        for c in 0..k {
+            let p = l.locate(s, c);
+            for m in [1u64, 3] {
+                let q = l.locate(s + m * period, c);
+                assert_eq!(
+                    (q.disk, q.block),
+                    (p.disk, p.block + m * shift),
+                    "{} stripe {s} col {c} is not periodic with {period} stripes",
+                    l.name()
+                );
+            }
+        }
+    }
 }

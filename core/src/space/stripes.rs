@@ -5,7 +5,9 @@
 //! in flight on a stripe: a pinned stripe is never handed out again, so a slow read can not
 //! see its block overwritten by a later write after the block was freed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::fasthash::FastMap;
 
 use crate::rng::Rng;
 
@@ -28,7 +30,7 @@ pub struct StripeTable {
     state: Vec<StripeState>,
     valid: Vec<u32>,
     spare: VecDeque<u32>,
-    pins: HashMap<u32, u32>,
+    pins: FastMap<u32, u32>,
     counts: [u64; 4],
     /// Durable-metadata mode: the journal commit generation that will record frees made now.
     /// A stripe freed while this is set is *held* (state Free, not in the spare list) until
@@ -45,7 +47,7 @@ impl StripeTable {
             state: vec![StripeState::Free; n],
             valid: vec![0; n],
             spare: (0..stripes as u32).collect(),
-            pins: HashMap::new(),
+            pins: FastMap::default(),
             counts: [stripes, 0, 0, 0],
             hold_gen: None,
             held: VecDeque::new(),

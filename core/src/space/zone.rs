@@ -11,9 +11,26 @@
 use crate::layout::Layout;
 use crate::types::{DiskId, Placement};
 
+/// Largest table a zone keeps (entries of one layout period); beyond, `locate` is called.
+const MAX_TABLE: u64 = 1 << 20;
+
+/// One period of the layout, tabulated: `locate` does field arithmetic (MOLS over GF(p^r))
+/// and is called for every block of every I/O and every spare stripe a placement looks at.
+#[derive(Debug)]
+struct Table {
+    /// Stripes in one period.
+    stripes: u32,
+    /// Blocks one period takes on each disk.
+    blocks: u64,
+    /// Per (stripe of the period, column): disk, and block within the period.
+    disk: Vec<u32>,
+    block: Vec<u32>,
+}
+
 #[derive(Debug)]
 pub struct Zone {
     layout: Box<dyn Layout>,
+    table: Option<Table>,
     width: usize,
     nparity: usize,
     stripes: u64,
@@ -50,8 +67,10 @@ impl Zone {
             stripes <= u32::MAX as u64,
             "zone too large for 32-bit stripe ids"
         );
+        let table = Table::build(layout.as_ref(), stripes);
         Zone {
             layout,
+            table,
             width,
             nparity,
             stripes,
@@ -95,12 +114,31 @@ impl Zone {
         (s as u32, (flbn % self.width as u64) as usize)
     }
 
+    /// Where column `col` of `stripe` lives (block counted from the zone's start).
+    #[inline]
+    fn locate(&self, stripe: u32, col: usize) -> Placement {
+        let Some(t) = &self.table else {
+            return self.layout.locate(stripe as u64, col);
+        };
+        assert!(
+            col < self.width,
+            "column {col} out of a stripe of width {}",
+            self.width
+        );
+        let (period, i) = (stripe / t.stripes, stripe % t.stripes);
+        let at = i as usize * self.width + col;
+        Placement {
+            disk: DiskId(t.disk[at]),
+            block: period as u64 * t.blocks + t.block[at] as u64,
+        }
+    }
+
     pub fn disk(&self, stripe: u32, col: usize) -> DiskId {
-        self.layout.locate(stripe as u64, col).disk
+        self.locate(stripe, col).disk
     }
     /// Disk and byte offset of page `page` of column `col` of `stripe`.
     pub fn device_offset(&self, stripe: u32, col: usize, page_byte: u64) -> (DiskId, u64) {
-        let Placement { disk, block } = self.layout.locate(stripe as u64, col);
+        let Placement { disk, block } = self.locate(stripe, col);
         let off = self.data_offset + (self.first_block + block) * self.block_size + page_byte;
         (disk, off)
     }
@@ -109,5 +147,68 @@ impl Zone {
     }
     pub fn touches(&self, stripe: u32, disk: DiskId) -> bool {
         (0..self.width).any(|c| self.disk(stripe, c) == disk)
+    }
+}
+
+impl Table {
+    /// Tabulates one period of `layout` if the zone spans at least one and it is small.
+    fn build(layout: &dyn Layout, zone_stripes: u64) -> Option<Table> {
+        let stripes = layout.period_templates() * layout.template_stripes();
+        let blocks = layout.period_templates() * layout.template_blocks_per_disk();
+        let width = layout.width() as u64;
+        if stripes * width > MAX_TABLE || stripes > zone_stripes || blocks > u32::MAX as u64 {
+            return None;
+        }
+        let mut disk = Vec::with_capacity((stripes * width) as usize);
+        let mut block = Vec::with_capacity((stripes * width) as usize);
+        for s in 0..stripes {
+            for c in 0..width as usize {
+                let p = layout.locate(s, c);
+                disk.push(p.disk.0);
+                block.push(p.block as u32);
+            }
+        }
+        Some(Table {
+            stripes: stripes as u32,
+            blocks,
+            disk,
+            block,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{GroupLayout, MolsLayout, PermutationLayout};
+
+    /// The table must answer exactly what the layout does, across several periods.
+    #[test]
+    fn tabulated_placements_match_the_layout() {
+        let layouts: Vec<Box<dyn Layout>> = vec![
+            Box::new(MolsLayout::new(29, 7).unwrap()),
+            Box::new(MolsLayout::new(8, 5).unwrap()),
+            Box::new(PermutationLayout::new(10, 4, 3).unwrap()),
+            Box::new(GroupLayout::new(12, 6, 2).unwrap()),
+        ];
+        for l in layouts {
+            let check: Box<dyn Layout> = match l.name() {
+                "mols" => Box::new(MolsLayout::new(l.disk_count(), l.width()).unwrap()),
+                "groups" => Box::new(GroupLayout::new(l.disk_count(), l.width(), 2).unwrap()),
+                _ => Box::new(PermutationLayout::new(l.disk_count(), l.width(), 3).unwrap()),
+            };
+            let period = l.period_templates() * l.template_stripes();
+            let stripes = 3 * period;
+            let z = Zone::new(l, 1, stripes, 5, 65536, 4096);
+            assert!(z.table.is_some());
+            for s in 0..stripes as u32 {
+                for c in 0..z.width() {
+                    let p = check.locate(s as u64, c);
+                    assert_eq!(z.disk(s, c), p.disk);
+                    let off = 4096 + (5 + p.block) * 65536 + 8192;
+                    assert_eq!(z.device_offset(s, c, 8192), (p.disk, off));
+                }
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! more nodes than the block has pages: that is the compaction bound the paper asks for, kept
 //! by construction and asserted.
 
-use std::collections::HashMap;
+use crate::fasthash::FastMap;
 
 use super::loc::Loc;
 
@@ -85,7 +85,7 @@ impl List {
 
 /// The patch lists of one volume, keyed by user block. Only patched blocks have an entry.
 pub struct PatchTable {
-    lists: HashMap<u64, List>,
+    lists: FastMap<u64, List>,
     pages_per_block: u16,
 }
 
@@ -96,7 +96,7 @@ impl PatchTable {
             "blocks of 1 to 256 pages"
         );
         PatchTable {
-            lists: HashMap::new(),
+            lists: FastMap::default(),
             pages_per_block,
         }
     }

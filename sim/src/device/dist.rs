@@ -99,7 +99,7 @@ impl LatencyDist {
 
     /// One sample, in whole nanoseconds.
     pub fn sample(&self, rng: &mut Rng) -> u64 {
-        self.quantile(rng.unit()).round() as u64
+        super::round_u64(self.quantile(rng.unit()))
     }
 
     pub fn median(&self) -> f64 {

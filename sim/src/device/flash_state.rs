@@ -33,6 +33,8 @@ const STREAMS: usize = 4;
 pub struct ValidMap {
     capacity: u64,
     slice: u64,
+    /// log2 of `slice` (a power of two): the hot path shifts instead of dividing.
+    shift: u32,
     /// Per region: slices known fully valid, slices known empty, valid bytes in the others.
     full: Vec<u16>,
     empty: Vec<u16>,
@@ -57,6 +59,7 @@ impl ValidMap {
         ValidMap {
             capacity,
             slice,
+            shift: slice.trailing_zeros(),
             full: vec![0; regions],
             empty: vec![u16::MAX; regions],
             partial: vec![0; regions],
@@ -90,8 +93,9 @@ impl ValidMap {
         let end = off.saturating_add(len).min(self.capacity);
         let mut pos = off;
         let region_bytes = self.slice * SLICES;
+        let region_shift = self.shift + SLICES.trailing_zeros();
         while pos < end {
-            let r = (pos / region_bytes) as usize;
+            let r = (pos >> region_shift) as usize;
             let r_end = ((r as u64 + 1) * region_bytes).min(end);
             let before = self.region_valid(r);
             let base = r as u64 * region_bytes;
@@ -106,7 +110,7 @@ impl ValidMap {
         let s = self.slice;
         let (mut full, mut empty) = (self.full[r], self.empty[r]);
         let mut x = self.partial[r] as u64;
-        for k in lo / s..hi.div_ceil(s) {
+        for k in lo >> self.shift..(hi + s - 1) >> self.shift {
             let w = hi.min((k + 1) * s) - lo.max(k * s);
             let bit = 1u16 << k;
             // Area of the partially valid slices; their valid bytes `x` are spread over it.
@@ -202,6 +206,9 @@ pub struct FlashState {
     /// Victim valid fraction is capped so GC cost stays finite on a 100%-full drive.
     max_u: f64,
     cache: (f64, f64),
+    /// (write length, its decay factor in the sequential fraction): writes come in a few
+    /// sizes, and `exp` is a library call on every write otherwise.
+    keep: (u64, f64),
 }
 
 impl FlashState {
@@ -220,6 +227,7 @@ impl FlashState {
             next_stream: 0,
             max_u: 0.98,
             cache: (-1.0, 0.0),
+            keep: (0, 1.0),
         }
     }
 
@@ -270,7 +278,10 @@ impl FlashState {
             s
         });
         self.streams[slot] = off + len;
-        let keep = (-(len as f64) / SEQ_TAU_BYTES).exp();
+        if self.keep.0 != len {
+            self.keep = (len, (-(len as f64) / SEQ_TAU_BYTES).exp());
+        }
+        let keep = self.keep.1;
         let hit = if seq.is_some() { 1.0 } else { 0.0 };
         self.seq_frac = self.seq_frac * keep + (1.0 - keep) * hit;
     }

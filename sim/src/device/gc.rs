@@ -98,9 +98,12 @@ pub fn after_program(
     speed: f64,
 ) -> GcOutcome {
     let mut out = GcOutcome::default();
-    let u = flash.victim_valid_fraction();
-    let c = costs.per_freed_byte(u) * speed;
-    let copy_ratio = u / (1.0 - u);
+    // Cost of a freed byte and copies per freed byte, at today's victim valid fraction. Only
+    // computed when GC runs: a fresh drive never needs it.
+    let price = |flash: &mut FlashState| {
+        let u = flash.victim_valid_fraction();
+        (costs.per_freed_byte(u) * speed, u / (1.0 - u))
+    };
     let dies = dies.max(1) as f64;
     match *policy {
         GcPolicy::Blocking {
@@ -109,6 +112,7 @@ pub fn after_program(
             max_pass_ns,
         } => {
             if flash.free_bytes() < low_bytes as f64 {
+                let (c, copy_ratio) = price(flash);
                 let want = high_bytes as f64 - flash.free_bytes();
                 let wall = (want * c / dies).min(max_pass_ns as f64);
                 let gain = wall * dies / c;
@@ -125,6 +129,7 @@ pub fn after_program(
             ..
         } => {
             if flash.free_bytes() < start_bytes as f64 {
+                let (c, copy_ratio) = price(flash);
                 let work = (unit as f64 * c).min(max_share * program_ns as f64);
                 let gain = work / c;
                 flash.reclaim(gain);
@@ -132,6 +137,7 @@ pub fn after_program(
                 out.copied_bytes = gain * copy_ratio;
             }
             if flash.free_bytes() < critical_bytes as f64 {
+                let (c, copy_ratio) = price(flash);
                 let gain = resume_bytes as f64 - flash.free_bytes();
                 let work = gain * c;
                 flash.reclaim(gain);

@@ -1,22 +1,19 @@
 //! Reservation queues: a pool of identical FIFO servers (controller cores / command
 //! processors) and the stall windows during which a device serves nothing (or no writes).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use fusionraid_core::Nanos;
 
-/// `n` identical servers; a job goes to the server that frees up first.
+/// `n` identical servers; a job goes to the server that frees up first. Pools are small (a
+/// few command processors), so a linear scan beats a heap's pop and push.
 #[derive(Clone, Debug)]
 pub struct ServerPool {
-    free_at: BinaryHeap<Reverse<Nanos>>,
+    free_at: Vec<Nanos>,
 }
 
 impl ServerPool {
     pub fn new(n: u32) -> Self {
-        let n = n.max(1) as usize;
         ServerPool {
-            free_at: (0..n).map(|_| Reverse(0)).collect(),
+            free_at: vec![0; n.max(1) as usize],
         }
     }
 
@@ -30,10 +27,15 @@ impl ServerPool {
     pub fn reserve(&mut self, arrive: Nanos, parts: u32, part_ns: Nanos) -> Nanos {
         let mut wait = 0;
         for _ in 0..parts.max(1) {
-            let Reverse(free) = self.free_at.pop().expect("pool is never empty");
+            let (i, &free) = self
+                .free_at
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, &t)| t)
+                .expect("pool is never empty");
             let start = free.max(arrive);
             wait = wait.max(start - arrive);
-            self.free_at.push(Reverse(start + part_ns));
+            self.free_at[i] = start + part_ns;
         }
         wait
     }
@@ -96,12 +98,19 @@ impl StallWindows {
 
     /// Forget windows that ended at or before `now`: no later request can meet them.
     pub fn prune(&mut self, now: Nanos) {
-        self.all.retain(|w| w.1 > now);
-        self.writes.retain(|w| w.1 > now);
+        if !self.all.is_empty() {
+            self.all.retain(|w| w.1 > now);
+        }
+        if !self.writes.is_empty() {
+            self.writes.retain(|w| w.1 > now);
+        }
     }
 
     /// The first instant >= `t` at which a request of this kind may proceed.
     pub fn defer(&self, t: Nanos, is_write: bool) -> Nanos {
+        if self.all.is_empty() && self.writes.is_empty() {
+            return t; // the common case: no stall decided
+        }
         let mut t = escape(&self.all, t);
         if is_write {
             loop {

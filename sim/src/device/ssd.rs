@@ -21,7 +21,7 @@ use super::flash_state::FlashState;
 use super::gc::{self, GcCosts, GcPolicy};
 use super::queues::{ServerPool, StallScope, StallWindows};
 use super::write_buffer::WriteBuffer;
-use super::{DeviceModel, DeviceStats, OpKind, PAGE, xfer_ns};
+use super::{DeviceModel, DeviceStats, OpKind, PAGE, round_u64, xfer_ns};
 
 /// A program on one die: `[start, end)`, suspensions left, and until when the reads that
 /// suspended it occupy the die (reads arriving while it is already suspended join the same
@@ -90,7 +90,7 @@ impl SsdModel {
     }
 
     fn scale(&self, ns: f64) -> Nanos {
-        (ns * self.cfg.speed_factor).round() as Nanos
+        round_u64(ns * self.cfg.speed_factor)
     }
 
     fn read(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {
@@ -263,7 +263,7 @@ impl SsdModel {
         );
         self.die_free[d] += out.bg_die_ns;
         self.stats.gc_die_ns += out.bg_die_ns;
-        let copied = out.copied_bytes.round() as u64;
+        let copied = round_u64(out.copied_bytes);
         self.stats.gc_bytes_copied += copied;
         self.stats.flash_bytes_written += copied;
         if let Some((scope, wall, die_ns)) = out.pass {

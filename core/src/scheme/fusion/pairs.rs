@@ -9,7 +9,9 @@
 //! A slot is named by its *key*, the FLBN of its copy in the set's first stripe; the BMT
 //! stores that key with W = 1. The BPT maps a key back to its set, slot and copies.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::fasthash::FastMap;
 
 use crate::space::Zone;
 use crate::types::{DiskId, Nanos};
@@ -73,7 +75,7 @@ pub struct PairTable {
     sets: Vec<Option<PairSet>>,
     free_ids: Vec<u32>,
     /// stripe -> (set, index of the stripe in the set).
-    by_stripe: HashMap<u32, (u32, u8)>,
+    by_stripe: FastMap<u32, (u32, u8)>,
     /// Slots ready for replicated writes, in hand-out order.
     spare: VecDeque<SlotRef>,
     /// Settled sets by last access, oldest first: conversion candidates.
@@ -212,12 +214,15 @@ impl PairTable {
         mut ok: impl FnMut(&[DiskId]) -> bool,
     ) -> Option<(SlotRef, usize)> {
         let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
-        let mut disks = Vec::with_capacity(3);
         for skipped in 0..n {
             let r = self.spare.pop_front()?;
-            disks.clear();
-            disks.extend(self.copies(r).iter().map(|&(s, c)| zone.disk(s, c)));
-            if ok(&disks) {
+            let set = self.set(r.set);
+            let slot = &set.slots[r.slot as usize];
+            let mut disks = [DiskId(0); 3];
+            for (i, &s) in set.stripes().iter().enumerate() {
+                disks[i] = zone.disk(s, slot.cols[i] as usize);
+            }
+            if ok(&disks[..set.copies as usize]) {
                 let set = self.set_mut(r.set);
                 assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
                 set.slots[r.slot as usize].state = SlotState::Writing;
@@ -316,83 +321,102 @@ impl PairTable {
 /// First choice is the paper's diagonal: with common disks listed first, copy i of column j
 /// goes one step further along the list (A-B, B-C, C-A), which never collides when a stripe
 /// has at least two data columns; a bounded backtracking search covers the rest.
+///
+/// Runs once per pair set opened (every few small writes), so it works on fixed-size arrays
+/// (a stripe has at most 32 columns) rather than allocating per candidate.
 pub fn match_columns(disks: &[Vec<DiskId>], dcols: usize) -> Option<Vec<[u8; 3]>> {
     let copies = disks.len();
     assert!((2..=3).contains(&copies));
-    // Order each stripe's data columns: disks shared with another stripe first.
-    let shared =
-        |d: DiskId, me: usize| (0..copies).any(|o| o != me && disks[o][..dcols].contains(&d));
-    let order: Vec<Vec<usize>> = (0..copies)
-        .map(|i| {
-            let mut cols: Vec<usize> = (0..dcols).collect();
-            cols.sort_by_key(|&c| (!shared(disks[i][c], i), disks[i][c]));
-            cols
-        })
-        .collect();
-    let mut used = vec![vec![false; dcols]; copies];
-    let mut out: Vec<[u8; 3]> = Vec::with_capacity(dcols);
-    let mut budget = 100_000u32;
-    fn search(
-        i: usize,
-        disks: &[Vec<DiskId>],
-        order: &[Vec<usize>],
-        used: &mut [Vec<bool>],
-        out: &mut Vec<[u8; 3]>,
-        budget: &mut u32,
-        dcols: usize,
-    ) -> bool {
-        if i == dcols {
+    assert!(dcols < 32 && disks.iter().all(|d| d.len() >= dcols));
+    let mut m = Matcher {
+        disks: [[DiskId(0); 32]; 3],
+        order: [[0u8; 32]; 3],
+        used: [0u32; 3],
+        out: Vec::with_capacity(dcols),
+        budget: 100_000,
+        copies,
+        dcols,
+    };
+    for (i, ds) in disks.iter().enumerate() {
+        m.disks[i][..dcols].copy_from_slice(&ds[..dcols]);
+    }
+    // Order each stripe's data columns: disks shared with another stripe first (then by disk;
+    // a stripe never uses a disk twice, so the order is total).
+    for i in 0..copies {
+        let shared = |d: DiskId| (0..copies).any(|o| o != i && m.disks[o][..dcols].contains(&d));
+        let mut keys = [(true, DiskId(0), 0u8); 32];
+        for (c, k) in keys[..dcols].iter_mut().enumerate() {
+            let d = m.disks[i][c];
+            *k = (!shared(d), d, c as u8);
+        }
+        keys[..dcols].sort_unstable();
+        for (c, k) in keys[..dcols].iter().enumerate() {
+            m.order[i][c] = k.2;
+        }
+    }
+    m.search(0).then_some(m.out)
+}
+
+/// Backtracking state of [`match_columns`]; `used` are column bitmaps per stripe.
+struct Matcher {
+    disks: [[DiskId; 32]; 3],
+    order: [[u8; 32]; 3],
+    used: [u32; 3],
+    out: Vec<[u8; 3]>,
+    budget: u32,
+    copies: usize,
+    dcols: usize,
+}
+
+impl Matcher {
+    /// Candidate `j` for copy `k` at depth `i`: diagonal first.
+    fn cand(&self, k: usize, i: usize, j: usize) -> usize {
+        self.order[k][(i + k + j) % self.dcols] as usize
+    }
+
+    fn search(&mut self, i: usize) -> bool {
+        if i == self.dcols {
             return true;
         }
-        let copies = disks.len();
-        let a = order[0][i];
-        // Candidates for the other copies, diagonal first.
-        let cand = |k: usize| -> Vec<usize> {
-            (0..dcols).map(|j| order[k][(i + k + j) % dcols]).collect()
-        };
-        let cb = cand(1);
-        let cc = if copies == 3 {
-            cand(2)
-        } else {
-            vec![usize::MAX]
-        };
-        for &b in &cb {
-            if used[1][b] || disks[1][b] == disks[0][a] {
+        let three = self.copies == 3;
+        let a = self.order[0][i] as usize;
+        let da = self.disks[0][a];
+        for jb in 0..self.dcols {
+            let b = self.cand(1, i, jb);
+            let db = self.disks[1][b];
+            if self.used[1] & (1 << b) != 0 || db == da {
                 continue;
             }
-            for &c in &cc {
-                if *budget == 0 {
+            for jc in 0..if three { self.dcols } else { 1 } {
+                if self.budget == 0 {
                     return false;
                 }
-                *budget -= 1;
-                if copies == 3
-                    && (used[2][c] || disks[2][c] == disks[0][a] || disks[2][c] == disks[1][b])
-                {
-                    continue;
+                self.budget -= 1;
+                let c = if three { self.cand(2, i, jc) } else { 0 };
+                if three {
+                    let dc = self.disks[2][c];
+                    if self.used[2] & (1 << c) != 0 || dc == da || dc == db {
+                        continue;
+                    }
                 }
-                used[0][a] = true;
-                used[1][b] = true;
-                if copies == 3 {
-                    used[2][c] = true;
+                self.used[0] |= 1 << a;
+                self.used[1] |= 1 << b;
+                if three {
+                    self.used[2] |= 1 << c;
                 }
-                out.push([a as u8, b as u8, if copies == 3 { c as u8 } else { 0 }]);
-                if search(i + 1, disks, order, used, out, budget, dcols) {
+                self.out.push([a as u8, b as u8, c as u8]);
+                if self.search(i + 1) {
                     return true;
                 }
-                out.pop();
-                used[0][a] = false;
-                used[1][b] = false;
-                if copies == 3 {
-                    used[2][c] = false;
+                self.out.pop();
+                self.used[0] &= !(1 << a);
+                self.used[1] &= !(1 << b);
+                if three {
+                    self.used[2] &= !(1 << c);
                 }
             }
         }
         false
-    }
-    if search(0, disks, &order, &mut used, &mut out, &mut budget, dcols) {
-        Some(out)
-    } else {
-        None
     }
 }
 
