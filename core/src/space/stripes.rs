@@ -68,7 +68,7 @@ impl StripeTable {
             state: states,
             valid,
             spare,
-            pins: HashMap::new(),
+            pins: FastMap::default(),
             counts,
             hold_gen: None,
             held: VecDeque::new(),
