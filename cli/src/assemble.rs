@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use fusionraid_core::{Data, DevOp};
 use fusionraid_io::member::run_sync;
 use fusionraid_io::member::uring::ring::RingSlot;
-use fusionraid_io::{Clock, Member, OpenOptions, Waker};
+use fusionraid_io::{Clock, Member, MemberSpec, OpenOptions, Waker};
 use std::sync::Arc;
 
 use crate::pool_config::PoolFile;
@@ -65,6 +65,49 @@ impl Io {
         })
     }
 
+    /// Open `spec` as a new device for slot `index` of `pool` (files are created with the
+    /// pool's member size), refuse it if it already belongs to a pool, and write its
+    /// superblock. The device is then ready to take the slot of a failed member.
+    pub fn prepare_replacement(
+        &self,
+        pool: &PoolIdentity,
+        index: usize,
+        spec: &str,
+        base: &Path,
+    ) -> anyhow::Result<Box<dyn Member>> {
+        let spec = MemberSpec::parse(spec).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?;
+        let mut m = fusionraid_io::open_member(&spec, &self.options(&pool.cfg, index, base, true))
+            .with_context(|| format!("opening {spec}"))?;
+        if m.size_bytes() < pool.disk_bytes {
+            bail!(
+                "{} holds {} bytes; members of this pool use {}",
+                m.name(),
+                m.size_bytes(),
+                pool.disk_bytes
+            );
+        }
+        if let Ok(sb) = self.read_sb(m.as_mut()) {
+            bail!(
+                "{} already holds member {} of pool {}; wipe it first",
+                m.name(),
+                sb.index,
+                uuid_string(&sb.uuid)
+            );
+        }
+        let sb = Superblock {
+            uuid: pool.uuid,
+            index: index as u32,
+            count: pool.cfg.members.len() as u32,
+            disk_bytes: pool.disk_bytes,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            config: pool.stored_config.clone(),
+        };
+        self.write_sb(m.as_mut(), &sb)?;
+        Ok(m)
+    }
+
     fn write_sb(&self, m: &mut dyn Member, sb: &Superblock) -> anyhow::Result<()> {
         let bytes = sb.encode()?;
         let write = DevOp::Write {
@@ -85,6 +128,15 @@ impl Io {
     }
 }
 
+/// What identifies a pool on a new member's superblock.
+#[derive(Clone)]
+pub struct PoolIdentity {
+    pub cfg: PoolFile,
+    pub uuid: [u8; 16],
+    pub disk_bytes: u64,
+    pub stored_config: String,
+}
+
 /// A pool ready to serve.
 pub struct Pool {
     pub cfg: PoolFile,
@@ -94,6 +146,8 @@ pub struct Pool {
     pub members: Vec<Option<Box<dyn Member>>>,
     /// Why each missing member is missing.
     pub missing: Vec<(usize, String)>,
+    /// The pool file as the superblocks store it (written into replacements' superblocks).
+    pub stored_config: String,
 }
 
 /// The members' common usable size: the smallest, in whole pages.
@@ -158,6 +212,7 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         disk_bytes,
         members: members.into_iter().map(Some).collect(),
         missing: Vec::new(),
+        stored_config: cfg.to_toml(),
     };
     if cfg.metadata.journal {
         crate::metadata::write_initial(&mut pool, io)?;
@@ -323,5 +378,6 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
         disk_bytes: reference.disk_bytes,
         members: slots,
         missing,
+        stored_config: reference.config.clone(),
     })
 }

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod assemble;
+mod control;
 mod create_cmd;
 mod demo;
 #[cfg(test)]
@@ -46,6 +47,10 @@ enum Command {
     Serve(serve_cmd::Args),
     /// Show a running pool: members (healthy, spiking, failed), volumes, space, backlog.
     Status(status_cmd::Args),
+    /// Declare a member of a running pool failed (its data is rebuilt onto the others).
+    Fail(control::FailArgs),
+    /// Put a new device in the slot of a failed member once its data has been rebuilt.
+    Replace(control::ReplaceArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,6 +70,8 @@ fn main() -> anyhow::Result<()> {
         Some(Command::Create(args)) => create_cmd::run(args),
         Some(Command::Serve(args)) => serve_cmd::run(args),
         Some(Command::Status(args)) => status_cmd::run(args),
+        Some(Command::Fail(args)) => control::fail(args),
+        Some(Command::Replace(args)) => control::replace(args),
         #[allow(unreachable_patterns)]
         Some(_) => unreachable!(),
     }

@@ -4,6 +4,7 @@
 //! name = "tank"
 //! members = ["emu:dc:file:d0.img", "emu:dc:file:d1.img", "..."]
 //! member_size = "2G"        # create missing file members (sparse) of this size
+//! spares = ["file:s0.img"]  # hot spares: take a failed member's slot after its rebuild
 //! block_size = "64K"        # stripe unit
 //! # data_offset = "8M"      # reserved at the start of every member (superblock, journal,
 //!                           # checkpoints); default: what the metadata needs, fixed by create
@@ -103,6 +104,11 @@ pub struct PoolFile {
     #[serde(default = "default_name")]
     pub name: String,
     pub members: Vec<String>,
+    /// Hot spares: devices that take the slot of a failed member once the rebuild has moved
+    /// its data onto the others (files are created with `member_size`). A spare that is also
+    /// listed in `members` has been used (replace edits `members`, not this list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spares: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member_size: Option<Size>,
     #[serde(default = "default_block")]
@@ -309,6 +315,12 @@ impl PoolFile {
         }
         for (i, m) in self.members.iter().enumerate() {
             MemberSpec::parse(m).map_err(|e| anyhow::anyhow!("`members[{i}]`: {e}"))?;
+        }
+        for (i, m) in self.spares.iter().enumerate() {
+            MemberSpec::parse(m).map_err(|e| anyhow::anyhow!("`spares[{i}]`: {e}"))?;
+            if m.contains(char::is_whitespace) {
+                bail!("`spares[{i}]`: {m:?} contains spaces");
+            }
         }
         let eph = self.specs()?.iter().filter(|s| s.is_ephemeral()).count();
         if eph != 0 && eph != self.members.len() {

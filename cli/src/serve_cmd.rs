@@ -14,7 +14,8 @@ use fusionraid_io::driver::ExportOptions;
 use fusionraid_io::{Driver, DriverConfig, ExportMux, format_size};
 use fusionraid_nbd::{Server, ServerConfig};
 
-use crate::assemble::{Io, Pool, assemble, create};
+use crate::assemble::{Io, Pool, PoolIdentity, assemble, create};
+use crate::control::{ControlServer, Operator, control_path};
 use crate::metadata::recover_engine;
 use crate::pool_config::PoolFile;
 use crate::scheme_choice::{build_engine, is_fusion, known_schemes};
@@ -99,7 +100,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         uuid,
         members,
         missing,
-        ..
+        disk_bytes,
+        stored_config,
     } = pool;
     let driver = Driver::start(
         engine,
@@ -189,10 +191,47 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         serde_json::to_string_pretty(&doc).ok()
     })?;
 
+    let operator = Arc::new(Operator {
+        driver: driver.clone(),
+        io: io.clone(),
+        pool: PoolIdentity {
+            cfg: cfg.clone(),
+            uuid,
+            disk_bytes,
+            stored_config,
+        },
+        base: base.clone(),
+        pool_file: pool_path.clone(),
+        spares: std::sync::Mutex::new(
+            cfg.spares
+                .iter()
+                .filter(|s| !cfg.members.contains(s))
+                .cloned()
+                .collect(),
+        ),
+    });
+    let control = ControlServer::start(&control_path(&paths.status), operator.clone())?;
+    let keeper_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let keeper = {
+        let (op, stop) = (operator.clone(), keeper_stop.clone());
+        std::thread::Builder::new()
+            .name("spares".into())
+            .spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                    op.use_spares();
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            })?
+    };
+
     print_banner(&cfg, &uuid, &scheme, &uris, &paths.status);
     let sig = term.wait();
     eprintln!("fusionraid: signal {sig}, shutting down");
     drop(status);
+    drop(control);
+    keeper_stop.store(true, std::sync::atomic::Ordering::Release);
+    let _ = keeper.join();
+    drop(operator);
     handle.shutdown();
     match Arc::try_unwrap(driver) {
         Ok(d) => d.shutdown(Duration::from_secs(10)),

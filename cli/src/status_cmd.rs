@@ -25,15 +25,20 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let socket = match (&args.socket, &args.pool) {
+/// The status socket: given, or the pool file's, or the demo pool's.
+pub fn socket_for(socket: Option<&PathBuf>, pool: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    Ok(match (socket, pool) {
         (Some(s), _) => s.clone(),
         (None, Some(p)) => {
             let file = crate::pool_config::PoolFile::load(p)?;
             file.serve.resolve(&crate::create_cmd::base_dir(p)?).status
         }
         (None, None) => PathBuf::from(crate::demo::DEFAULT_DIR).join("status.sock"),
-    };
+    })
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let socket = socket_for(args.socket.as_ref(), args.pool.as_ref())?;
     let mut c = UnixStream::connect(&socket).with_context(|| {
         format!(
             "connecting to {} (is `fusionraid serve` running?)",

@@ -1,6 +1,7 @@
 //! Rebuild onto distributed spare space: after a member fails, every block with a location
 //! on it is moved to survivors, so the pool tolerates another failure afterwards. Without the
-//! rebuild, RAID5 stripes touching both failed members would be lost.
+//! rebuild, RAID5 stripes touching both failed members would be lost. Once nothing lives on
+//! the failed member any more, a blank device can take its slot.
 
 mod common;
 
@@ -60,83 +61,131 @@ fn rebuild_state(d: &Driver) -> String {
         .unwrap_or_default()
 }
 
+fn fill(d: &mut Driver, id: &mut u64, want: &[u8]) {
+    let size = want.len() as u64;
+    let mut off = 0;
+    while off < size {
+        let len = if (off / BS).is_multiple_of(5) {
+            BS / 2
+        } else {
+            3 * BS
+        };
+        let len = len.min(size - off);
+        let data = want[off as usize..(off + len) as usize].to_vec();
+        submit(
+            d,
+            *id,
+            Op::Write {
+                offset: off,
+                data: Data::Bytes(data),
+                fua: false,
+            },
+        );
+        *id += 1;
+        off += len;
+    }
+}
+
+fn check(d: &mut Driver, id: &mut u64, want: &[u8], what: &str) {
+    let size = want.len() as u64;
+    let mut off = 0;
+    while off < size {
+        let len = (12 * BS).min(size - off);
+        let got = submit(d, *id, Op::Read { offset: off, len }).expect("data");
+        *id += 1;
+        assert!(
+            got == want[off as usize..(off + len) as usize],
+            "{what}: data at {off} differs"
+        );
+        off += len;
+    }
+}
+
+fn fail(d: &mut Driver, disk: usize) {
+    d.disks[disk].failed = true;
+    d.engine.fail_disk(DiskId(disk as u32), d.now);
+    d.pump();
+}
+
+/// Run until every volume's rebuild reports done; returns the blocks it moved.
+fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
+    let mut waited = 0;
+    while !rebuild_state(d).starts_with("done") {
+        let t = d.now + 5_000_000;
+        d.run_until(Some(t));
+        waited += 1;
+        assert!(
+            waited < 20_000,
+            "{what}: rebuild never finished: {}",
+            rebuild_state(d)
+        );
+    }
+    rebuild_state(d)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
-fn after_a_rebuild_a_second_failure_loses_nothing() {
+fn after_a_rebuild_a_second_failure_loses_nothing_and_a_replaced_member_rejoins() {
     for seed in 0..4u64 {
         let mut d = driver(seed);
         let size = BLOCKS * BS;
         let want = expected(size);
-        // Fill with a mix of full stripes (large writes) and replicated small writes.
-        let mut off = 0;
         let mut id = 1;
-        while off < size {
-            let len = if (off / BS).is_multiple_of(5) {
-                BS / 2
-            } else {
-                (3 * BS).min(size - off)
-            };
-            let len = len.min(size - off);
-            let data = want[off as usize..(off + len) as usize].to_vec();
-            submit(
-                &mut d,
-                id,
-                Op::Write {
-                    offset: off,
-                    data: Data::Bytes(data),
-                    fua: false,
-                },
-            );
-            id += 1;
-            off += len;
-        }
-        // Let conversion run for a while so RAID stripes and pair sets both exist.
+        // A mix of full stripes (large writes) and replicated small writes; conversion runs
+        // for a while so RAID stripes and pair sets both exist.
+        fill(&mut d, &mut id, &want);
         let t = d.now + 50_000_000;
         d.run_until(Some(t));
-        let first = DiskId(3);
-        d.disks[3].failed = true;
-        d.engine.fail_disk(first, d.now);
-        d.pump();
+        assert!(
+            d.engine.replace_disk(DiskId(3), d.now).is_err(),
+            "a healthy member was replaced"
+        );
+        fail(&mut d, 3);
+        assert!(
+            d.engine.replace_disk(DiskId(3), d.now).is_err(),
+            "replaced while data still lived on the member"
+        );
         let ops_before = d.log.len();
-        let mut waited = 0;
-        while !rebuild_state(&d).starts_with("done") {
-            let t = d.now + 5_000_000;
-            d.run_until(Some(t));
-            waited += 1;
-            assert!(
-                waited < 20_000,
-                "seed {seed}: rebuild never finished: {}",
-                rebuild_state(&d)
-            );
-        }
+        let moved = wait_rebuild(&mut d, &format!("seed {seed}"));
+        assert!(moved > 0, "seed {seed}: nothing was rebuilt");
         assert!(
             d.log[ops_before..].iter().all(|o| o.disk != 3),
             "seed {seed}: I/O issued to the failed member"
         );
-        let moved: u64 = rebuild_state(&d)
-            .split_whitespace()
-            .nth(1)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        assert!(
-            moved > 0,
-            "seed {seed}: nothing was rebuilt: {}",
-            rebuild_state(&d)
-        );
         d.engine.scheme().check_invariants();
         // A second member fails: every block must still read back.
-        d.disks[7].failed = true;
-        d.engine.fail_disk(DiskId(7), d.now);
-        d.pump();
-        let mut off = 0;
-        while off < size {
-            let len = (12 * BS).min(size - off);
-            let got = submit(&mut d, id, Op::Read { offset: off, len }).expect("data");
-            id += 1;
-            assert!(
-                got == want[off as usize..(off + len) as usize],
-                "seed {seed}: data at {off} lost after the second failure"
-            );
-            off += len;
-        }
+        fail(&mut d, 7);
+        check(
+            &mut d,
+            &mut id,
+            &want,
+            &format!("seed {seed}, after the second failure"),
+        );
+
+        // A blank device replaces member 3 (member 7 stays failed) and takes new data.
+        d.disks[3].failed = false;
+        d.disks[3].bytes.fill(0x5A);
+        d.engine
+            .replace_disk(DiskId(3), d.now)
+            .unwrap_or_else(|e| panic!("seed {seed}: replace refused: {e}"));
+        let ops_before = d.log.len();
+        let want2: Vec<u8> = want.iter().map(|b| b ^ 0x77).collect();
+        fill(&mut d, &mut id, &want2);
+        let t = d.now + 50_000_000;
+        d.run_until(Some(t));
+        assert!(
+            d.log[ops_before..].iter().any(|o| o.disk == 3 && o.write),
+            "seed {seed}: the replaced member is never written"
+        );
+        check(
+            &mut d,
+            &mut id,
+            &want2,
+            &format!("seed {seed}, after replace"),
+        );
+        d.engine.scheme().check_invariants();
     }
 }

@@ -100,6 +100,11 @@ impl Disks {
         self.deadline.set(None);
         &mut self.list[d.index()]
     }
+    /// A new, healthy device takes slot `d` (fresh detector and counters).
+    pub(crate) fn replace(&mut self, d: DiskId, cfg: DetectorConfig, now: Nanos) {
+        self.deadline.set(None);
+        self.list[d.index()] = DiskState::new(cfg, now);
+    }
     pub fn iter(&self) -> impl Iterator<Item = &DiskState> {
         self.list.iter()
     }

@@ -222,6 +222,41 @@ impl Engine {
         }
     }
 
+    /// The operator put a new, empty device in the slot of failed member `disk`. Allowed
+    /// once the scheme holds nothing there any more (its rebuild moved everything off) and
+    /// no I/O to the old device is in flight.
+    pub fn replace_disk(&mut self, disk: DiskId, now: Nanos) -> Result<(), String> {
+        if disk.index() >= self.disks.len() {
+            return Err(format!("there is no member {}", disk.index()));
+        }
+        let s = self.disks.get(disk);
+        if !s.failed {
+            return Err(format!(
+                "member {} has not failed; fail it first (its data must be rebuilt elsewhere)",
+                disk.index()
+            ));
+        }
+        if s.inflight > 0 {
+            return Err(format!(
+                "member {} still has I/O in flight; try again",
+                disk.index()
+            ));
+        }
+        if self.scheme.disk_in_use(disk) {
+            return Err(format!(
+                "scheme {} still has data on member {} (rebuild not finished, or the scheme \
+                 can not rebuild onto spare space)",
+                self.scheme.name(),
+                disk.index()
+            ));
+        }
+        self.now = self.now.max(now);
+        self.disks.replace(disk, self.cfg.detector, self.now);
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        scheme.on_disk_replaced(&mut ctx, disk);
+        Ok(())
+    }
+
     pub fn poll_device_io(&mut self) -> Option<DeviceIo> {
         self.out_io.pop_front()
     }

@@ -140,6 +140,11 @@ impl Journal {
         self.open_records += group.len();
     }
 
+    /// Make the next commit a checkpoint.
+    pub fn force_checkpoint(&mut self) {
+        self.force_checkpoint = true;
+    }
+
     /// Should the next commit be a checkpoint? (Half the ring used, or forced.)
     pub fn wants_checkpoint(&self) -> bool {
         self.force_checkpoint

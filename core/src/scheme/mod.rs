@@ -70,6 +70,14 @@ pub trait Scheme {
     fn next_deadline(&self, now: Nanos) -> Option<Nanos>;
     /// A member was marked failed (by an I/O error or by the operator).
     fn on_disk_failed(&mut self, ctx: &mut Ctx, disk: DiskId);
+    /// Does the scheme still need anything stored on `disk` (a failed member)? A member can
+    /// be replaced by an empty device only when not. Schemes that can not rebuild onto
+    /// spare space always need it.
+    fn disk_in_use(&self, _disk: DiskId) -> bool {
+        true
+    }
+    /// An empty device took the slot of failed member `disk`.
+    fn on_disk_replaced(&mut self, _ctx: &mut Ctx, _disk: DiskId) {}
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
     /// Quiescent: no scheme-internal work in flight or waiting (used by tests and shutdown).
     fn is_idle(&self) -> bool;

@@ -276,6 +276,25 @@ impl EventLoop {
                         .fail_disk(fusionraid_core::DiskId(i as u32), now);
                 }
             }
+            Ctl::ReplaceMember {
+                index,
+                member,
+                reply,
+            } => {
+                let now = self.clock.now();
+                let r = if index < self.names.len() {
+                    self.engine
+                        .replace_disk(fusionraid_core::DiskId(index as u32), now)
+                } else {
+                    Err(format!("there is no member {index}"))
+                };
+                if r.is_ok() {
+                    tracing::warn!(old = %self.names[index], new = member.name(), "member replaced");
+                    self.names[index] = member.name().to_string();
+                    self.members[index] = Some(member);
+                }
+                let _ = reply.try_send(r);
+            }
             Ctl::Shutdown(grace) => {
                 self.leave_by.get_or_insert(Instant::now() + grace);
             }

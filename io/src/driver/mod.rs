@@ -69,6 +69,12 @@ pub(crate) struct Inbox {
 pub(crate) enum Ctl {
     Status(SyncSender<StatusSnapshot>),
     FailMember(usize),
+    /// An empty device takes the slot of a failed member (the engine decides if it may).
+    ReplaceMember {
+        index: usize,
+        member: Box<dyn Member>,
+        reply: SyncSender<Result<(), String>>,
+    },
     Shutdown(Duration),
 }
 
@@ -211,6 +217,19 @@ impl Driver {
     /// Declares member `index` failed (operator action, or a test).
     pub fn fail_member(&self, index: usize) {
         self.ctl(Ctl::FailMember(index));
+    }
+
+    /// Put `member` (empty, its superblock written) in the slot of failed member `index`.
+    /// Refused while the scheme still has data there (rebuild not finished).
+    pub fn replace_member(&self, index: usize, member: Box<dyn Member>) -> Result<(), String> {
+        let (tx, rx) = sync_channel(1);
+        self.ctl(Ctl::ReplaceMember {
+            index,
+            member,
+            reply: tx,
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .map_err(|_| "the engine loop did not answer".to_string())?
     }
 
     /// Stops taking commands, lets those admitted finish (at most `grace`), and joins the

@@ -489,6 +489,15 @@ impl FusionScheme {
         Ok((scheme, report))
     }
 
+    /// Make the next commit a checkpoint (a member was replaced: restore every copy).
+    pub(super) fn force_checkpoint(&mut self) {
+        if let Some(d) = self.durable.as_mut() {
+            d.journal.force_checkpoint();
+            // Answer nobody early, but do not wait the whole interval either.
+            d.last_commit_at = 0;
+        }
+    }
+
     pub fn durable(&self) -> Option<&Durable> {
         self.durable.as_ref()
     }

@@ -298,6 +298,16 @@ impl Scheme for FusionScheme {
         self.after_event(ctx);
     }
 
+    fn disk_in_use(&self, disk: DiskId) -> bool {
+        self.stored_on(disk)
+    }
+
+    fn on_disk_replaced(&mut self, ctx: &mut Ctx, _disk: DiskId) {
+        // Metadata copies that lived on the old device are gone: write a full set again.
+        self.force_checkpoint();
+        self.after_event(ctx);
+    }
+
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus> {
         let vol = self.vols.get(v as usize)?;
         let bs = vol.zone.block_size();

@@ -61,6 +61,18 @@ fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
 }
 
 impl FusionScheme {
+    /// Is any user block stored on a stripe touching `disk`, or any open pair set on it?
+    pub(super) fn stored_on(&self, disk: DiskId) -> bool {
+        let d = [disk];
+        self.vols.iter().any(|v| {
+            (0..v.blocks).any(|ub| {
+                let e = v.bmt.get(ub);
+                on_failed(v, e.base, &d)
+                    || (e.patched && v.patches.get(ub).iter().any(|n| on_failed(v, n.loc(), &d)))
+            })
+        })
+    }
+
     /// A member failed: every volume (re)starts a rebuild sweep.
     pub(super) fn begin_rebuild(&mut self, now: Nanos) {
         for v in &mut self.vols {

@@ -1,0 +1,255 @@
+//! Operator commands for a running `serve`: `fusionraid fail N` and `fusionraid replace N
+//! SPEC`, sent over a control socket next to the status socket (one line in, one line out),
+//! and the hot-spare keeper that replaces a failed member by a listed spare once the rebuild
+//! has moved everything off it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args as ClapArgs;
+use fusionraid_io::Driver;
+use fusionraid_io::driver::MemberState;
+
+use crate::assemble::{Io, PoolIdentity};
+
+/// The control socket that goes with a status socket.
+pub fn control_path(status: &Path) -> PathBuf {
+    status.with_extension("ctl")
+}
+
+/// What the serve process needs to carry out operator commands.
+pub struct Operator {
+    pub driver: Arc<Driver>,
+    pub io: Io,
+    pub pool: PoolIdentity,
+    pub base: PathBuf,
+    pub pool_file: PathBuf,
+    /// Hot spares not used yet.
+    pub spares: Mutex<Vec<String>>,
+}
+
+impl Operator {
+    /// Carry out one command line; the answer starts with "ok" or "error".
+    pub fn handle(&self, line: &str) -> String {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let r = match words.as_slice() {
+            ["fail", n] => n
+                .parse::<usize>()
+                .map_err(|_| anyhow::anyhow!("member index expected, got {n:?}"))
+                .and_then(|i| self.fail(i)),
+            ["replace", n, spec] => n
+                .parse::<usize>()
+                .map_err(|_| anyhow::anyhow!("member index expected, got {n:?}"))
+                .and_then(|i| self.replace(i, spec)),
+            _ => Err(anyhow::anyhow!(
+                "unknown command {line:?} (fail N | replace N SPEC)"
+            )),
+        };
+        match r {
+            Ok(s) => format!("ok: {s}"),
+            Err(e) => format!("error: {e:#}"),
+        }
+    }
+
+    fn fail(&self, i: usize) -> anyhow::Result<String> {
+        if i >= self.pool.cfg.members.len() {
+            bail!("there is no member {i}");
+        }
+        self.driver.fail_member(i);
+        Ok(format!(
+            "member {i} failed; its data is being rebuilt onto the other members"
+        ))
+    }
+
+    fn replace(&self, i: usize, spec: &str) -> anyhow::Result<String> {
+        if i >= self.pool.cfg.members.len() {
+            bail!("there is no member {i}");
+        }
+        let m = self
+            .io
+            .prepare_replacement(&self.pool, i, spec, &self.base)?;
+        self.driver
+            .replace_member(i, m)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let note = match update_pool_file(&self.pool_file, &self.pool.cfg.members[i], spec) {
+            Ok(()) => format!("{} now lists it", self.pool_file.display()),
+            Err(e) => format!(
+                "update members[{i}] in {} to \"{spec}\" yourself ({e})",
+                self.pool_file.display()
+            ),
+        };
+        Ok(format!("member {i} is now {spec}; {note}"))
+    }
+
+    /// Replace failed members whose data has been rebuilt elsewhere by listed spares.
+    pub fn use_spares(&self) {
+        if self.spares.lock().expect("spares").is_empty() {
+            return;
+        }
+        let Some(s) = self.driver.status(Duration::from_secs(5)) else {
+            return;
+        };
+        let rebuilt = s
+            .volumes
+            .iter()
+            .all(|v| v.rebuild.as_deref().is_none_or(|r| r.starts_with("done")));
+        if !rebuilt {
+            return;
+        }
+        for m in s.members.iter().filter(|m| m.state == MemberState::Failed) {
+            let Some(spec) = self.spares.lock().expect("spares").first().cloned() else {
+                return;
+            };
+            match self.replace(m.index, &spec) {
+                Ok(msg) => {
+                    self.spares.lock().expect("spares").remove(0);
+                    eprintln!("fusionraid: hot spare: {msg}");
+                }
+                Err(e) => {
+                    tracing::warn!(member = m.index, spare = %spec, "hot spare not used: {e:#}")
+                }
+            }
+        }
+    }
+}
+
+/// Point the pool file's entry for the replaced member at the new device (the file is
+/// where the next `serve` looks for members). Only an exact, unique match is edited.
+fn update_pool_file(path: &Path, old: &str, new: &str) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path).context("reading the pool file")?;
+    let quoted = format!("\"{old}\"");
+    if text.matches(&quoted).count() != 1 {
+        bail!("{quoted} does not appear exactly once");
+    }
+    let tmp = path.with_extension("toml.tmp");
+    std::fs::write(&tmp, text.replacen(&quoted, &format!("\"{new}\""), 1))
+        .context("writing the pool file")?;
+    std::fs::rename(&tmp, path).context("replacing the pool file")?;
+    Ok(())
+}
+
+/// Serves operator commands until dropped.
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlServer {
+    pub fn start(path: &Path, op: Arc<Operator>) -> anyhow::Result<ControlServer> {
+        if path.exists() && UnixStream::connect(path).is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        let listener = UnixListener::bind(path)
+            .with_context(|| format!("binding the control socket {}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if s.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let Ok(c) = conn else { continue };
+                    let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+                    let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
+                    let mut line = String::new();
+                    // One bounded line: a client can not make us buffer without limit.
+                    let mut r = BufReader::new(std::io::Read::take(&c, 4096));
+                    if r.read_line(&mut line).is_err() {
+                        continue;
+                    }
+                    let answer = op.handle(line.trim());
+                    let mut w = &c;
+                    let _ = w.write_all(answer.as_bytes());
+                    let _ = w.write_all(b"\n");
+                }
+            })?;
+        Ok(ControlServer {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct FailArgs {
+    /// Member index to fail.
+    pub member: usize,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReplaceArgs {
+    /// Index of the failed member to replace.
+    pub member: usize,
+    /// The new device (member spec, e.g. file:new.img or /dev/sdx).
+    pub spec: String,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct Target {
+    /// The pool file whose running serve to address (default: the demo pool's).
+    #[arg(long)]
+    pub pool: Option<PathBuf>,
+    /// The status socket of the running serve (the control socket sits next to it).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+fn send(target: &Target, line: &str) -> anyhow::Result<()> {
+    let status = crate::status_cmd::socket_for(target.socket.as_ref(), target.pool.as_ref())?;
+    let path = control_path(&status);
+    let mut c = UnixStream::connect(&path).with_context(|| {
+        format!(
+            "connecting to {} (is `fusionraid serve` running?)",
+            path.display()
+        )
+    })?;
+    c.set_read_timeout(Some(Duration::from_secs(60)))?;
+    writeln!(c, "{line}")?;
+    let mut answer = String::new();
+    BufReader::new(c).read_line(&mut answer)?;
+    let answer = answer.trim();
+    println!("{answer}");
+    if !answer.starts_with("ok") {
+        bail!("the command was refused");
+    }
+    Ok(())
+}
+
+pub fn fail(args: FailArgs) -> anyhow::Result<()> {
+    send(&args.target, &format!("fail {}", args.member))
+}
+
+pub fn replace(args: ReplaceArgs) -> anyhow::Result<()> {
+    if args.spec.contains(char::is_whitespace) {
+        bail!("member specs can not contain spaces");
+    }
+    send(
+        &args.target,
+        &format!("replace {} {}", args.member, args.spec),
+    )
+}

@@ -1,0 +1,104 @@
+//! Operator commands on a running pool: `fusionraid fail`, the rebuild onto the other
+//! members, a hot spare taking the failed slot by itself, `fusionraid replace` for a second
+//! failure, and a restart that finds the new members through the updated pool file.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use fusionraid_nbd::Client;
+
+const T: Duration = Duration::from_secs(60);
+
+fn write_all(uri: &str, data: &[u8]) {
+    let mut c = Client::connect(uri).unwrap();
+    c.write_at(data, 0).unwrap();
+    c.flush().unwrap();
+    c.disconnect().unwrap();
+}
+
+fn read_check(uri: &str, want: &[u8], what: &str) {
+    let mut c = Client::connect(uri).unwrap();
+    let mut back = vec![0u8; want.len()];
+    c.read_at(&mut back, 0).unwrap();
+    assert!(back == want, "{what}: data differs");
+    c.disconnect().unwrap();
+}
+
+fn ctl(s: &Serve, args: &[&str]) -> Output {
+    let mut a = args.to_vec();
+    a.extend(["--socket", s.status.to_str().unwrap()]);
+    run(BIN, &a, T)
+}
+
+fn member_line(status: &str, name: &str) -> String {
+    status
+        .lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn fail_rebuild_hot_spare_replace_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let members: Vec<String> = (0..8).map(|i| format!("\"file:d{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"ops\"\nmembers = [{}]\nspares = [\"file:spare0.img\"]\nmember_size = \"64M\"\n\
+             block_size = \"16K\"\nlayout = \"permutation\"\n{}",
+            members.join(", "),
+            volume("v", "raid5", 4, "12M", false)
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&p, &[]);
+    let data = pattern(5, 12 << 20);
+    write_all(&s.uri("v"), &data);
+
+    // Replacing a healthy member is refused.
+    let out = ctl(&s, &["replace", "2", "file:new2.img"]);
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(out.stdout.contains("has not failed"), "{}", out.stdout);
+
+    // Fail member 2: the rebuild moves its data, then the hot spare takes the slot.
+    ctl(&s, &["fail", "2"]).ok("fusionraid fail");
+    wait_for(
+        "the hot spare to replace member 2",
+        Duration::from_secs(60),
+        || {
+            member_line(&s.status_text(false), "spare0.img").contains("ONLINE")
+                || member_line(&s.status_text(false), "spare0.img").contains("healthy")
+        },
+    );
+    let st = s.status_text(false);
+    assert!(st.contains("rebuild: done"), "{st}");
+    read_check(&s.uri("v"), &data, "after the hot spare");
+
+    // A second failure, replaced by hand once its rebuild is done.
+    ctl(&s, &["fail", "5"]).ok("fusionraid fail 5");
+    wait_for("the second rebuild", Duration::from_secs(60), || {
+        s.status_text(false).contains("rebuild: done")
+    });
+    ctl(&s, &["replace", "5", "file:new5.img"]).ok("fusionraid replace");
+    read_check(&s.uri("v"), &data, "after replace");
+    let data2 = pattern(6, 12 << 20);
+    write_all(&s.uri("v"), &data2);
+    s.stop();
+
+    // The pool file now lists the new members; serve assembles them.
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(
+        text.contains("spare0.img") && text.contains("new5.img"),
+        "{text}"
+    );
+    let s = Serve::start(&p, &[]);
+    let st = s.status_text(false);
+    assert!(!st.contains("FAULTED") && !st.contains("missing"), "{st}");
+    read_check(&s.uri("v"), &data2, "after restart");
+    s.stop();
+}
