@@ -17,6 +17,7 @@ mod finish;
 mod fleet;
 mod oracle;
 mod prefill;
+mod rebuild;
 mod requests;
 mod run;
 mod sources;

@@ -30,41 +30,7 @@ impl Sim {
             let Some((t, ev)) = self.events.pop() else {
                 return Err(self.stuck("requests in flight but no event pending"));
             };
-            self.now = self.now.max(t);
-            match ev {
-                Event::Arrival { source } => {
-                    let s = source as usize;
-                    let record = self.sources[s].scheduled.take().expect("scheduled record");
-                    self.issue(s, record);
-                    self.pull(s);
-                }
-                Event::Completion { id, disk } => {
-                    let result = match &mut self.data {
-                        None => Ok(None),
-                        Some(d) => d.results.remove(&id.0).unwrap_or(Ok(None)),
-                    };
-                    if let Err(e) = self.engine.handle_completion(id, result, self.now) {
-                        return Err(self.stuck(&e.to_string()));
-                    }
-                    self.observe(disk as usize);
-                }
-                Event::Timeout => {
-                    if self.timer != Some(t) {
-                        continue; // superseded by an earlier deadline that already fired
-                    }
-                    self.timer = None;
-                    if t == self.last_timeout_at {
-                        self.same_instant += 1;
-                    } else {
-                        self.last_timeout_at = t;
-                        self.same_instant = 0;
-                    }
-                    self.engine.handle_timeout(self.now);
-                    for d in 0..self.devices.len() {
-                        self.observe(d);
-                    }
-                }
-            }
+            self.handle(t, ev)?;
             self.pump();
             self.processed += 1;
             if self.processed.is_multiple_of(PROGRESS_EVERY) {
@@ -80,6 +46,46 @@ impl Sim {
         }
         progress(&self.progress());
         Ok(self.finish())
+    }
+
+    /// One event: an arrival, a device completion or the engine's timer.
+    pub(super) fn handle(&mut self, t: Nanos, ev: Event) -> Result<(), SimError> {
+            self.now = self.now.max(t);
+        match ev {
+            Event::Arrival { source } => {
+                let s = source as usize;
+                let record = self.sources[s].scheduled.take().expect("scheduled record");
+                self.issue(s, record);
+                self.pull(s);
+            }
+            Event::Completion { id, disk } => {
+                let result = match &mut self.data {
+                    None => Ok(None),
+                    Some(d) => d.results.remove(&id.0).unwrap_or(Ok(None)),
+                };
+                if let Err(e) = self.engine.handle_completion(id, result, self.now) {
+                    return Err(self.stuck(&e.to_string()));
+                }
+                self.observe(disk as usize);
+            }
+            Event::Timeout => {
+                if self.timer != Some(t) {
+                    return Ok(()); // superseded by an earlier deadline that already fired
+                }
+                self.timer = None;
+                if t == self.last_timeout_at {
+                    self.same_instant += 1;
+                } else {
+                    self.last_timeout_at = t;
+                    self.same_instant = 0;
+                }
+                self.engine.handle_timeout(self.now);
+                for d in 0..self.devices.len() {
+                    self.observe(d);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn progress(&self) -> Progress {
@@ -223,7 +229,7 @@ impl Sim {
 
     /// Performs the engine's device I/Os, collects replies, lets held and closed-loop
     /// requests in as replies free room, and re-arms the engine's timer.
-    fn pump(&mut self) {
+    pub(super) fn pump(&mut self) {
         loop {
             while let Some(io) = self.engine.poll_device_io() {
                 self.perform(io);

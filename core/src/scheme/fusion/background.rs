@@ -36,6 +36,16 @@ impl FusionScheme {
                     self.retry_space_waiters(ctx, vol);
                 }
             }
+            // The rebuild first, with its own concurrency (one job per member by default),
+            // so a big pool rebuilds with all of its members at once.
+            let rebuild_limit = match self.cfg.conversion.rebuild_concurrent {
+                0 => ctx.disk_count(),
+                n => n,
+            };
+            while self.vols[vol].rebuild_running < rebuild_limit
+                && self.rebuild_due(ctx, vol)
+                && self.start_rebuild(ctx, vol)
+            {}
             let pol = self.cfg.conversion.clone();
             if ctx.now < self.vols[vol].next_bg_scan && self.vols[vol].space_waiters.is_empty() {
                 continue;
@@ -62,9 +72,8 @@ impl FusionScheme {
                 let idle = pol
                     .idle_ns
                     .is_some_and(|i| ctx.now >= self.last_user_at + i);
-                let mut started = self.rebuild_due(ctx, vol) && self.start_rebuild(ctx, vol);
-                if !started && pol.enabled && (starving || at_cap || low_space || rep_full || idle)
-                {
+                let mut started = false;
+                if pol.enabled && (starving || at_cap || low_space || rep_full || idle) {
                     started = self.start_conversion(ctx, vol, starving || at_cap);
                 }
                 if !started && (starving || low_space) {
@@ -429,15 +438,16 @@ impl FusionScheme {
 
     /// Move the user blocks `picked` (at most one stripe's worth) into a fresh full stripe:
     /// read each whole (reconstructing around failed members), write data and parity, then
-    /// remap every block nobody rewrote meanwhile. `strict`: the target must avoid every
-    /// failed member (a rebuild that landed on one again would achieve nothing).
+    /// remap every block nobody rewrote meanwhile. `rebuild`: part of a rebuild, whose
+    /// target must avoid every failed member (landing on one again would achieve nothing).
     pub(super) fn launch_relocation(
         &mut self,
         ctx: &mut Ctx,
         vol: usize,
         picked: Vec<u64>,
-        strict: bool,
+        rebuild: bool,
     ) -> bool {
+        let strict = rebuild;
         let v = &mut self.vols[vol];
         let redirect = self.cfg.redirect;
         let width = v.zone.width();
@@ -469,6 +479,7 @@ impl FusionScheme {
             return false;
         };
         v.bg_running += 1;
+        v.rebuild_running += rebuild as usize;
         let mut snapshot = Vec::with_capacity(picked.len());
         let mut pins = Vec::new();
         for &ub in &picked {
@@ -506,6 +517,7 @@ impl FusionScheme {
             pending: 0,
             writing: false,
             failed: false,
+            rebuild,
         }));
         for (i, ub) in picked.into_iter().enumerate() {
             self.start_read(
@@ -612,6 +624,7 @@ impl FusionScheme {
         };
         let v = &mut self.vols[j.vol];
         v.bg_running -= 1;
+        v.rebuild_running -= j.rebuild as usize;
         let now = ctx.now;
         let mut moved = 0;
         if ok {

@@ -134,8 +134,11 @@ pub struct ConversionPolicy {
     pub pause_fg_bytes_per_sec: f64,
     /// Conversions and compactions in flight at once per volume.
     pub max_concurrent: usize,
-    /// Pace of the rebuild after a member failure (bytes of user data moved per second).
+    /// Pace of the rebuild after a member failure: bytes of user data moved per second per
+    /// surviving member (the whole pool rebuilds, so the pace grows with it).
     pub rebuild_bytes_per_sec: f64,
+    /// Rebuild moves in flight per volume; 0 = one per member.
+    pub rebuild_concurrent: usize,
 }
 
 impl Default for ConversionPolicy {
@@ -147,7 +150,8 @@ impl Default for ConversionPolicy {
             idle_ns: Some(50_000_000),
             pause_fg_bytes_per_sec: 40e6,
             max_concurrent: 2,
-            rebuild_bytes_per_sec: 400e6,
+            rebuild_bytes_per_sec: 50e6,
+            rebuild_concurrent: 0,
         }
     }
 }

@@ -183,4 +183,6 @@ pub struct RelocJob {
     pub pending: u32,
     pub writing: bool,
     pub failed: bool,
+    /// Part of a rebuild (counted in `Vol::rebuild_running`).
+    pub rebuild: bool,
 }

@@ -9,7 +9,8 @@
 //!
 //! The BMT is swept from a cursor (no reverse map); a rebuild is done when a whole sweep
 //! finds nothing left and no relocation is in flight. It is paced by
-//! `ConversionPolicy::rebuild_bytes_per_sec` and shares the background concurrency limit.
+//! `ConversionPolicy::rebuild_bytes_per_sec` and runs up to `rebuild_concurrent` moves at
+//! once (default: one per member).
 
 use super::FusionScheme;
 use super::vol::Vol;
@@ -28,6 +29,8 @@ pub struct Rebuild {
     clean_scan: u64,
     cursor: u64,
     next_at: Nanos,
+    /// The last move found no free stripe clear of the failed members.
+    stalled: bool,
 }
 
 impl Rebuild {
@@ -37,6 +40,11 @@ impl Rebuild {
                 "done: {} blocks moved in {:.3} s",
                 self.moved,
                 (t - self.started_at) as f64 / 1e9
+            ),
+            None if self.stalled => format!(
+                "stalled after {} blocks: no free stripe avoids the failed members (the zone \
+                 needs more spare space; serving degraded meanwhile)",
+                self.moved
             ),
             None => format!(
                 "rebuilding: {} blocks moved, clean sweep {}%",
@@ -134,20 +142,24 @@ impl FusionScheme {
             }
         }
         if picked.is_empty() {
-            if r.clean_scan >= blocks && v.bg_running == 0 {
+            if r.clean_scan >= blocks && v.rebuild_running == 0 {
                 r.done_at = Some(ctx.now);
             }
             v.rebuild = Some(r);
             return false;
         }
         let bytes = picked.len() as u64 * v.zone.block_size();
-        let rate = self.cfg.conversion.rebuild_bytes_per_sec.max(1.0);
-        r.next_at = ctx.now + (bytes as f64 / rate * 1e9) as Nanos;
+        let survivors = (ctx.disk_count() - failed.len()).max(1) as f64;
+        let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
+        r.next_at = r.next_at.max(ctx.now) + (bytes as f64 / rate * 1e9) as Nanos;
         let n = picked.len() as u64;
         self.vols[vol].rebuild = Some(r);
         let started = self.launch_relocation(ctx, vol, picked, true);
-        if started && let Some(r) = self.vols[vol].rebuild.as_mut() {
-            r.moved += n;
+        if let Some(r) = self.vols[vol].rebuild.as_mut() {
+            r.stalled = !started;
+            if started {
+                r.moved += n;
+            }
         }
         started
     }

@@ -36,6 +36,8 @@ pub struct Vol {
     pub raid_valid_blocks: u64,
     /// Conversions and relocations in flight.
     pub bg_running: usize,
+    /// Of those, rebuild relocations.
+    pub rebuild_running: usize,
     /// Where the relocation sweeper resumes its scan of the BMT.
     pub sweep_cursor: u64,
     /// Writes parked until conversion or compaction frees stripes.
@@ -71,6 +73,7 @@ impl Vol {
             max_replica_stripes,
             raid_valid_blocks: 0,
             bg_running: 0,
+            rebuild_running: 0,
             sweep_cursor: 0,
             space_waiters: Vec::new(),
             writes_in_flight: 0,
