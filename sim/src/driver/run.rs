@@ -50,7 +50,7 @@ impl Sim {
 
     /// One event: an arrival, a device completion or the engine's timer.
     pub(super) fn handle(&mut self, t: Nanos, ev: Event) -> Result<(), SimError> {
-            self.now = self.now.max(t);
+        self.now = self.now.max(t);
         match ev {
             Event::Arrival { source } => {
                 let s = source as usize;
