@@ -145,13 +145,14 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
         "degraded reads after degraded writes"
     );
 
-    // A second failure is beyond RAID5: reads may fail, never return wrong data.
+    // A second failure: blocks the rebuild already moved off member 2 survive it; anything
+    // else may fail to read, but never returns wrong data (verify checks every byte it gets).
+    let rebuilt = s.status_text(false).contains("rebuild: done");
     std::fs::write(inject(4), b"").unwrap();
     let failed = verify(&mut c, &data);
-    assert!(
-        failed > 0,
-        "stripes over two failed members can not be read"
-    );
+    if rebuilt {
+        assert_eq!(failed, 0, "after a finished rebuild a second failure loses nothing");
+    }
     let j = status(&s);
     assert_eq!(member_state(&j, 4), "failed", "{j:#}");
     assert!(j["snapshot"]["failed_requests"].as_u64() >= Some(failed as u64));
