@@ -151,7 +151,10 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
     std::fs::write(inject(4), b"").unwrap();
     let failed = verify(&mut c, &data);
     if rebuilt {
-        assert_eq!(failed, 0, "after a finished rebuild a second failure loses nothing");
+        assert_eq!(
+            failed, 0,
+            "after a finished rebuild a second failure loses nothing"
+        );
     }
     let j = status(&s);
     assert_eq!(member_state(&j, 4), "failed", "{j:#}");
