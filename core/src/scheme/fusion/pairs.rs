@@ -181,6 +181,17 @@ impl PairTable {
             .collect()
     }
 
+    /// The copies of a slot without allocating: (stripe, column) per copy, and how many.
+    pub fn copies_array(&self, r: SlotRef) -> ([(u32, usize); 3], usize) {
+        let set = self.set(r.set);
+        let slot = &set.slots[r.slot as usize];
+        let mut out = [(0u32, 0usize); 3];
+        for (i, &s) in set.stripes().iter().enumerate() {
+            out[i] = (s, slot.cols[i] as usize);
+        }
+        (out, set.copies as usize)
+    }
+
     /// Hand out the first spare slot whose disks `ok` accepts; skipped slots go to the tail.
     /// Returns the slot and how many were skipped (redirections).
     pub fn take_spare(

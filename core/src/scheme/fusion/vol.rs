@@ -154,12 +154,12 @@ impl Vol {
     /// Point user block `ub` wholly at `loc`, releasing everything it referenced before.
     pub fn map_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
         let old = self.bmt.get(ub);
-        let mut olds = if old.patched {
+        // No allocation for an unpatched block (the common case): the base goes last.
+        let olds = if old.patched {
             self.patches.clear(ub)
         } else {
             Vec::new()
         };
-        olds.push(old.base);
         self.bmt.set(
             ub,
             Entry {
@@ -167,7 +167,7 @@ impl Vol {
                 patched: false,
             },
         );
-        for l in olds {
+        for l in olds.into_iter().chain([old.base]) {
             if l != loc {
                 self.release(ub, l, now);
             }
