@@ -115,10 +115,10 @@ impl Zone {
     }
 
     /// Where column `col` of `stripe` lives (block counted from the zone's start).
-    #[inline]
+    #[inline(always)]
     fn locate(&self, stripe: u32, col: usize) -> Placement {
         let Some(t) = &self.table else {
-            return self.layout.locate(stripe as u64, col);
+            return self.locate_untabulated(stripe, col);
         };
         assert!(
             col < self.width,
@@ -133,6 +133,13 @@ impl Zone {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn locate_untabulated(&self, stripe: u32, col: usize) -> Placement {
+        self.layout.locate(stripe as u64, col)
+    }
+
+    #[inline]
     pub fn disk(&self, stripe: u32, col: usize) -> DiskId {
         self.locate(stripe, col).disk
     }

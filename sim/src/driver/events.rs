@@ -135,4 +135,26 @@ mod tests {
         assert!(q.is_empty());
         assert_eq!(q.scheduled(), 4);
     }
+
+    /// Against a sorted reference on random interleavings of pushes and pops.
+    #[test]
+    fn pops_in_key_order_under_random_traffic() {
+        let mut rng = fusionraid_core::rng::Rng::new(8);
+        let mut q = EventQueue::default();
+        let mut reference: Vec<(Nanos, u64)> = Vec::new();
+        let mut now = 0;
+        for i in 0..50_000u64 {
+            if rng.below(3) != 0 || reference.is_empty() {
+                let at = now + rng.below(1_000);
+                q.push(at, Event::Arrival { source: i as u32 });
+                reference.push((at, i));
+            } else {
+                reference.sort();
+                let (at, i) = reference.remove(0);
+                now = at;
+                assert_eq!(q.pop(), Some((at, Event::Arrival { source: i as u32 })));
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+    }
 }

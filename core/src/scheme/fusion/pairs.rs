@@ -63,6 +63,25 @@ impl PairSet {
     }
 }
 
+/// An entry of the spare-slot list: the slot and, once looked up, its copies' disks
+/// (`copies == 0` until then; the static layout never moves them).
+#[derive(Clone, Copy, Debug)]
+struct SpareSlot {
+    r: SlotRef,
+    copies: u8,
+    disks: [DiskId; 3],
+}
+
+impl SpareSlot {
+    fn new(r: SlotRef) -> Self {
+        SpareSlot {
+            r,
+            copies: 0,
+            disks: [DiskId(0); 3],
+        }
+    }
+}
+
 /// Where a key lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRef {
@@ -76,8 +95,9 @@ pub struct PairTable {
     free_ids: Vec<u32>,
     /// stripe -> (set, index of the stripe in the set).
     by_stripe: FastMap<u32, (u32, u8)>,
-    /// Slots ready for replicated writes, in hand-out order.
-    spare: VecDeque<SlotRef>,
+    /// Slots ready for replicated writes, in hand-out order, with their copies' disks once a
+    /// scan has looked them up (a write that must avoid slow disks may look at hundreds).
+    spare: VecDeque<SpareSlot>,
     /// Settled sets by last access, oldest first: conversion candidates.
     lru: BTreeSet<(Nanos, u32)>,
 }
@@ -123,10 +143,10 @@ impl PairTable {
             assert!(prev.is_none(), "stripe {s} already in a pair set");
         }
         for slot in 0..set.slots.len() * spare as usize {
-            self.spare.push_back(SlotRef {
+            self.spare.push_back(SpareSlot::new(SlotRef {
                 set: id,
                 slot: slot as u16,
-            });
+            }));
         }
         self.sets[id as usize] = Some(set);
         id
@@ -165,7 +185,7 @@ impl PairTable {
             self.by_stripe.remove(&s);
         }
         if set.slots.iter().any(|s| s.state == SlotState::Spare) {
-            self.spare.retain(|r| r.set != id);
+            self.spare.retain(|e| e.r.set != id);
         }
         self.free_ids.push(id);
         set
@@ -206,6 +226,17 @@ impl PairTable {
             .collect()
     }
 
+    /// The copies of a slot without allocating: (stripe, column) per copy, and how many.
+    pub fn copies_array(&self, r: SlotRef) -> ([(u32, usize); 3], usize) {
+        let set = self.set(r.set);
+        let slot = &set.slots[r.slot as usize];
+        let mut out = [(0u32, 0usize); 3];
+        for (i, &s) in set.stripes().iter().enumerate() {
+            out[i] = (s, slot.cols[i] as usize);
+        }
+        (out, set.copies as usize)
+    }
+
     /// Hand out the first spare slot whose disks `ok` accepts; skipped slots go to the tail.
     /// Returns the slot and how many were skipped (redirections).
     pub fn take_spare(
@@ -215,20 +246,23 @@ impl PairTable {
     ) -> Option<(SlotRef, usize)> {
         let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
         for skipped in 0..n {
-            let r = self.spare.pop_front()?;
-            let set = self.set(r.set);
-            let slot = &set.slots[r.slot as usize];
-            let mut disks = [DiskId(0); 3];
-            for (i, &s) in set.stripes().iter().enumerate() {
-                disks[i] = zone.disk(s, slot.cols[i] as usize);
+            let mut e = self.spare.pop_front()?;
+            let r = e.r;
+            if e.copies == 0 {
+                let set = self.set(r.set);
+                let slot = &set.slots[r.slot as usize];
+                for (i, &s) in set.stripes().iter().enumerate() {
+                    e.disks[i] = zone.disk(s, slot.cols[i] as usize);
+                }
+                e.copies = set.copies;
             }
-            if ok(&disks[..set.copies as usize]) {
+            if ok(&e.disks[..e.copies as usize]) {
                 let set = self.set_mut(r.set);
                 assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
                 set.slots[r.slot as usize].state = SlotState::Writing;
                 return Some((r, skipped));
             }
-            self.spare.push_back(r);
+            self.spare.push_back(e);
         }
         None
     }
@@ -238,7 +272,7 @@ impl PairTable {
         let set = self.set_mut(r.set);
         assert_eq!(set.slots[r.slot as usize].state, SlotState::Writing);
         set.slots[r.slot as usize].state = SlotState::Spare;
-        self.spare.push_front(r);
+        self.spare.push_front(SpareSlot::new(r));
     }
 
     /// Record an access for least-recently-accessed conversion order.
@@ -290,7 +324,7 @@ impl PairTable {
 
     /// Mark the remaining spare slots of a set dead so it can be converted now.
     pub fn close(&mut self, id: u32) {
-        self.spare.retain(|r| r.set != id);
+        self.spare.retain(|e| e.r.set != id);
         let set = self.set_mut(id);
         for sl in set.slots.iter_mut() {
             if sl.state == SlotState::Spare {
@@ -312,7 +346,7 @@ impl PairTable {
             .sum();
         per_set
             + self.by_stripe.len() as u64 * 16
-            + self.spare.len() as u64 * 8
+            + self.spare.len() as u64 * std::mem::size_of::<SpareSlot>() as u64
             + self.lru.len() as u64 * 16
     }
 }

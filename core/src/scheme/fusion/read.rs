@@ -46,12 +46,15 @@ impl FusionScheme {
             let first = ((lo - b * bs) / PAGE_SIZE) as u16;
             let count = ((hi - lo) / PAGE_SIZE) as u16;
             let e = v.bmt.get(b);
-            let segs = if e.patched {
-                segments(e.base, v.patches.get(b), first, count)
+            // Most blocks carry no patches: one segment, no allocation.
+            let patched;
+            let segs: &[(u16, u16, Loc)] = if e.patched {
+                patched = segments(e.base, v.patches.get(b), first, count);
+                &patched
             } else {
-                vec![(first, count, e.base)]
+                &[(first, count, e.base)]
             };
-            for (f, c, loc) in segs {
+            for &(f, c, loc) in segs {
                 let buf_off = (b * bs + f as u64 * PAGE_SIZE - offset) as usize;
                 parts.push(ReadPart {
                     first: f,
@@ -116,12 +119,19 @@ impl FusionScheme {
                     .lookup(&v.zone, key)
                     .expect("replica key without a pair set");
                 v.pairs.touch(r.set, ctx.now);
-                let copies = v.pairs.copies(r);
-                let alive: Vec<(u32, usize, DiskId)> = copies
-                    .iter()
-                    .map(|&(s, c)| (s, c, v.zone.disk(s, c)))
-                    .filter(|&(_, _, d)| !ctx.is_failed(d))
-                    .collect();
+                // At most 3 copies: fixed arrays instead of two vectors per read.
+                let (copies, n) = v.pairs.copies_array(r);
+                let copies = &copies[..n];
+                let mut alive = [(0u32, 0usize, DiskId(0)); 3];
+                let mut n_alive = 0;
+                for &(s, c) in copies {
+                    let d = v.zone.disk(s, c);
+                    if !ctx.is_failed(d) {
+                        alive[n_alive] = (s, c, d);
+                        n_alive += 1;
+                    }
+                }
+                let alive = &alive[..n_alive];
                 let pick = if redirect {
                     // The paper's rule: the copy whose disk has fewer stragglers; queue depth
                     // breaks ties, so load spreads over the copies when all are healthy.

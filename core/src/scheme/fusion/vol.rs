@@ -175,12 +175,12 @@ impl Vol {
     pub fn map_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
         self.record(|vol| Record::Whole { vol, ub, loc });
         let old = self.bmt.get(ub);
-        let mut olds = if old.patched {
+        // No allocation for an unpatched block (the common case): the base goes last.
+        let olds = if old.patched {
             self.patches.clear(ub)
         } else {
             Vec::new()
         };
-        olds.push(old.base);
         self.bmt.set(
             ub,
             Entry {
@@ -188,7 +188,7 @@ impl Vol {
                 patched: false,
             },
         );
-        for l in olds {
+        for l in olds.into_iter().chain([old.base]) {
             if l != loc {
                 self.release(ub, l, now);
             }

@@ -121,10 +121,11 @@ impl FusionScheme {
         let mut slots_taken = Vec::new();
         let mut no_space = false;
         let mut ub = offset / bs;
+        let mut raw: Vec<(u64, u16, u16)> = Vec::new();
         while ub * bs < end {
             let ls = ub / dcols;
             let chunk_end = ((ls + 1) * dcols).min(end.div_ceil(bs));
-            let mut raw: Vec<(u64, u16, u16)> = Vec::new();
+            raw.clear();
             for b in ub..chunk_end {
                 let lo = offset.max(b * bs);
                 let hi = end.min((b + 1) * bs);
