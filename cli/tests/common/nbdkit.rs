@@ -14,6 +14,9 @@ pub fn need_filters(test: &str, filters: &[&str]) -> bool {
         return skip(test, "missing tools: nbdkit");
     }
     let mut cmd = Command::new("nbdkit");
+    // A private Unix socket: `--run` would otherwise listen on TCP port 10809, which
+    // concurrent checks (and anything else) contend for.
+    cmd.args(["-U", "-"]);
     for f in filters {
         cmd.arg(format!("--filter={f}"));
     }

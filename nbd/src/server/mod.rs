@@ -18,6 +18,7 @@ mod connection;
 mod handshake;
 mod inflight;
 mod listener;
+pub(crate) mod sink;
 mod validate;
 mod writer;
 

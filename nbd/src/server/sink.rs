@@ -1,0 +1,181 @@
+//! Where one connection's replies go: straight into the socket from the thread that
+//! finished the command when that can be done without waiting, else through the writer
+//! thread.
+//!
+//! A reply handed to the writer thread costs a thread wake-up and a context switch (and, on
+//! a small machine, often preempts the thread that completed it: the engine's event loop).
+//! So a completer first tries to send a small reply itself, with a non-blocking send, under
+//! a lock that the writer thread also holds while it writes; replies never interleave. If
+//! the socket buffer is full (a client slow to read) or the writer is busy, the reply goes
+//! to the writer thread as before, so a slow client can stall only its own writer, never
+//! the completing thread. A reply the socket took only in part keeps its remainder here,
+//! and the writer thread is told to send it before anything else.
+
+use std::io::IoSlice;
+use std::net::Shutdown;
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use crate::backend::ReplyMsg;
+use crate::error::ErrorCode;
+use crate::proto::transmission::{SIMPLE_REPLY_LEN, SimpleReply};
+use crate::stream::NbdStream;
+
+use super::inflight::Inflight;
+
+/// Largest read payload sent from the completing thread. Larger replies would mostly be
+/// sent in part and copied; the writer thread sends them from their buffer.
+const INLINE_MAX: usize = 64 * 1024;
+
+/// What the writer thread receives.
+pub(crate) enum WriterMsg {
+    /// A reply to write.
+    Reply(ReplyMsg),
+    /// A completer left the unsent part of a reply in the sink.
+    Resume,
+}
+
+pub(crate) struct ReplySink {
+    pub stream: NbdStream,
+    pub inflight: Arc<Inflight>,
+    state: Mutex<SinkState>,
+}
+
+#[derive(Default)]
+pub(crate) struct SinkState {
+    /// The unsent end of a reply; it must go out before any other byte.
+    pub partial: Vec<u8>,
+    /// The in-flight budget the partial reply holds until it is sent.
+    pub partial_budget: u64,
+    /// The socket failed: replies are dropped (their budget released).
+    pub broken: bool,
+}
+
+impl ReplySink {
+    pub fn new(stream: NbdStream, inflight: Arc<Inflight>) -> Self {
+        ReplySink {
+            stream,
+            inflight,
+            state: Mutex::new(SinkState::default()),
+        }
+    }
+
+    /// The writer thread's hold on the socket.
+    pub fn lock(&self) -> MutexGuard<'_, SinkState> {
+        // Every update of the state is a single assignment: a panic elsewhere can not
+        // leave it torn, so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The client can no longer receive replies: shut the socket so the reader stops too,
+    /// and stop admitting requests.
+    pub fn fail(&self, st: &mut SinkState, e: &std::io::Error) {
+        if !st.broken {
+            tracing::debug!("writing reply failed, closing connection: {e}");
+            st.broken = true;
+            let _ = self.stream.shutdown(Shutdown::Both);
+            self.inflight.close();
+        }
+    }
+
+    /// Delivers `msg`: now, from this thread, if the socket takes it without waiting; else
+    /// through the writer thread. Never blocks on the client (the channel has room for every
+    /// command the connection admits, and this one holds a slot).
+    pub fn deliver(&self, tx: &SyncSender<WriterMsg>, msg: ReplyMsg) {
+        let Some(msg) = self.try_now(msg, tx) else {
+            return;
+        };
+        // An error means the writer is gone (the connection is over): nobody to tell.
+        let _ = tx.send(WriterMsg::Reply(msg));
+    }
+
+    /// Sends `msg` if it can go out now; gives it back when it must go through the writer.
+    fn try_now(&self, msg: ReplyMsg, tx: &SyncSender<WriterMsg>) -> Option<ReplyMsg> {
+        if msg.read_len.is_some_and(|l| l as usize > INLINE_MAX) {
+            return Some(msg);
+        }
+        // A busy writer (or a contended lock) takes the slow path: never wait here.
+        let mut st = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Some(msg),
+        };
+        if st.broken {
+            drop(st);
+            self.inflight.release(msg.budget);
+            return None;
+        }
+        if !st.partial.is_empty() {
+            return Some(msg);
+        }
+        let (header, payload) = frame(&msg);
+        let total = header.len() + payload.len();
+        match self
+            .stream
+            .send_now(&[IoSlice::new(&header), IoSlice::new(payload)])
+        {
+            Ok(n) if n == total => {
+                drop(st);
+                self.inflight.release(msg.budget);
+                None
+            }
+            Ok(n) => {
+                // The rest waits for the writer thread, ahead of every other reply.
+                st.partial = unsent(&header, payload, n);
+                st.partial_budget = msg.budget;
+                drop(st);
+                let _ = tx.send(WriterMsg::Resume);
+                None
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(msg),
+            Err(e) => {
+                self.fail(&mut st, &e);
+                drop(st);
+                self.inflight.release(msg.budget);
+                None
+            }
+        }
+    }
+}
+
+/// The bytes of `header` then `payload` after the first `sent`.
+fn unsent(header: &[u8], payload: &[u8], sent: usize) -> Vec<u8> {
+    let skip = sent.min(header.len());
+    let mut rest = Vec::with_capacity(header.len() + payload.len() - sent);
+    rest.extend_from_slice(&header[skip..]);
+    rest.extend_from_slice(&payload[sent - skip..]);
+    rest
+}
+
+/// The wire form of a reply: its header, and the read data that follows it (empty for
+/// other commands and errors).
+pub(crate) fn frame(msg: &ReplyMsg) -> ([u8; SIMPLE_REPLY_LEN], &[u8]) {
+    let result = match (&msg.result, msg.read_len) {
+        (Ok(data), Some(len)) if data.len() != len as usize => {
+            tracing::error!(
+                handle = msg.handle,
+                got = data.len(),
+                want = len,
+                "backend returned a read of the wrong length; replying EIO"
+            );
+            Err(ErrorCode::Io)
+        }
+        (Ok(data), Some(_)) => Ok(data.as_slice()),
+        (Ok(_), None) => Ok(&[][..]),
+        (Err(e), _) => Err(*e),
+    };
+    let (error, payload) = match result {
+        Ok(d) => (0, d),
+        Err(e) => (e.to_wire(), &[][..]),
+    };
+    let header = SimpleReply {
+        error,
+        handle: msg.handle,
+    }
+    .encode();
+    (header, payload)
+}
+
+#[cfg(test)]
+#[path = "sink_tests.rs"]
+mod tests;

@@ -1,0 +1,129 @@
+//! The reply sink: replies sent from the completing thread when the socket takes them,
+//! through the writer otherwise, and never a blocked completer.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn sink(slots: usize) -> (Arc<ReplySink>, UnixStream, Arc<Inflight>) {
+    let (server, client) = UnixStream::pair().unwrap();
+    let inflight = Arc::new(Inflight::new(slots, 1 << 30));
+    let s = Arc::new(ReplySink::new(NbdStream::Unix(server), inflight.clone()));
+    (s, client, inflight)
+}
+
+fn read_reply(handle: u64, len: u32) -> ReplyMsg {
+    ReplyMsg {
+        handle,
+        result: Ok(vec![handle as u8; len as usize]),
+        read_len: Some(len),
+        budget: u64::from(len),
+    }
+}
+
+fn take(client: &mut UnixStream, n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; n];
+    client.read_exact(&mut b).unwrap();
+    b
+}
+
+fn channel() -> (SyncSender<WriterMsg>, Receiver<WriterMsg>) {
+    sync_channel(64)
+}
+
+#[test]
+fn a_small_reply_goes_out_at_once_and_frees_its_slot() {
+    let (s, mut client, inflight) = sink(1);
+    let (tx, rx) = channel();
+    assert!(inflight.acquire_slot());
+    s.deliver(&tx, read_reply(7, 4096));
+    assert!(rx.try_recv().is_err(), "the writer was not needed");
+    let h = take(&mut client, SIMPLE_REPLY_LEN);
+    let r = SimpleReply::decode(&h.try_into().unwrap()).unwrap();
+    assert_eq!((r.handle, r.error), (7, 0));
+    assert_eq!(take(&mut client, 4096), vec![7u8; 4096]);
+    // The only slot is free again.
+    assert!(inflight.acquire_slot());
+}
+
+#[test]
+fn a_busy_writer_or_a_large_reply_goes_through_the_channel() {
+    let (s, _client, _) = sink(4);
+    let (tx, rx) = channel();
+    let held = s.lock();
+    s.deliver(&tx, read_reply(1, 4096));
+    drop(held);
+    s.deliver(&tx, read_reply(2, 1 << 20));
+    for want in [1, 2] {
+        match rx.try_recv() {
+            Ok(WriterMsg::Reply(m)) => assert_eq!(m.handle, want),
+            _ => panic!("reply {want} was not queued"),
+        }
+    }
+}
+
+#[test]
+fn a_wrong_length_read_is_an_eio_header_without_data() {
+    let msg = ReplyMsg {
+        handle: 3,
+        result: Ok(vec![0; 10]),
+        read_len: Some(4096),
+        budget: 4096,
+    };
+    let (h, payload) = frame(&msg);
+    assert!(payload.is_empty());
+    assert_eq!(
+        SimpleReply::decode(&h).unwrap().error,
+        ErrorCode::Io.to_wire()
+    );
+}
+
+#[test]
+fn unsent_keeps_the_tail_across_the_header_boundary() {
+    let (h, p) = ([1u8, 2, 3], [4u8, 5]);
+    assert_eq!(unsent(&h, &p, 0), vec![1, 2, 3, 4, 5]);
+    assert_eq!(unsent(&h, &p, 2), vec![3, 4, 5]);
+    assert_eq!(unsent(&h, &p, 4), vec![5]);
+    assert_eq!(unsent(&h, &p, 5), Vec::<u8>::new());
+}
+
+/// A client that stops reading fills its socket; completers must still never block (the
+/// replies queue to the writer, which is the one that waits), and once the client reads
+/// again every reply arrives, partly sent ones included, in one piece each.
+#[test]
+fn a_client_that_does_not_read_never_blocks_a_completer() {
+    const N: u64 = 48;
+    let (s, mut client, inflight) = sink(N as usize);
+    let (tx, rx) = sync_channel(N as usize);
+    let w = s.clone();
+    let writer = std::thread::spawn(move || super::super::writer::run(&w, rx));
+    let t = Instant::now();
+    for h in 0..N {
+        assert!(inflight.acquire_slot());
+        s.deliver(&tx, read_reply(h, 60 * 1024));
+    }
+    drop(tx);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "completers waited for the client: {:?}",
+        t.elapsed()
+    );
+    let mut seen = vec![false; N as usize];
+    for _ in 0..N {
+        let h = take(&mut client, SIMPLE_REPLY_LEN);
+        let r = SimpleReply::decode(&h.try_into().unwrap()).unwrap();
+        assert_eq!(r.error, 0);
+        let data = take(&mut client, 60 * 1024);
+        assert!(
+            data.iter().all(|&b| b == r.handle as u8),
+            "reply {} torn",
+            r.handle
+        );
+        seen[r.handle as usize] = true;
+    }
+    assert!(seen.iter().all(|&x| x));
+    writer.join().unwrap();
+}
