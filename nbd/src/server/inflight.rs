@@ -76,8 +76,13 @@ impl Inflight {
 
     /// Returns one slot and `bytes` of budget.
     pub fn release(&self, bytes: u64) {
+        self.release_n(1, bytes);
+    }
+
+    /// Returns `slots` slots and `bytes` of budget (replies sent together).
+    pub fn release_n(&self, slots: usize, bytes: u64) {
         let mut s = self.lock();
-        s.requests = s.requests.saturating_sub(1);
+        s.requests = s.requests.saturating_sub(slots);
         s.bytes = s.bytes.saturating_sub(bytes);
         let wake = s.waiting > 0;
         drop(s);

@@ -14,6 +14,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod batch;
 mod connection;
 mod handshake;
 mod inflight;
@@ -31,6 +32,7 @@ use crate::error::NbdError;
 use crate::proto::consts::DEFAULT_MAX_PAYLOAD;
 use crate::stream::NbdStream;
 
+pub use batch::batch_replies;
 pub use listener::{Server, ServerHandle};
 
 /// Loopback on the IANA port: the server is only reachable from this host

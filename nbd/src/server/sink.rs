@@ -31,6 +31,13 @@ const INLINE_MAX: usize = 64 * 1024;
 pub(crate) enum WriterMsg {
     /// A reply to write.
     Reply(ReplyMsg),
+    /// Whole encoded replies (a batch the socket could not take), holding `replies` slots
+    /// and `budget` bytes of the in-flight budget until written.
+    Frames {
+        bytes: Vec<u8>,
+        replies: usize,
+        budget: u64,
+    },
     /// A completer left the unsent part of a reply in the sink.
     Resume,
 }
@@ -43,9 +50,10 @@ pub(crate) struct ReplySink {
 
 #[derive(Default)]
 pub(crate) struct SinkState {
-    /// The unsent end of a reply; it must go out before any other byte.
+    /// The unsent end of a reply (or batch); it must go out before any other byte.
     pub partial: Vec<u8>,
-    /// The in-flight budget the partial reply holds until it is sent.
+    /// The in-flight slots and budget the partial bytes hold until they are sent.
+    pub partial_replies: usize,
     pub partial_budget: u64,
     /// The socket failed: replies are dropped (their budget released).
     pub broken: bool,
@@ -78,72 +86,102 @@ impl ReplySink {
         }
     }
 
-    /// Delivers `msg`: now, from this thread, if the socket takes it without waiting; else
-    /// through the writer thread. Never blocks on the client (the channel has room for every
-    /// command the connection admits, and this one holds a slot).
-    pub fn deliver(&self, tx: &SyncSender<WriterMsg>, msg: ReplyMsg) {
-        let Some(msg) = self.try_now(msg, tx) else {
+    /// Delivers `msg`: with this thread's batch if one is open (see `batch.rs`); else now,
+    /// from this thread, if the socket takes it without waiting; else through the writer
+    /// thread. Never blocks on the client (the channel has room for every command the
+    /// connection admits, and this one holds a slot).
+    pub fn deliver(self: &Arc<Self>, tx: &SyncSender<WriterMsg>, msg: ReplyMsg) {
+        if msg.read_len.is_some_and(|l| l as usize > INLINE_MAX) {
+            // An error means the writer is gone (the connection is over): nobody to tell.
+            let _ = tx.send(WriterMsg::Reply(msg));
+            return;
+        }
+        let Some(msg) = super::batch::cork(self, tx, msg) else {
             return;
         };
-        // An error means the writer is gone (the connection is over): nobody to tell.
-        let _ = tx.send(WriterMsg::Reply(msg));
+        let (header, payload) = frame(&msg);
+        let bufs = [IoSlice::new(&header), IoSlice::new(payload)];
+        if !self.send(tx, &bufs, 1, msg.budget) {
+            let _ = tx.send(WriterMsg::Reply(msg));
+        }
     }
 
-    /// Sends `msg` if it can go out now; gives it back when it must go through the writer.
-    fn try_now(&self, msg: ReplyMsg, tx: &SyncSender<WriterMsg>) -> Option<ReplyMsg> {
-        if msg.read_len.is_some_and(|l| l as usize > INLINE_MAX) {
-            return Some(msg);
+    /// Sends whole encoded replies (a batch), or hands them to the writer thread.
+    pub fn deliver_frames(
+        &self,
+        tx: &SyncSender<WriterMsg>,
+        bytes: Vec<u8>,
+        replies: usize,
+        budget: u64,
+    ) {
+        if !self.send(tx, &[IoSlice::new(&bytes)], replies, budget) {
+            let _ = tx.send(WriterMsg::Frames {
+                bytes,
+                replies,
+                budget,
+            });
         }
+    }
+
+    /// Sends `bufs` (whole replies holding `replies` slots and `budget` bytes) if the socket
+    /// takes at least part of them now: what it does not take is left for the writer
+    /// thread, ahead of everything else. False when nothing could be sent now (a busy
+    /// writer, earlier bytes still waiting, or a full socket): the caller queues them.
+    fn send(
+        &self,
+        tx: &SyncSender<WriterMsg>,
+        bufs: &[IoSlice<'_>],
+        replies: usize,
+        budget: u64,
+    ) -> bool {
         // A busy writer (or a contended lock) takes the slow path: never wait here.
         let mut st = match self.state.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return Some(msg),
+            Err(TryLockError::WouldBlock) => return false,
         };
         if st.broken {
             drop(st);
-            self.inflight.release(msg.budget);
-            return None;
+            self.inflight.release_n(replies, budget);
+            return true;
         }
         if !st.partial.is_empty() {
-            return Some(msg);
+            return false;
         }
-        let (header, payload) = frame(&msg);
-        let total = header.len() + payload.len();
-        match self
-            .stream
-            .send_now(&[IoSlice::new(&header), IoSlice::new(payload)])
-        {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        match self.stream.send_now(bufs) {
             Ok(n) if n == total => {
                 drop(st);
-                self.inflight.release(msg.budget);
-                None
+                self.inflight.release_n(replies, budget);
+                true
             }
             Ok(n) => {
-                // The rest waits for the writer thread, ahead of every other reply.
-                st.partial = unsent(&header, payload, n);
-                st.partial_budget = msg.budget;
+                st.partial = unsent(bufs, n);
+                st.partial_replies = replies;
+                st.partial_budget = budget;
                 drop(st);
                 let _ = tx.send(WriterMsg::Resume);
-                None
+                true
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(msg),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
             Err(e) => {
                 self.fail(&mut st, &e);
                 drop(st);
-                self.inflight.release(msg.budget);
-                None
+                self.inflight.release_n(replies, budget);
+                true
             }
         }
     }
 }
 
-/// The bytes of `header` then `payload` after the first `sent`.
-fn unsent(header: &[u8], payload: &[u8], sent: usize) -> Vec<u8> {
-    let skip = sent.min(header.len());
-    let mut rest = Vec::with_capacity(header.len() + payload.len() - sent);
-    rest.extend_from_slice(&header[skip..]);
-    rest.extend_from_slice(&payload[sent - skip..]);
+/// The bytes of `bufs`, in order, after the first `sent`.
+fn unsent(bufs: &[IoSlice<'_>], mut sent: usize) -> Vec<u8> {
+    let mut rest = Vec::new();
+    for b in bufs {
+        let skip = sent.min(b.len());
+        rest.extend_from_slice(&b[skip..]);
+        sent -= skip;
+    }
     rest
 }
 

@@ -84,10 +84,11 @@ fn a_wrong_length_read_is_an_eio_header_without_data() {
 #[test]
 fn unsent_keeps_the_tail_across_the_header_boundary() {
     let (h, p) = ([1u8, 2, 3], [4u8, 5]);
-    assert_eq!(unsent(&h, &p, 0), vec![1, 2, 3, 4, 5]);
-    assert_eq!(unsent(&h, &p, 2), vec![3, 4, 5]);
-    assert_eq!(unsent(&h, &p, 4), vec![5]);
-    assert_eq!(unsent(&h, &p, 5), Vec::<u8>::new());
+    let b = [IoSlice::new(&h), IoSlice::new(&p)];
+    assert_eq!(unsent(&b, 0), vec![1, 2, 3, 4, 5]);
+    assert_eq!(unsent(&b, 2), vec![3, 4, 5]);
+    assert_eq!(unsent(&b, 4), vec![5]);
+    assert_eq!(unsent(&b, 5), Vec::<u8>::new());
 }
 
 /// A client that stops reading fills its socket; completers must still never block (the
@@ -126,4 +127,62 @@ fn a_client_that_does_not_read_never_blocks_a_completer() {
     }
     assert!(seen.iter().all(|&x| x));
     writer.join().unwrap();
+}
+
+/// Replies completed inside a batch wait for its end, then leave in one send per
+/// connection; a nested batch joins the outer one.
+#[test]
+fn a_batch_sends_its_replies_together_at_the_end() {
+    let (s, mut client, inflight) = sink(3);
+    let (tx, rx) = channel();
+    client.set_nonblocking(true).unwrap();
+    super::super::batch::batch_replies(|| {
+        for h in 0..2 {
+            assert!(inflight.acquire_slot());
+            s.deliver(&tx, read_reply(h, 4096));
+        }
+        super::super::batch::batch_replies(|| {
+            assert!(inflight.acquire_slot());
+            s.deliver(&tx, read_reply(2, 4096));
+        });
+        let mut b = [0u8; 1];
+        let early = client.read(&mut b);
+        assert!(early.is_err(), "a reply left before the batch ended");
+    });
+    assert!(rx.try_recv().is_err(), "the writer was not needed");
+    client.set_nonblocking(false).unwrap();
+    for h in 0..3u64 {
+        let r = SimpleReply::decode(&take(&mut client, SIMPLE_REPLY_LEN).try_into().unwrap());
+        assert_eq!(r.unwrap().handle, h);
+        assert_eq!(take(&mut client, 4096), vec![h as u8; 4096]);
+    }
+    // All three slots came back.
+    for _ in 0..3 {
+        assert!(inflight.acquire_slot());
+    }
+}
+
+/// A batch that can not be sent now (the writer holds the socket) goes to the writer whole,
+/// with the slots of all its replies.
+#[test]
+fn a_batch_the_socket_can_not_take_goes_to_the_writer() {
+    let (s, _client, _) = sink(4);
+    let (tx, rx) = channel();
+    let held = s.lock();
+    super::super::batch::batch_replies(|| {
+        s.deliver(&tx, read_reply(1, 4096));
+        s.deliver(&tx, read_reply(2, 512));
+    });
+    drop(held);
+    match rx.try_recv() {
+        Ok(WriterMsg::Frames {
+            bytes,
+            replies,
+            budget,
+        }) => {
+            assert_eq!((replies, budget), (2, 4096 + 512));
+            assert_eq!(bytes.len(), 2 * SIMPLE_REPLY_LEN + 4096 + 512);
+        }
+        _ => panic!("the batch was not queued whole"),
+    }
 }

@@ -22,18 +22,35 @@ pub(crate) fn run(sink: &ReplySink, rx: Receiver<WriterMsg>) {
         resume_partial(sink, &mut st, &mut out);
         let mut next = Some(first);
         while let Some(msg) = next {
-            if let WriterMsg::Reply(msg) = msg {
-                let budget = msg.budget;
-                if !st.broken {
-                    let (header, payload) = frame(&msg);
-                    let r = out.write_all(&header).and_then(|()| out.write_all(payload));
-                    if let Err(e) = r {
+            let (replies, budget) = match msg {
+                WriterMsg::Reply(msg) => {
+                    if !st.broken {
+                        let (header, payload) = frame(&msg);
+                        let r = out.write_all(&header).and_then(|()| out.write_all(payload));
+                        if let Err(e) = r {
+                            sink.fail(&mut st, &e);
+                        }
+                    }
+                    (1, msg.budget)
+                }
+                WriterMsg::Frames {
+                    bytes,
+                    replies,
+                    budget,
+                } => {
+                    if !st.broken
+                        && let Err(e) = out.write_all(&bytes)
+                    {
                         sink.fail(&mut st, &e);
                     }
+                    (replies, budget)
                 }
-                // The slot is returned only now that the reply left our hands, which
-                // bounds replies queued here as well as work in the backend.
-                sink.inflight.release(budget);
+                WriterMsg::Resume => (0, 0),
+            };
+            // Slots are returned only now that the replies left our hands, which bounds
+            // replies queued here as well as work in the backend.
+            if replies > 0 {
+                sink.inflight.release_n(replies, budget);
             }
             next = rx.try_recv().ok();
         }
@@ -58,6 +75,7 @@ fn resume_partial(sink: &ReplySink, st: &mut SinkState, out: &mut BufWriter<&cra
     {
         sink.fail(st, &e);
     }
+    let replies = std::mem::take(&mut st.partial_replies);
     sink.inflight
-        .release(std::mem::take(&mut st.partial_budget));
+        .release_n(replies, std::mem::take(&mut st.partial_budget));
 }
