@@ -3,9 +3,9 @@
 //!
 //! The engine's event loop answers many commands in one turn; sending each reply on its own
 //! costs a system call and a wake-up of the client per reply. Within a batch a completer
-//! only appends its encoded reply to this thread's list for its connection (keeping its
-//! in-flight slot), and the end of the batch sends each connection's replies together (or
-//! hands them to the connection's writer thread when the socket is full).
+//! only appends its reply to this thread's list for its connection (keeping its in-flight
+//! slot), and the end of the batch sends each connection's replies with one vectored send
+//! (or hands them to the connection's writer thread when the socket is full).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -13,16 +13,14 @@ use std::sync::mpsc::SyncSender;
 
 use crate::backend::ReplyMsg;
 
-use super::sink::{ReplySink, WriterMsg, frame};
+use super::sink::{ReplySink, WriterMsg};
 
 /// One connection's replies in the open batch.
 struct Corked {
     sink: Arc<ReplySink>,
     /// Keeps the writer thread alive until the replies are out (it ends with its senders).
     tx: SyncSender<WriterMsg>,
-    bytes: Vec<u8>,
-    replies: usize,
-    budget: u64,
+    msgs: Vec<ReplyMsg>,
 }
 
 thread_local! {
@@ -50,7 +48,7 @@ pub fn batch_replies<R>(f: impl FnOnce() -> R) -> R {
         fn drop(&mut self) {
             let corked = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
             for c in corked {
-                c.sink.deliver_frames(&c.tx, c.bytes, c.replies, c.budget);
+                c.sink.deliver_all(&c.tx, c.msgs);
             }
         }
     }
@@ -69,25 +67,14 @@ pub(crate) fn cork(
         let Some(list) = b.as_mut() else {
             return Some(msg);
         };
-        let i = match list.iter().position(|c| Arc::ptr_eq(&c.sink, sink)) {
-            Some(i) => i,
-            None => {
-                list.push(Corked {
-                    sink: sink.clone(),
-                    tx: tx.clone(),
-                    bytes: Vec::new(),
-                    replies: 0,
-                    budget: 0,
-                });
-                list.len() - 1
-            }
-        };
-        let c = &mut list[i];
-        let (header, payload) = frame(&msg);
-        c.bytes.extend_from_slice(&header);
-        c.bytes.extend_from_slice(payload);
-        c.replies += 1;
-        c.budget += msg.budget;
+        match list.iter_mut().find(|c| Arc::ptr_eq(&c.sink, sink)) {
+            Some(c) => c.msgs.push(msg),
+            None => list.push(Corked {
+                sink: sink.clone(),
+                tx: tx.clone(),
+                msgs: vec![msg],
+            }),
+        }
         None
     })
 }

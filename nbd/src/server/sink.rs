@@ -9,7 +9,8 @@
 //! the socket buffer is full (a client slow to read) or the writer is busy, the reply goes
 //! to the writer thread as before, so a slow client can stall only its own writer, never
 //! the completing thread. A reply the socket took only in part keeps its remainder here,
-//! and the writer thread is told to send it before anything else.
+//! and the writer thread is told to send it before anything else. Replies completed in a
+//! batch (`batch.rs`) take the same path together, in one vectored send.
 
 use std::io::IoSlice;
 use std::net::Shutdown;
@@ -26,18 +27,13 @@ use super::inflight::Inflight;
 /// Largest read payload sent from the completing thread. Larger replies would mostly be
 /// sent in part and copied; the writer thread sends them from their buffer.
 const INLINE_MAX: usize = 64 * 1024;
+/// Replies per send: two pieces each, within IOV_MAX (1024).
+const MAX_REPLIES_PER_SEND: usize = 256;
 
 /// What the writer thread receives.
 pub(crate) enum WriterMsg {
     /// A reply to write.
     Reply(ReplyMsg),
-    /// Whole encoded replies (a batch the socket could not take), holding `replies` slots
-    /// and `budget` bytes of the in-flight budget until written.
-    Frames {
-        bytes: Vec<u8>,
-        replies: usize,
-        budget: u64,
-    },
     /// A completer left the unsent part of a reply in the sink.
     Resume,
 }
@@ -99,27 +95,32 @@ impl ReplySink {
         let Some(msg) = super::batch::cork(self, tx, msg) else {
             return;
         };
-        let (header, payload) = frame(&msg);
-        let bufs = [IoSlice::new(&header), IoSlice::new(payload)];
-        if !self.send(tx, &bufs, 1, msg.budget) {
-            let _ = tx.send(WriterMsg::Reply(msg));
-        }
+        self.deliver_all(tx, vec![msg]);
     }
 
-    /// Sends whole encoded replies (a batch), or hands them to the writer thread.
-    pub fn deliver_frames(
-        &self,
-        tx: &SyncSender<WriterMsg>,
-        bytes: Vec<u8>,
-        replies: usize,
-        budget: u64,
-    ) {
-        if !self.send(tx, &[IoSlice::new(&bytes)], replies, budget) {
-            let _ = tx.send(WriterMsg::Frames {
-                bytes,
-                replies,
-                budget,
-            });
+    /// Delivers small replies together: in one send from this thread if the socket takes
+    /// them now, else through the writer thread.
+    pub fn deliver_all(&self, tx: &SyncSender<WriterMsg>, mut msgs: Vec<ReplyMsg>) {
+        while !msgs.is_empty() {
+            // sendmsg takes at most IOV_MAX (1024) pieces, two per reply.
+            let rest = msgs.split_off(msgs.len().min(MAX_REPLIES_PER_SEND));
+            let chunk = std::mem::replace(&mut msgs, rest);
+            let sent = {
+                let frames: Vec<_> = chunk.iter().map(frame).collect();
+                let bufs: Vec<IoSlice<'_>> = frames
+                    .iter()
+                    .flat_map(|(h, p)| [IoSlice::new(h), IoSlice::new(p)])
+                    .collect();
+                let budget = chunk.iter().map(|m| m.budget).sum();
+                self.send(tx, &bufs, chunk.len(), budget)
+            };
+            if !sent {
+                for m in chunk {
+                    // Each reply holds a slot, so the channel has room for it. An error
+                    // means the writer is gone (the connection is over): nobody to tell.
+                    let _ = tx.send(WriterMsg::Reply(m));
+                }
+            }
         }
     }
 

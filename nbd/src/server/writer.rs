@@ -33,18 +33,6 @@ pub(crate) fn run(sink: &ReplySink, rx: Receiver<WriterMsg>) {
                     }
                     (1, msg.budget)
                 }
-                WriterMsg::Frames {
-                    bytes,
-                    replies,
-                    budget,
-                } => {
-                    if !st.broken
-                        && let Err(e) = out.write_all(&bytes)
-                    {
-                        sink.fail(&mut st, &e);
-                    }
-                    (replies, budget)
-                }
                 WriterMsg::Resume => (0, 0),
             };
             // Slots are returned only now that the replies left our hands, which bounds
