@@ -8,8 +8,8 @@
 //! a lock that the writer thread also holds while it writes; replies never interleave. If
 //! the socket buffer is full (a client slow to read) or the writer is busy, the reply goes
 //! to the writer thread as before, so a slow client can stall only its own writer, never
-//! the completing thread. A reply the socket took only in part keeps its remainder here,
-//! and the writer thread is told to send it before anything else. Replies completed in a
+//! the completing thread. A reply the socket took only in part is left here (with the count
+//! of bytes sent), and the writer thread is told to send the rest before anything else. Replies completed in a
 //! batch (`batch.rs`) take the same path together, in one vectored send.
 
 use std::io::IoSlice;
@@ -46,11 +46,10 @@ pub(crate) struct ReplySink {
 
 #[derive(Default)]
 pub(crate) struct SinkState {
-    /// The unsent end of a reply (or batch); it must go out before any other byte.
-    pub partial: Vec<u8>,
-    /// The in-flight slots and budget the partial bytes hold until they are sent.
-    pub partial_replies: usize,
-    pub partial_budget: u64,
+    /// Replies the socket took only in part (their first `partial_sent` bytes): the rest
+    /// must go out before any other byte. They hold their slots until then.
+    pub partial: Vec<ReplyMsg>,
+    pub partial_sent: usize,
     /// The socket failed: replies are dropped (their budget released).
     pub broken: bool,
 }
@@ -105,85 +104,65 @@ impl ReplySink {
             // sendmsg takes at most IOV_MAX (1024) pieces, two per reply.
             let rest = msgs.split_off(msgs.len().min(MAX_REPLIES_PER_SEND));
             let chunk = std::mem::replace(&mut msgs, rest);
-            let sent = {
-                let frames: Vec<_> = chunk.iter().map(frame).collect();
-                let bufs: Vec<IoSlice<'_>> = frames
-                    .iter()
-                    .flat_map(|(h, p)| [IoSlice::new(h), IoSlice::new(p)])
-                    .collect();
-                let budget = chunk.iter().map(|m| m.budget).sum();
-                self.send(tx, &bufs, chunk.len(), budget)
-            };
-            if !sent {
-                for m in chunk {
-                    // Each reply holds a slot, so the channel has room for it. An error
-                    // means the writer is gone (the connection is over): nobody to tell.
-                    let _ = tx.send(WriterMsg::Reply(m));
-                }
+            for m in self.send(tx, chunk) {
+                // Each reply holds a slot, so the channel has room for it. An error means
+                // the writer is gone (the connection is over): nobody left to tell.
+                let _ = tx.send(WriterMsg::Reply(m));
             }
         }
     }
 
-    /// Sends `bufs` (whole replies holding `replies` slots and `budget` bytes) if the socket
-    /// takes at least part of them now: what it does not take is left for the writer
-    /// thread, ahead of everything else. False when nothing could be sent now (a busy
-    /// writer, earlier bytes still waiting, or a full socket): the caller queues them.
-    fn send(
-        &self,
-        tx: &SyncSender<WriterMsg>,
-        bufs: &[IoSlice<'_>],
-        replies: usize,
-        budget: u64,
-    ) -> bool {
+    /// Sends `msgs` if the socket takes at least part of them now: what it does not take
+    /// is left for the writer thread, ahead of everything else. Gives them back when
+    /// nothing could be sent now (a busy writer, earlier bytes still waiting, or a full
+    /// socket): the caller queues them.
+    fn send(&self, tx: &SyncSender<WriterMsg>, msgs: Vec<ReplyMsg>) -> Vec<ReplyMsg> {
         // A busy writer (or a contended lock) takes the slow path: never wait here.
         let mut st = match self.state.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return false,
+            Err(TryLockError::WouldBlock) => return msgs,
         };
+        let budget: u64 = msgs.iter().map(|m| m.budget).sum();
         if st.broken {
             drop(st);
-            self.inflight.release_n(replies, budget);
-            return true;
+            self.inflight.release_n(msgs.len(), budget);
+            return Vec::new();
         }
         if !st.partial.is_empty() {
-            return false;
+            return msgs;
         }
-        let total: usize = bufs.iter().map(|b| b.len()).sum();
-        match self.stream.send_now(bufs) {
+        let (sent, total) = {
+            let frames: Vec<_> = msgs.iter().map(frame).collect();
+            let bufs: Vec<IoSlice<'_>> = frames
+                .iter()
+                .flat_map(|(h, p)| [IoSlice::new(h), IoSlice::new(p)])
+                .collect();
+            let total: usize = bufs.iter().map(|b| b.len()).sum();
+            (self.stream.send_now(&bufs), total)
+        };
+        match sent {
             Ok(n) if n == total => {
                 drop(st);
-                self.inflight.release_n(replies, budget);
-                true
+                self.inflight.release_n(msgs.len(), budget);
             }
             Ok(n) => {
-                st.partial = unsent(bufs, n);
-                st.partial_replies = replies;
-                st.partial_budget = budget;
+                // The replies move to the sink as they are, with the count of bytes sent:
+                // the writer sends the rest from their own buffers.
+                st.partial = msgs;
+                st.partial_sent = n;
                 drop(st);
                 let _ = tx.send(WriterMsg::Resume);
-                true
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return msgs,
             Err(e) => {
                 self.fail(&mut st, &e);
                 drop(st);
-                self.inflight.release_n(replies, budget);
-                true
+                self.inflight.release_n(msgs.len(), budget);
             }
         }
+        Vec::new()
     }
-}
-
-/// The bytes of `bufs`, in order, after the first `sent`.
-fn unsent(bufs: &[IoSlice<'_>], mut sent: usize) -> Vec<u8> {
-    let mut rest = Vec::new();
-    for b in bufs {
-        let skip = sent.min(b.len());
-        rest.extend_from_slice(&b[skip..]);
-        sent -= skip;
-    }
-    rest
 }
 
 /// The wire form of a reply: its header, and the read data that follows it (empty for

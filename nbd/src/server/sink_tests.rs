@@ -81,16 +81,6 @@ fn a_wrong_length_read_is_an_eio_header_without_data() {
     );
 }
 
-#[test]
-fn unsent_keeps_the_tail_across_the_header_boundary() {
-    let (h, p) = ([1u8, 2, 3], [4u8, 5]);
-    let b = [IoSlice::new(&h), IoSlice::new(&p)];
-    assert_eq!(unsent(&b, 0), vec![1, 2, 3, 4, 5]);
-    assert_eq!(unsent(&b, 2), vec![3, 4, 5]);
-    assert_eq!(unsent(&b, 4), vec![5]);
-    assert_eq!(unsent(&b, 5), Vec::<u8>::new());
-}
-
 /// A client that stops reading fills its socket; completers must still never block (the
 /// replies queue to the writer, which is the one that waits), and once the client reads
 /// again every reply arrives, partly sent ones included, in one piece each.
@@ -179,5 +169,57 @@ fn a_batch_the_socket_can_not_take_goes_to_the_writer() {
             Ok(WriterMsg::Reply(m)) => assert_eq!(m.handle, want),
             _ => panic!("reply {want} was not queued"),
         }
+    }
+}
+
+/// A reply the socket takes only in part stays in the sink, as it is, and the writer sends
+/// the rest before anything else.
+#[test]
+fn a_partly_sent_reply_is_finished_by_the_writer_first() {
+    let (s, mut client, inflight) = sink(4);
+    let small: libc::c_int = 4096;
+    let NbdStream::Unix(u) = &s.stream else {
+        unreachable!()
+    };
+    // SAFETY: setsockopt on our own socket with a c_int option value.
+    let r = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(u),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+    let (tx, rx) = channel();
+    assert!(inflight.acquire_slot());
+    s.deliver(&tx, read_reply(5, 60 * 1024));
+    {
+        let st = s.lock();
+        assert_eq!(st.partial.len(), 1, "the small socket took the whole reply");
+        assert!(st.partial_sent > 0 && st.partial_sent < SIMPLE_REPLY_LEN + 60 * 1024);
+    }
+    assert!(matches!(rx.try_recv(), Ok(WriterMsg::Resume)));
+    // A reply completed meanwhile waits behind the partial one.
+    assert!(inflight.acquire_slot());
+    s.deliver(&tx, read_reply(6, 4096));
+    let w = s.clone();
+    let (wtx, wrx) = sync_channel(4);
+    wtx.send(WriterMsg::Resume).unwrap();
+    for m in rx.try_iter() {
+        wtx.send(m).unwrap();
+    }
+    drop((tx, wtx));
+    let writer = std::thread::spawn(move || super::super::writer::run(&w, wrx));
+    for (h, len) in [(5u64, 60 * 1024), (6, 4096)] {
+        let r = SimpleReply::decode(&take(&mut client, SIMPLE_REPLY_LEN).try_into().unwrap());
+        assert_eq!(r.unwrap().handle, h);
+        assert_eq!(take(&mut client, len), vec![h as u8; len]);
+    }
+    writer.join().unwrap();
+    // Both slots are back.
+    for _ in 0..4 {
+        assert!(inflight.acquire_slot());
     }
 }

@@ -52,18 +52,25 @@ pub(crate) fn run(sink: &ReplySink, rx: Receiver<WriterMsg>) {
     }
 }
 
-/// Sends the end of a reply a completer could only partly send, before anything else.
+/// Sends the rest of replies a completer could only partly send, before anything else.
 fn resume_partial(sink: &ReplySink, st: &mut SinkState, out: &mut BufWriter<&crate::NbdStream>) {
     if st.partial.is_empty() {
         return;
     }
-    let rest = std::mem::take(&mut st.partial);
-    if !st.broken
-        && let Err(e) = out.write_all(&rest)
-    {
-        sink.fail(st, &e);
+    let msgs = std::mem::take(&mut st.partial);
+    let mut skip = std::mem::take(&mut st.partial_sent);
+    for m in &msgs {
+        let (header, payload) = frame(m);
+        for piece in [&header[..], payload] {
+            let n = skip.min(piece.len());
+            skip -= n;
+            if !st.broken
+                && let Err(e) = out.write_all(&piece[n..])
+            {
+                sink.fail(st, &e);
+            }
+        }
     }
-    let replies = std::mem::take(&mut st.partial_replies);
     sink.inflight
-        .release_n(replies, std::mem::take(&mut st.partial_budget));
+        .release_n(msgs.len(), msgs.iter().map(|m| m.budget).sum());
 }
