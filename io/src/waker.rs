@@ -49,9 +49,11 @@ impl Waker {
     }
 
     /// Wakes the loop if it is asleep; call after pushing work onto one of its queues.
+    /// Only the first sender to find it asleep writes the eventfd: the others' work is
+    /// already queued for the turn that wake-up starts.
     pub fn notify(&self) {
         fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) {
+        if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::Relaxed) {
             self.wake();
         }
     }

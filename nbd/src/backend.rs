@@ -6,10 +6,12 @@
 //! order; the reply goes out when [`Completer::complete`] is called. This is
 //! what lets one connection keep a deep queue in flight.
 
+use std::sync::Arc;
 use std::sync::mpsc::SyncSender;
 
 use crate::error::ErrorCode;
 use crate::export::ExportInfo;
+use crate::server::sink::{ReplySink, WriterMsg};
 
 /// Storage behind an NBD server.
 pub trait Backend: Send + Sync + 'static {
@@ -77,7 +79,7 @@ impl CommandKind {
     }
 }
 
-/// A finished command on its way to the connection's writer thread.
+/// A finished command on its way to the client.
 pub(crate) struct ReplyMsg {
     pub handle: u64,
     pub result: Result<Vec<u8>, ErrorCode>,
@@ -90,8 +92,10 @@ pub(crate) struct ReplyMsg {
 }
 
 enum Target {
-    Channel {
-        tx: SyncSender<ReplyMsg>,
+    /// A server connection: sent at once when possible, else by its writer thread.
+    Connection {
+        tx: SyncSender<WriterMsg>,
+        sink: Arc<ReplySink>,
         read_len: Option<u32>,
         budget: u64,
     },
@@ -99,24 +103,27 @@ enum Target {
 }
 
 /// The one-shot reply path for a submitted command. Cheap to move between
-/// threads; completing it never blocks (the reply queue has room for every
-/// command the connection allows in flight).
+/// threads; completing it never blocks on the client (a reply the socket can not take at
+/// once goes to the connection's writer thread, whose queue has room for every command
+/// the connection allows in flight).
 pub struct Completer {
     handle: u64,
     target: Option<Target>,
 }
 
 impl Completer {
-    pub(crate) fn channel(
-        tx: SyncSender<ReplyMsg>,
+    pub(crate) fn connection(
+        tx: SyncSender<WriterMsg>,
+        sink: Arc<ReplySink>,
         handle: u64,
         read_len: Option<u32>,
         budget: u64,
     ) -> Self {
         Completer {
             handle,
-            target: Some(Target::Channel {
+            target: Some(Target::Connection {
                 tx,
+                sink,
                 read_len,
                 budget,
             }),
@@ -159,19 +166,19 @@ impl Completer {
 
     fn send(&mut self, result: Result<Vec<u8>, ErrorCode>) {
         match self.target.take() {
-            Some(Target::Channel {
+            Some(Target::Connection {
                 tx,
+                sink,
                 read_len,
                 budget,
             }) => {
-                // An error means the connection's writer is gone (the client
-                // hung up); there is nobody left to tell.
-                let _ = tx.send(ReplyMsg {
+                let msg = ReplyMsg {
                     handle: self.handle,
                     result,
                     read_len,
                     budget,
-                });
+                };
+                sink.deliver(&tx, msg);
             }
             Some(Target::Callback(f)) => f(result),
             None => {}
@@ -222,16 +229,5 @@ mod tests {
         })
         .complete(Ok(vec![1, 2]));
         assert_eq!(*count.lock().unwrap(), 1);
-    }
-
-    #[test]
-    fn channel_completer_carries_metadata() {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        Completer::channel(tx, 9, Some(4), 4).fail(ErrorCode::NoSpc);
-        let m = rx.recv().unwrap();
-        assert_eq!(
-            (m.handle, m.result, m.read_len, m.budget),
-            (9, Err(ErrorCode::NoSpc), Some(4), 4)
-        );
     }
 }

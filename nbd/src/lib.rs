@@ -41,5 +41,7 @@ pub use error::{ErrorCode, NbdError};
 pub use export::{BlockSize, ExportInfo};
 pub use mem::MemBackend;
 pub use rmw::RmwBackend;
-pub use server::{DEFAULT_TCP_ADDR, Server, ServerConfig, ServerHandle, serve_connection};
+pub use server::{
+    DEFAULT_TCP_ADDR, Server, ServerConfig, ServerHandle, batch_replies, serve_connection,
+};
 pub use stream::NbdStream;

@@ -3,6 +3,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -56,6 +57,35 @@ impl NbdStream {
     }
 }
 
+impl NbdStream {
+    /// Sends what fits in the socket buffer now, without blocking: the bytes sent (possibly
+    /// fewer than given), or `WouldBlock` when nothing fits. Never raises SIGPIPE.
+    pub(crate) fn send_now(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let fd = match self {
+            NbdStream::Tcp(s) => s.as_raw_fd(),
+            NbdStream::Unix(s) => s.as_raw_fd(),
+        };
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec (std guarantees it on Unix); sendmsg only
+        // reads through the pointer.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len() as _;
+        loop {
+            // SAFETY: `fd` is an open socket owned by `self`, and `msg` points at `bufs`,
+            // which outlive the call.
+            let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
 impl From<TcpStream> for NbdStream {
     fn from(s: TcpStream) -> Self {
         NbdStream::Tcp(s)
@@ -97,6 +127,28 @@ impl Write for NbdStream {
             NbdStream::Tcp(s) => s.flush(),
             NbdStream::Unix(s) => s.flush(),
         }
+    }
+}
+
+/// Blocking writes through a shared reference, so the writer thread and the completers'
+/// non-blocking sends use one socket handle.
+impl Write for &NbdStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            NbdStream::Tcp(s) => (&*s).write(buf),
+            NbdStream::Unix(s) => (&*s).write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            NbdStream::Tcp(s) => (&*s).write_vectored(bufs),
+            NbdStream::Unix(s) => (&*s).write_vectored(bufs),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

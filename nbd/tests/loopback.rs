@@ -490,6 +490,40 @@ fn shutdown_drains_in_flight_and_removes_socket() {
     assert!(UnixStream::connect(&f.sock).is_err());
 }
 
+/// Found by the benchmark: a backend stuck on admitted commands (the engine's write path
+/// spinning with a full pool) held `shutdown` forever, so `serve` never got to stop the
+/// backend. Shutdown now gives up on such connections after the grace period.
+#[test]
+fn shutdown_does_not_wait_forever_for_a_stuck_backend() {
+    let backend = HoldBackend::new(ExportInfo::new("disk", 1 << 20));
+    let config = ServerConfig {
+        shutdown_grace: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let mut f = Fixture::new(backend.clone(), config);
+    let (mut tx, _rx) = f.client("disk").split();
+    tx.send_write(0, &[9; 4096], false).unwrap();
+    assert_eq!(backend.wait_queued(1, TIMEOUT), 1);
+    let h = f.handle.take().unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let stopper = std::thread::spawn(move || {
+        h.shutdown();
+        let _ = done_tx.send(());
+    });
+    let returned = done_rx.recv_timeout(Duration::from_secs(5)).is_ok();
+    // The backend lets go at last: the connection ends, the completion finds no client
+    // (and a shutdown that was still waiting returns).
+    for (e, c, d) in backend.take_all() {
+        backend.finish(e, c, d);
+    }
+    stopper.join().unwrap();
+    assert!(
+        returned,
+        "shutdown waited for a backend that never completes"
+    );
+    assert!(!f.sock.exists(), "socket file removed");
+}
+
 #[test]
 fn connections_beyond_the_limit_are_closed() {
     let config = ServerConfig {

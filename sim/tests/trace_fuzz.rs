@@ -51,18 +51,23 @@ fn reqs() -> impl Strategy<Value = Vec<Req>> {
     proptest::collection::vec((0u64..3, kind, 0u64..1 << 30, 1u64..256, 0u32..4), 0..24)
 }
 
-/// Renders `reqs` as a valid trace of `f` (times are in each format's own unit).
-fn render(f: TraceFormat, reqs: &[Req]) -> String {
+/// Renders `reqs` as a valid trace of `f` (times are in each format's own unit; fio logs
+/// in version 2, without timestamps but with waits, when `v2`).
+fn render(f: TraceFormat, v2: bool, reqs: &[Req]) -> String {
     let mut out = Vec::new();
     let mut t = 0u64;
     match f {
         TraceFormat::Msr => out.push("Timestamp,Hostname,DiskNumber,Type,Offset,Size,Resp".into()),
+        TraceFormat::Fio if v2 => out.push("fio version 2 iolog".into()),
         TraceFormat::Fio => out.push("fio version 3 iolog".into()),
         _ => {}
     }
     for &(dt, kind, sec, n, s) in reqs {
         t += dt;
         let w = kind == IoKind::Write;
+        if f == TraceFormat::Fio && v2 && dt > 0 {
+            out.push(format!("/dev/sd{s} wait {dt} 0"));
+        }
         out.push(match f {
             // Half units: with a coarse clock unit, ties and fractions meet in the spreader.
             TraceFormat::DiskSim => {
@@ -81,6 +86,10 @@ fn render(f: TraceFormat, reqs: &[Req]) -> String {
             TraceFormat::Blkparse => {
                 let rw = if w { "WS" } else { "R" };
                 format!("8,{s} 0 1 {t}.000000001 42 Q {rw} {sec} + {n} [fio]")
+            }
+            TraceFormat::Fio if v2 => {
+                let a = if w { "write" } else { "read" };
+                format!("/dev/sd{s} {a} {} {}", sec * 512, n * 512)
             }
             TraceFormat::Fio => {
                 let a = if w { "write" } else { "read" };
@@ -235,8 +244,8 @@ proptest! {
 
     /// The generator's traces are valid: every request comes out, no errors.
     #[test]
-    fn generated_traces_read_entirely(f in format(), reqs in reqs()) {
-        let text = render(f, &reqs);
+    fn generated_traces_read_entirely(f in format(), v2 in any::<bool>(), reqs in reqs()) {
+        let text = render(f, v2, &reqs);
         let (recs, errs) = read_checked(text.as_bytes(), f, &TraceOptions::default());
         prop_assert_eq!((recs, errs), (reqs.len(), 0), "{}", text);
     }
@@ -283,10 +292,11 @@ proptest! {
     fn mutated_traces(
         f in format(),
         opts in options(),
+        v2 in any::<bool>(),
         reqs in reqs(),
         ms in proptest::collection::vec(mutation(), 1..5),
     ) {
-        let text = ms.iter().fold(render(f, &reqs).into_bytes(), |t, m| apply(&t, m));
+        let text = ms.iter().fold(render(f, v2, &reqs).into_bytes(), |t, m| apply(&t, m));
         read_checked(&text, f, &opts);
     }
 }

@@ -98,7 +98,8 @@ impl EventLoop {
             }
             progress |= self.admit(now);
             progress |= self.dispatch(now);
-            progress |= self.replies(now);
+            // Replies this turn finishes leave together, one send per NBD connection.
+            progress |= fusionraid_nbd::batch_replies(|| self.replies(now));
             for m in self.members.iter_mut().flatten() {
                 m.commit();
             }

@@ -2,7 +2,8 @@
 //! reader (this thread) and a writer thread joined by a bounded queue.
 //!
 //! The reader parses and validates requests and submits them to the backend.
-//! Completions flow to the writer through [`Completer`]s. On NBD_CMD_DISC,
+//! Completions reach the socket through [`Completer`]s: directly when the
+//! socket takes them at once, else through the writer (see `sink.rs`). On NBD_CMD_DISC,
 //! EOF, a protocol error or server shutdown the reader stops; the writer
 //! keeps going until every admitted request has been answered, and only then
 //! is the socket closed, as the spec asks for NBD_CMD_DISC.
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{SyncSender, sync_channel};
 
+use super::sink::{ReplySink, WriterMsg};
 use crate::backend::{Backend, Command, CommandKind, Completer, ReplyMsg};
 use crate::error::{ErrorCode, NbdError};
 use crate::proto::transmission::{REQUEST_HEADER_LEN, RequestHeader};
@@ -69,18 +71,20 @@ fn transmission(
         config.max_in_flight,
         config.max_in_flight_bytes,
     ));
-    // Capacity = the in-flight bound: every queued reply holds a slot, so a
-    // completer's send can never block a backend thread.
-    let (tx, rx) = sync_channel::<ReplyMsg>(config.max_in_flight.max(1));
-    let writer_stream = stream.try_clone()?;
-    let writer_inflight = inflight.clone();
+    // Capacity = the in-flight bound: every queued message holds a slot (a
+    // reply, or the notice of a partly sent one), so a completer's send can
+    // never block a backend thread.
+    let (tx, rx) = sync_channel::<WriterMsg>(config.max_in_flight.max(1));
+    let sink = Arc::new(ReplySink::new(stream.try_clone()?, inflight.clone()));
+    let writer_sink = sink.clone();
     let writer = std::thread::Builder::new()
         .name("nbd-writer".into())
-        .spawn(move || writer::run(writer_stream, rx, &writer_inflight))?;
+        .spawn(move || writer::run(&writer_sink, rx))?;
 
     let mut reader = Reader {
         input: BufReader::with_capacity(READ_BUFFER, stream.try_clone()?),
         tx,
+        sink,
         inflight: &inflight,
         backend: &*backend,
         negotiated: &negotiated,
@@ -98,7 +102,8 @@ fn transmission(
 
 struct Reader<'a> {
     input: BufReader<NbdStream>,
-    tx: SyncSender<ReplyMsg>,
+    tx: SyncSender<WriterMsg>,
+    sink: Arc<ReplySink>,
     inflight: &'a Inflight,
     backend: &'a dyn Backend,
     negotiated: &'a Negotiated,
@@ -210,7 +215,8 @@ impl Reader<'_> {
                 return Ok(false);
             }
         };
-        let done = Completer::channel(self.tx.clone(), handle, read_len, budget);
+        let done =
+            Completer::connection(self.tx.clone(), self.sink.clone(), handle, read_len, budget);
         self.backend
             .submit(self.negotiated.export_index, Command { handle, kind }, done);
         Ok(true)
@@ -227,16 +233,17 @@ impl Reader<'_> {
         Ok(data)
     }
 
-    /// A reply decided by the server itself; it goes through the writer so
-    /// it cannot interleave with backend replies.
+    /// A reply decided by the server itself; it goes through the sink so it
+    /// cannot interleave with backend replies.
     fn reply_now(&self, handle: u64, result: Result<(), ErrorCode>) {
-        // The slot held for this request guarantees queue space; an error
-        // means the writer is gone and the next acquire_slot will notice.
-        let _ = self.tx.send(ReplyMsg {
+        // The slot held for this request guarantees queue space; if the
+        // writer is gone, the next acquire_slot will notice.
+        let msg = ReplyMsg {
             handle,
             result: result.map(|()| Vec::new()),
             read_len: None,
             budget: 0,
-        });
+        };
+        self.sink.deliver(&self.tx, msg);
     }
 }

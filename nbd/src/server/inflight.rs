@@ -19,6 +19,8 @@ struct State {
     bytes: u64,
     /// Set when the writer can no longer deliver replies: waiting is over.
     closed: bool,
+    /// Threads waiting on `cv`: a release wakes (a system call) only when one is.
+    waiting: usize,
 }
 
 impl Inflight {
@@ -41,7 +43,7 @@ impl Inflight {
     pub fn acquire_slot(&self) -> bool {
         let mut s = self.lock();
         while !s.closed && s.requests >= self.max_requests {
-            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self.wait(s);
         }
         if s.closed {
             return false;
@@ -56,7 +58,7 @@ impl Inflight {
     pub fn acquire_bytes(&self, n: u64) -> bool {
         let mut s = self.lock();
         while !s.closed && s.bytes > 0 && s.bytes + n > self.max_bytes {
-            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self.wait(s);
         }
         if s.closed {
             return false;
@@ -65,13 +67,28 @@ impl Inflight {
         true
     }
 
+    fn wait<'a>(&self, mut s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        s.waiting += 1;
+        let mut s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        s.waiting -= 1;
+        s
+    }
+
     /// Returns one slot and `bytes` of budget.
     pub fn release(&self, bytes: u64) {
+        self.release_n(1, bytes);
+    }
+
+    /// Returns `slots` slots and `bytes` of budget (replies sent together).
+    pub fn release_n(&self, slots: usize, bytes: u64) {
         let mut s = self.lock();
-        s.requests = s.requests.saturating_sub(1);
+        s.requests = s.requests.saturating_sub(slots);
         s.bytes = s.bytes.saturating_sub(bytes);
+        let wake = s.waiting > 0;
         drop(s);
-        self.cv.notify_all();
+        if wake {
+            self.cv.notify_all();
+        }
     }
 
     /// Wakes every waiter and makes further acquisitions fail.

@@ -28,6 +28,9 @@ use super::connection;
 
 /// How often the accept thread wakes up on its own to reap finished
 /// connection threads.
+/// After cutting the sockets, how long connections get to notice before
+/// shutdown stops waiting for them.
+const CUT_GRACE: Duration = Duration::from_secs(1);
 const REAP_INTERVAL_MS: i32 = 1000;
 
 /// A server being configured: bind listeners, then [`Server::start`].
@@ -225,7 +228,22 @@ impl ServerHandle {
         for s in self.shared.conns().values() {
             let _ = s.shutdown(Shutdown::Both);
         }
-        for t in threads {
+        // A connection also waits for the backend to complete what it admitted
+        // (its writer ends with the last completer). A backend that never does
+        // must not hold shutdown hostage: such connections are left to end when
+        // their completers are dropped (by the backend's own shutdown).
+        let deadline = Instant::now() + CUT_GRACE;
+        while Instant::now() < deadline && threads.iter().any(|t| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stuck = threads.iter().filter(|t| !t.is_finished()).count();
+        if stuck > 0 {
+            tracing::warn!(
+                stuck,
+                "nbd connections still wait for backend completions; not waiting for them"
+            );
+        }
+        for t in threads.into_iter().filter(|t| t.is_finished()) {
             if t.join().is_err() {
                 tracing::error!("nbd connection thread panicked");
             }

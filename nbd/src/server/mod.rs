@@ -14,10 +14,12 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod batch;
 mod connection;
 mod handshake;
 mod inflight;
 mod listener;
+pub(crate) mod sink;
 mod validate;
 mod writer;
 
@@ -30,6 +32,7 @@ use crate::error::NbdError;
 use crate::proto::consts::DEFAULT_MAX_PAYLOAD;
 use crate::stream::NbdStream;
 
+pub use batch::batch_replies;
 pub use listener::{Server, ServerHandle};
 
 /// Loopback on the IANA port: the server is only reachable from this host
