@@ -8,6 +8,6 @@ pub mod stats;
 pub mod trace;
 pub mod workload;
 
-pub use driver::{Progress, Sim, SimError};
+pub use driver::{Detailed, Progress, Sim, SimError};
 pub use scenario::{Load, PoolSpec, Scenario, build_scheme};
 pub use stats::Report;

@@ -61,6 +61,14 @@ pub struct Progress {
     pub events: u64,
 }
 
+/// A finished run: its report and the latency histograms behind it, per source (in
+/// source order: the scenario's workloads, or the trace first) and over all sources.
+pub struct Detailed {
+    pub report: crate::stats::Report,
+    pub workloads: Vec<OpHists>,
+    pub all: OpHists,
+}
+
 /// Data mode state: member contents, read results waiting for their completion event, and
 /// the read checker.
 struct DataMode {

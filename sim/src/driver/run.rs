@@ -6,7 +6,7 @@ use super::events::Event;
 use super::oracle::word_for;
 use super::requests::ReqMeta;
 use super::store::fill_word;
-use super::{DRAIN_LIMIT_NS, Progress, SAME_INSTANT_TIMEOUTS, Sim, SimError};
+use super::{DRAIN_LIMIT_NS, Detailed, Progress, SAME_INSTANT_TIMEOUTS, Sim, SimError};
 use crate::device::OpKind;
 use crate::stats::Report;
 use crate::trace::{IoKind, IoRecord};
@@ -21,7 +21,27 @@ impl Sim {
     }
 
     /// Runs to the end, calling `progress` now and then (for progress bars).
-    pub fn run_with(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Report, SimError> {
+    pub fn run_with(self, progress: &mut dyn FnMut(&Progress)) -> Result<Report, SimError> {
+        self.run_detailed(progress).map(|d| d.report)
+    }
+
+    /// Like [`Sim::run_with`], and also hands back the latency histograms behind the report
+    /// (for CDFs and tail means that the report does not carry).
+    pub fn run_detailed(
+        mut self,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Detailed, SimError> {
+        self.run_loop(progress)?;
+        let workloads = self.hists.clone();
+        let all = self.all.clone();
+        Ok(Detailed {
+            report: self.finish(),
+            workloads,
+            all,
+        })
+    }
+
+    fn run_loop(&mut self, progress: &mut dyn FnMut(&Progress)) -> Result<(), SimError> {
         for s in 0..self.sources.len() {
             self.pull(s);
         }
@@ -79,7 +99,7 @@ impl Sim {
             }
         }
         progress(&self.progress());
-        Ok(self.finish())
+        Ok(())
     }
 
     fn progress(&self) -> Progress {
