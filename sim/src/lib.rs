@@ -3,6 +3,7 @@
 
 pub mod device;
 pub mod driver;
+pub mod eval;
 pub mod scenario;
 pub mod stats;
 pub mod trace;

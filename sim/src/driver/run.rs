@@ -50,6 +50,62 @@ impl Sim {
             let Some((t, ev)) = self.events.pop() else {
                 return Err(self.stuck("requests in flight but no event pending"));
             };
+            if !self.handle_event(t, ev)? {
+                continue;
+            }
+            self.processed += 1;
+            if self.processed.is_multiple_of(PROGRESS_EVERY) {
+                progress(&self.progress());
+                if self.now > self.last_arrival_at.saturating_add(DRAIN_LIMIT_NS)
+                    && self.sources.iter().all(|s| s.done)
+                {
+                    return Err(
+                        self.stuck("requests still unanswered 600 s after the last arrival")
+                    );
+                }
+            }
+        }
+        self.settle()?;
+        progress(&self.progress());
+        Ok(())
+    }
+
+    /// After the last reply: let background work (conversion) run on the engine's timers
+    /// until none is left or the scenario's settle time is over.
+    fn settle(&mut self) -> Result<(), SimError> {
+        let limit = self.scenario.settle_ns;
+        if limit == 0 {
+            return Ok(());
+        }
+        let start = self.now;
+        while !(self.engine.is_idle() && self.backlog() == 0) {
+            let Some(t) = self.events.peek_time() else {
+                break; // nothing scheduled: the engine waits for nothing
+            };
+            if t > start + limit {
+                break;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            if self.handle_event(t, ev)? {
+                self.processed += 1;
+            }
+        }
+        self.settled_ns = self.now - start;
+        Ok(())
+    }
+
+    /// Replica sets waiting for conversion, over all volumes.
+    fn backlog(&self) -> u64 {
+        (0..self.volume_sizes.len() as u32)
+            .filter_map(|v| self.engine.volume_status(v))
+            .map(|s| s.conversion_backlog)
+            .sum()
+    }
+
+    /// Feeds one event to the engine; `false` for a timer event made stale by an earlier
+    /// deadline (not counted).
+    fn handle_event(&mut self, t: Nanos, ev: Event) -> Result<bool, SimError> {
+        {
             self.now = self.now.max(t);
             match ev {
                 Event::Arrival { source } => {
@@ -70,7 +126,7 @@ impl Sim {
                 }
                 Event::Timeout => {
                     if self.timer != Some(t) {
-                        continue; // superseded by an earlier deadline that already fired
+                        return Ok(false); // superseded by an earlier deadline that already fired
                     }
                     self.timer = None;
                     if t == self.last_timeout_at {
@@ -86,20 +142,8 @@ impl Sim {
                 }
             }
             self.pump();
-            self.processed += 1;
-            if self.processed.is_multiple_of(PROGRESS_EVERY) {
-                progress(&self.progress());
-                if self.now > self.last_arrival_at.saturating_add(DRAIN_LIMIT_NS)
-                    && self.sources.iter().all(|s| s.done)
-                {
-                    return Err(
-                        self.stuck("requests still unanswered 600 s after the last arrival")
-                    );
-                }
-            }
         }
-        progress(&self.progress());
-        Ok(())
+        Ok(true)
     }
 
     fn progress(&self) -> Progress {

@@ -111,6 +111,10 @@ pub struct Scenario {
     pub detector: Option<DetectorConfig>,
     /// Write every volume once before the run (see `driver::prefill`), so reads hit data.
     pub prefill: bool,
+    /// After the last reply, keep the engine running on its timers for up to this long, until
+    /// background work (conversion) is done, so the report shows the settled state (space
+    /// after conversion). 0 = stop at the last reply.
+    pub settle_ns: Nanos,
 }
 
 impl Scenario {
@@ -149,6 +153,7 @@ impl Scenario {
             held_capacity: 1 << 16,
             detector: None,
             prefill: true,
+            settle_ns: 0,
         }
     }
 
