@@ -135,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(" "),
         machine: machine(),
+        commit: commit(),
         jobs,
         wall_s: wall,
     };
@@ -162,6 +163,26 @@ fn progress_bar(len: u64) -> ProgressBar {
     );
     b.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
     b
+}
+
+/// `git describe`-like revision of the source tree the binary was built from, with
+/// `-dirty` when it has uncommitted changes; empty when git or the tree is not there.
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(rev) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return String::new();
+    };
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    if dirty { format!("{rev}-dirty") } else { rev }
 }
 
 /// CPU model, logical CPUs, memory and kernel, from /proc (Linux); what is missing is left

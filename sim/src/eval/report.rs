@@ -14,6 +14,8 @@ pub struct Context {
     pub command: String,
     /// CPU, cores, memory, OS.
     pub machine: String,
+    /// The source revision, if known.
+    pub commit: String,
     pub jobs: usize,
     /// Wall-clock seconds of the whole evaluation.
     pub wall_s: f64,
@@ -100,9 +102,14 @@ pub fn render(
     let _ = writeln!(o, "# fusionraid evaluation against the FusionRAID paper\n");
     let _ = writeln!(
         o,
-        "Command: `{}`  \nMachine: {}  \nSize: {size}; base seed {}; {} distinct runs ({} failed) \
-         on {} worker(s) in {:.0} s of wall-clock time.\n",
+        "Command: `{}`  \nCommit: {}  \nMachine: {}  \nSize: {size}; base seed {}; {} distinct \
+         runs ({} failed) on {} worker(s) in {:.0} s of wall-clock time.\n",
         ctx.command,
+        if ctx.commit.is_empty() {
+            "unknown"
+        } else {
+            &ctx.commit
+        },
         ctx.machine,
         plan.seed,
         outcomes.len(),
