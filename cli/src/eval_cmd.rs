@@ -113,6 +113,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         plan.experiments.len(),
         args.out.display()
     );
+    // Before the runs: the tree may change while they go on.
+    let revision = commit();
     let bar = progress_bar(runs.len() as u64);
     let t0 = Instant::now();
     let on_done = |e: RunEvent| {
@@ -135,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(" "),
         machine: machine(),
-        commit: commit(),
+        commit: revision,
         jobs,
         wall_s: wall,
     };
