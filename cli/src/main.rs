@@ -6,6 +6,7 @@ mod assemble;
 mod control;
 mod create_cmd;
 mod demo;
+mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
 mod metadata;
@@ -40,6 +41,9 @@ enum Command {
     /// Simulate a pool in virtual time (deterministic) and report latency, write
     /// amplification, space, spikes and redirection.
     Sim(sim_cmd::Args),
+    /// Run the FusionRAID paper's experiments in the simulator and write a report (Markdown,
+    /// SVG charts, JSON per run).
+    Eval(eval_cmd::Args),
     /// Format the members of a pool from a pool file (TOML): writes superblocks.
     Create(create_cmd::Args),
     /// Serve a pool's volumes over NBD. Without a pool file: the demo pool of emulated SSDs
@@ -67,6 +71,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some(Command::Sim(args)) => sim_cmd::run(args),
+        Some(Command::Eval(args)) => eval_cmd::run(args),
         Some(Command::Create(args)) => create_cmd::run(args),
         Some(Command::Serve(args)) => serve_cmd::run(args),
         Some(Command::Status(args)) => status_cmd::run(args),

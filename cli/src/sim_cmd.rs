@@ -160,7 +160,9 @@ impl Args {
             let list = if self.workload.is_empty() {
                 match &sc.load {
                     Load::Workloads { list, .. } => list.clone(),
-                    Load::Trace { .. } => unreachable!("default is a workload mix"),
+                    Load::Trace { .. } | Load::TraceMix { .. } => {
+                        unreachable!("default is a workload mix")
+                    }
                 }
             } else {
                 self.workload
@@ -382,7 +384,7 @@ mod tests {
                 list,
                 vec![Workload::Tpcc, Workload::VirtualDesktop, Workload::Proxy]
             ),
-            Load::Trace { .. } => panic!("expected workloads"),
+            Load::Trace { .. } | Load::TraceMix { .. } => panic!("expected workloads"),
         }
         let sc = parse(&["--trace", "x.trace", "--format", "msr", "--qd", "8"]).unwrap();
         assert!(matches!(

@@ -3,11 +3,12 @@
 
 pub mod device;
 pub mod driver;
+pub mod eval;
 pub mod scenario;
 pub mod stats;
 pub mod trace;
 pub mod workload;
 
-pub use driver::{Progress, Sim, SimError};
+pub use driver::{Detailed, Progress, Sim, SimError};
 pub use scenario::{Load, PoolSpec, Scenario, build_scheme};
 pub use stats::Report;

@@ -83,3 +83,37 @@ fn missing_trace_is_a_clear_error() {
     let e = Sim::new(&sc).err().expect("missing file").to_string();
     assert!(e.contains("/nonexistent/x.trace"), "{e}");
 }
+
+#[test]
+fn looped_trace_runs_next_to_generated_workloads() {
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1.0 });
+    sc.load = Load::TraceMix {
+        path: TRACE.into(),
+        format: TraceFormat::DiskSim,
+        speed: 1.0,
+        list: vec![fusionraid_sim::workload::Workload::Proxy],
+        scale: 1.0,
+    };
+    // About 2.2 rounds of the 0.136 s excerpt.
+    sc.duration_ns = Some(300_000_000);
+    let r = Sim::new(&sc).unwrap().run().unwrap();
+    let names: Vec<&str> = r
+        .latency
+        .workloads
+        .iter()
+        .map(|w| w.name.as_str())
+        .collect();
+    assert_eq!(names, ["trace", "proxy"]);
+    let trace = &r.latency.workloads[0];
+    assert!(
+        trace.requests > 2 * RECORDS && trace.requests < 3 * RECORDS,
+        "{}",
+        trace.requests
+    );
+    assert!(r.latency.workloads[1].requests > 0);
+    assert_eq!(r.requests.completed, r.requests.arrived);
+    assert_eq!(r.requests.trace_errors, 0);
+    // Without a duration a looped trace would never end.
+    sc.duration_ns = None;
+    assert!(Sim::new(&sc).is_err());
+}

@@ -76,6 +76,7 @@ impl HddConfig {
     }
 }
 
+#[derive(Clone)]
 pub struct HddModel {
     cfg: HddConfig,
     head: u64,
@@ -133,6 +134,10 @@ impl HddModel {
 }
 
 impl DeviceModel for HddModel {
+    fn clone_box(&self) -> Option<Box<dyn DeviceModel>> {
+        Some(Box::new(self.clone()))
+    }
+
     fn submit(&mut self, now: Nanos, kind: OpKind, offset: u64, len: u64) -> Nanos {
         debug_assert!(now >= self.last_now, "time went backwards");
         let now = now.max(self.last_now);

@@ -121,6 +121,11 @@ pub trait DeviceModel: Send {
     /// Per-device speed factor from now on: multiplies service times and stalls (1.0 =
     /// nominal, 2.0 = twice as slow). For heterogeneous fleets and slow-peer studies.
     fn set_speed_factor(&mut self, _factor: f64) {}
+    /// A copy in the same state (same future behaviour), for reusing a preconditioned
+    /// fleet across runs; `None` where a model cannot be copied.
+    fn clone_box(&self) -> Option<Box<dyn DeviceModel>> {
+        None
+    }
 }
 
 /// 4 KiB: the logical page, the unit of the measured profiles and of per-page costs.

@@ -34,6 +34,7 @@ struct ProgramWindow {
     reads_free: Nanos,
 }
 
+#[derive(Clone)]
 pub struct SsdModel {
     cfg: SsdConfig,
     rng: Rng,
@@ -343,5 +344,9 @@ impl DeviceModel for SsdModel {
             "speed factor must be positive"
         );
         self.cfg.speed_factor = factor;
+    }
+
+    fn clone_box(&self) -> Option<Box<dyn DeviceModel>> {
+        Some(Box::new(self.clone()))
     }
 }

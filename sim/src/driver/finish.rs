@@ -206,6 +206,7 @@ impl Sim {
         Report {
             scenario: self.scenario.summary(),
             virtual_s: now as f64 / 1e9,
+            settled_s: self.settled_ns as f64 / 1e9,
             events: self.processed,
             requests,
             latency: Latency {

@@ -62,6 +62,14 @@ pub struct Progress {
     pub events: u64,
 }
 
+/// A finished run: its report and the latency histograms behind it, per source (in
+/// source order: the scenario's workloads, or the trace first) and over all sources.
+pub struct Detailed {
+    pub report: crate::stats::Report,
+    pub workloads: Vec<OpHists>,
+    pub all: OpHists,
+}
+
 /// Data mode state: member contents, read results waiting for their completion event, and
 /// the read checker.
 struct DataMode {
@@ -125,13 +133,35 @@ pub struct Sim {
     start: Nanos,
     /// Engine counters after the prefill, subtracted in the report.
     baseline: EngineStats,
+    /// Virtual time spent after the last reply letting background work finish.
+    settled_ns: Nanos,
 }
+
+pub use fleet::build_fleet;
 
 impl Sim {
     pub fn new(scenario: &Scenario) -> Result<Sim, SimError> {
         scenario.validate().map_err(SimError::Scenario)?;
         let devices =
             fleet::build_fleet(&scenario.pool, scenario.seed).map_err(SimError::Device)?;
+        Sim::with_fleet(scenario, devices)
+    }
+
+    /// Like [`Sim::new`], with the members given: they must be what
+    /// [`build_fleet`]`(&scenario.pool, scenario.seed)` returns (or a copy of it, as a
+    /// cache of preconditioned fleets hands out), or the run is not the scenario's.
+    pub fn with_fleet(
+        scenario: &Scenario,
+        devices: Vec<Box<dyn DeviceModel>>,
+    ) -> Result<Sim, SimError> {
+        scenario.validate().map_err(SimError::Scenario)?;
+        if devices.len() != scenario.pool.disks {
+            return Err(SimError::Device(format!(
+                "{} devices for a pool of {}",
+                devices.len(),
+                scenario.pool.disks
+            )));
+        }
         let disk_bytes = devices
             .iter()
             .map(|d| d.capacity_bytes())
@@ -193,6 +223,7 @@ impl Sim {
             last_arrival_at: 0,
             start: 0,
             baseline: EngineStats::default(),
+            settled_ns: 0,
             scenario: scenario.clone(),
         };
         if scenario.prefill {

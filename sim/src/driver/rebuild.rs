@@ -30,8 +30,7 @@ impl Sim {
             let Some((t, ev)) = self.events.pop() else {
                 return Err(self.stuck("rebuild: no event pending"));
             };
-            self.handle(t, ev)?;
-            self.pump();
+            self.handle_event(t, ev)?;
         }
     }
 }

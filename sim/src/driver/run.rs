@@ -6,7 +6,7 @@ use super::events::Event;
 use super::oracle::word_for;
 use super::requests::ReqMeta;
 use super::store::fill_word;
-use super::{DRAIN_LIMIT_NS, Progress, SAME_INSTANT_TIMEOUTS, Sim, SimError};
+use super::{DRAIN_LIMIT_NS, Detailed, Progress, SAME_INSTANT_TIMEOUTS, Sim, SimError};
 use crate::device::OpKind;
 use crate::stats::Report;
 use crate::trace::{IoKind, IoRecord};
@@ -21,7 +21,27 @@ impl Sim {
     }
 
     /// Runs to the end, calling `progress` now and then (for progress bars).
-    pub fn run_with(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Report, SimError> {
+    pub fn run_with(self, progress: &mut dyn FnMut(&Progress)) -> Result<Report, SimError> {
+        self.run_detailed(progress).map(|d| d.report)
+    }
+
+    /// Like [`Sim::run_with`], and also hands back the latency histograms behind the report
+    /// (for CDFs and tail means that the report does not carry).
+    pub fn run_detailed(
+        mut self,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Detailed, SimError> {
+        self.run_loop(progress)?;
+        let workloads = self.hists.clone();
+        let all = self.all.clone();
+        Ok(Detailed {
+            report: self.finish(),
+            workloads,
+            all,
+        })
+    }
+
+    fn run_loop(&mut self, progress: &mut dyn FnMut(&Progress)) -> Result<(), SimError> {
         for s in 0..self.sources.len() {
             self.pull(s);
         }
@@ -30,8 +50,9 @@ impl Sim {
             let Some((t, ev)) = self.events.pop() else {
                 return Err(self.stuck("requests in flight but no event pending"));
             };
-            self.handle(t, ev)?;
-            self.pump();
+            if !self.handle_event(t, ev)? {
+                continue;
+            }
             self.processed += 1;
             if self.processed.is_multiple_of(PROGRESS_EVERY) {
                 progress(&self.progress());
@@ -44,48 +65,85 @@ impl Sim {
                 }
             }
         }
+        self.settle()?;
         progress(&self.progress());
-        Ok(self.finish())
+        Ok(())
     }
 
-    /// One event: an arrival, a device completion or the engine's timer.
-    pub(super) fn handle(&mut self, t: Nanos, ev: Event) -> Result<(), SimError> {
-        self.now = self.now.max(t);
-        match ev {
-            Event::Arrival { source } => {
-                let s = source as usize;
-                let record = self.sources[s].scheduled.take().expect("scheduled record");
-                self.issue(s, record);
-                self.pull(s);
+    /// After the last reply: let background work (conversion) run on the engine's timers
+    /// until none is left or the scenario's settle time is over.
+    fn settle(&mut self) -> Result<(), SimError> {
+        let limit = self.scenario.settle_ns;
+        if limit == 0 {
+            return Ok(());
+        }
+        let start = self.now;
+        while !(self.engine.is_idle() && self.backlog() == 0) {
+            let Some(t) = self.events.peek_time() else {
+                break; // nothing scheduled: the engine waits for nothing
+            };
+            if t > start + limit {
+                break;
             }
-            Event::Completion { id, disk } => {
-                let result = match &mut self.data {
-                    None => Ok(None),
-                    Some(d) => d.results.remove(&id.0).unwrap_or(Ok(None)),
-                };
-                if let Err(e) = self.engine.handle_completion(id, result, self.now) {
-                    return Err(self.stuck(&e.to_string()));
-                }
-                self.observe(disk as usize);
-            }
-            Event::Timeout => {
-                if self.timer != Some(t) {
-                    return Ok(()); // superseded by an earlier deadline that already fired
-                }
-                self.timer = None;
-                if t == self.last_timeout_at {
-                    self.same_instant += 1;
-                } else {
-                    self.last_timeout_at = t;
-                    self.same_instant = 0;
-                }
-                self.engine.handle_timeout(self.now);
-                for d in 0..self.devices.len() {
-                    self.observe(d);
-                }
+            let (t, ev) = self.events.pop().expect("peeked");
+            if self.handle_event(t, ev)? {
+                self.processed += 1;
             }
         }
+        self.settled_ns = self.now - start;
         Ok(())
+    }
+
+    /// Replica sets waiting for conversion, over all volumes.
+    fn backlog(&self) -> u64 {
+        (0..self.volume_sizes.len() as u32)
+            .filter_map(|v| self.engine.volume_status(v))
+            .map(|s| s.conversion_backlog)
+            .sum()
+    }
+
+    /// Feeds one event to the engine; `false` for a timer event made stale by an earlier
+    /// deadline (not counted).
+    pub(super) fn handle_event(&mut self, t: Nanos, ev: Event) -> Result<bool, SimError> {
+        {
+            self.now = self.now.max(t);
+            match ev {
+                Event::Arrival { source } => {
+                    let s = source as usize;
+                    let record = self.sources[s].scheduled.take().expect("scheduled record");
+                    self.issue(s, record);
+                    self.pull(s);
+                }
+                Event::Completion { id, disk } => {
+                    let result = match &mut self.data {
+                        None => Ok(None),
+                        Some(d) => d.results.remove(&id.0).unwrap_or(Ok(None)),
+                    };
+                    if let Err(e) = self.engine.handle_completion(id, result, self.now) {
+                        return Err(self.stuck(&e.to_string()));
+                    }
+                    self.observe(disk as usize);
+                }
+                Event::Timeout => {
+                    if self.timer != Some(t) {
+                        return Ok(false); // superseded by an earlier deadline that already fired
+                    }
+                    self.timer = None;
+                    if t == self.last_timeout_at {
+                        self.same_instant += 1;
+                    } else {
+                        self.last_timeout_at = t;
+                        self.same_instant = 0;
+                    }
+                    self.engine.handle_timeout(self.now);
+                    for d in 0..self.devices.len() {
+                        self.observe(d);
+                    }
+                }
+            }
+            self.pump();
+        }
+        Ok(true)
     }
 
     fn progress(&self) -> Progress {

@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex};
 use fusionraid_core::{Nanos, VolumeId};
 
 use crate::scenario::{Load, Scenario};
-use crate::trace::{Arrival, IoRecord, ReplayMode, Replayer, TraceError, VolumeRemap, open_trace};
-use crate::workload::Generator;
+use crate::trace::{
+    Arrival, IoRecord, Looped, ReplayMode, Replayer, TraceError, VolumeRemap, open_trace,
+};
+use crate::workload::{Generator, Workload};
 
 type Records = Box<dyn Iterator<Item = IoRecord> + Send>;
 
@@ -87,33 +89,69 @@ pub fn build_sources(
     let errors = TraceErrors::default();
     let mut out = Vec::new();
     let remap = |v: usize| VolumeRemap::new(volume_sizes[v]).map_err(|e| e.to_string());
+    // Table-4 generators, the first in volume `first`.
+    let generators = |out: &mut Vec<Source>, list: &[Workload], scale: f64, first: usize| {
+        let duration = sc
+            .duration_ns
+            .ok_or("workload generators need a duration")?;
+        for (j, w) in list.iter().enumerate() {
+            let i = first + j;
+            let mut spec = w.spec();
+            spec.iops *= scale;
+            let gen_ = Generator::new(spec, w.seed_for(sc.seed), i as u32)
+                .map_err(|e| e.to_string())?
+                .with_duration(duration);
+            let mode = ReplayMode::Timestamp { speed: 1.0 };
+            let replayer =
+                Replayer::new(mode, Box::new(gen_) as Records, start).map_err(|e| e.to_string())?;
+            out.push(Source {
+                name: w.name().to_string(),
+                volume: i as VolumeId,
+                remap: remap(i)?,
+                replayer,
+                closed_loop: false,
+                in_flight: 0,
+                waiting: false,
+                done: false,
+                stop_at: Some(start + duration),
+                scheduled: None,
+            });
+        }
+        Ok::<(), String>(())
+    };
     match &sc.load {
-        Load::Workloads { list, scale } => {
-            let duration = sc
-                .duration_ns
-                .ok_or("workload generators need a duration")?;
-            for (i, w) in list.iter().enumerate() {
-                let mut spec = w.spec();
-                spec.iops *= scale;
-                let gen_ = Generator::new(spec, w.seed_for(sc.seed), i as u32)
-                    .map_err(|e| e.to_string())?
-                    .with_duration(duration);
-                let mode = ReplayMode::Timestamp { speed: 1.0 };
-                let replayer = Replayer::new(mode, Box::new(gen_) as Records, start)
-                    .map_err(|e| e.to_string())?;
-                out.push(Source {
-                    name: w.name().to_string(),
-                    volume: i as VolumeId,
-                    remap: remap(i)?,
-                    replayer,
-                    closed_loop: false,
-                    in_flight: 0,
-                    waiting: false,
-                    done: false,
-                    stop_at: Some(start + duration),
-                    scheduled: None,
-                });
+        Load::Workloads { list, scale } => generators(&mut out, list, *scale, 0)?,
+        Load::TraceMix {
+            path,
+            format,
+            speed,
+            list,
+            scale,
+        } => {
+            let iter = open_trace(path, *format).map_err(|e| e.to_string())?;
+            let mut records = Vec::new();
+            for r in iter {
+                match r {
+                    Ok(rec) => records.push(rec),
+                    Err(e) => errors.note(&e),
+                }
             }
+            let mode = ReplayMode::Timestamp { speed: *speed };
+            let replayer = Replayer::new(mode, Box::new(Looped::new(records)) as Records, start)
+                .map_err(|e| e.to_string())?;
+            out.push(Source {
+                name: "trace".into(),
+                volume: 0,
+                remap: remap(0)?,
+                replayer,
+                closed_loop: false,
+                in_flight: 0,
+                waiting: false,
+                done: false,
+                stop_at: sc.duration_ns.map(|d| start + d),
+                scheduled: None,
+            });
+            generators(&mut out, list, *scale, 1)?;
         }
         Load::Trace { path, format, mode } => {
             let iter = open_trace(path, *format).map_err(|e| e.to_string())?;

@@ -19,7 +19,8 @@ use crate::trace::{ReplayMode, TraceFormat};
 use crate::workload::Workload;
 
 pub use schemes::{
-    FUSION_SCHEMES, SchemeError, SchemeParams, build_scheme, is_fusion, known_schemes,
+    FUSION_SCHEMES, SchemeError, SchemeOptions, SchemeParams, build_scheme, is_fusion,
+    known_schemes,
 };
 
 const KIB: u64 = 1 << 10;
@@ -28,6 +29,9 @@ const GIB: u64 = 1 << 30;
 
 /// Bytes reserved at the start of every member (superblock and metadata records).
 pub const DATA_OFFSET: u64 = MIB;
+
+/// Size of a trace's volume unless the scenario sets one.
+const TRACE_VOLUME: u64 = 64 * GIB;
 
 /// Largest total volume size data mode will prefill (member contents are kept in memory).
 pub const DATA_PREFILL_LIMIT: u64 = 8 * GIB;
@@ -71,6 +75,17 @@ pub enum Load {
         format: TraceFormat,
         mode: ReplayMode,
     },
+    /// A trace as one tenant among generated ones: replayed at its timestamps (sped up by
+    /// `speed`) and repeated back to back until the duration ends ([`crate::trace::Looped`]),
+    /// into volume 0 (`trace`), with Table-4 generators in volumes 1.. (`list` may be empty:
+    /// the looped trace alone). The trace is read into memory, so this is for short traces.
+    TraceMix {
+        path: PathBuf,
+        format: TraceFormat,
+        speed: f64,
+        list: Vec<Workload>,
+        scale: f64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +93,8 @@ pub struct Scenario {
     pub pool: PoolSpec,
     /// Scheme name, see [`known_schemes`].
     pub scheme: String,
+    /// Scheme knobs the experiments vary (conversion, NVRAM size); defaults otherwise.
+    pub scheme_options: SchemeOptions,
     pub level: Level,
     /// Blocks per stripe, data and parity (7 = 6+1 for RAID5).
     pub width: usize,
@@ -99,6 +116,10 @@ pub struct Scenario {
     pub detector: Option<DetectorConfig>,
     /// Write every volume once before the run (see `driver::prefill`), so reads hit data.
     pub prefill: bool,
+    /// After the last reply, keep the engine running on its timers for up to this long, until
+    /// background work (conversion) is done, so the report shows the settled state (space
+    /// after conversion). 0 = stop at the last reply.
+    pub settle_ns: Nanos,
 }
 
 impl Scenario {
@@ -116,6 +137,7 @@ impl Scenario {
                 layout: None,
             },
             scheme: "fusionraid".into(),
+            scheme_options: SchemeOptions::default(),
             level: Level::Raid5,
             width: 7,
             volume_bytes: None,
@@ -136,6 +158,7 @@ impl Scenario {
             held_capacity: 1 << 16,
             detector: None,
             prefill: true,
+            settle_ns: 0,
         }
     }
 
@@ -173,7 +196,16 @@ impl Scenario {
                 .iter()
                 .map(|w| vol(w.name(), self.volume_bytes.unwrap_or(w.spec().footprint)))
                 .collect(),
-            Load::Trace { .. } => vec![vol("trace", self.volume_bytes.unwrap_or(64 * GIB))],
+            Load::Trace { .. } => vec![vol("trace", self.volume_bytes.unwrap_or(TRACE_VOLUME))],
+            Load::TraceMix { list, .. } => {
+                std::iter::once(vol("trace", self.volume_bytes.unwrap_or(TRACE_VOLUME)))
+                    .chain(
+                        list.iter().map(|w| {
+                            vol(w.name(), self.volume_bytes.unwrap_or(w.spec().footprint))
+                        }),
+                    )
+                    .collect()
+            }
         }
     }
 
@@ -212,6 +244,25 @@ impl Scenario {
                 }
             }
             Load::Trace { .. } => {}
+            Load::TraceMix {
+                list, scale, speed, ..
+            } => {
+                if !(scale.is_finite() && *scale > 0.0) {
+                    return Err(format!("load scale {scale} must be positive"));
+                }
+                if !(speed.is_finite() && *speed > 0.0) {
+                    return Err(format!("trace speed {speed} must be positive"));
+                }
+                if self.duration_ns.is_none() {
+                    return Err("a looped trace needs a duration".into());
+                }
+                let mut seen = list.clone();
+                seen.sort();
+                seen.dedup();
+                if seen.len() != list.len() {
+                    return Err("each workload may appear once next to the trace".into());
+                }
+            }
         }
         if let Some(d) = self.duration_ns
             && d == 0
@@ -256,10 +307,25 @@ impl Scenario {
                     }
                 },
             },
+            Load::TraceMix {
+                path,
+                format,
+                speed,
+                list,
+                scale,
+            } => SourceSummary::TraceMix {
+                path: path.display().to_string(),
+                format: format.name().to_string(),
+                mode: format!("looped, timestamp x{speed}"),
+                workloads: list.iter().map(|w| w.name().to_string()).collect(),
+                load_scale: *scale,
+            },
         };
         let det = self.detector_config();
         ScenarioSummary {
             scheme: self.scheme.clone(),
+            conversion: self.scheme_options.conversion,
+            nvram_bytes: self.scheme_options.nvram_bytes,
             disks: self.pool.disks,
             device: self.pool.device.clone(),
             aged: self.pool.aged,
@@ -311,6 +377,7 @@ impl Scenario {
             },
             volumes: self.volume_configs(),
             seed: self.seed,
+            options: self.scheme_options.clone(),
         }
     }
 }
@@ -327,6 +394,10 @@ fn layout_name(l: LayoutKind) -> &'static str {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ScenarioSummary {
     pub scheme: String,
+    /// FusionRAID variants: background conversion on.
+    pub conversion: bool,
+    /// NV-RAID buffer size, when not the scheme's default.
+    pub nvram_bytes: Option<u64>,
     pub disks: usize,
     pub device: String,
     pub aged: bool,
@@ -357,6 +428,13 @@ pub enum SourceSummary {
         path: String,
         format: String,
         mode: String,
+    },
+    TraceMix {
+        path: String,
+        format: String,
+        mode: String,
+        workloads: Vec<String>,
+        load_scale: f64,
     },
 }
 

@@ -31,6 +31,26 @@ pub fn known_schemes() -> Vec<&'static str> {
         .collect()
 }
 
+/// Knobs of particular schemes that experiments vary (the paper's §5.2-5.4 sweeps); the
+/// defaults are each scheme's own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchemeOptions {
+    /// FusionRAID and Fusion-ND: background conversion of replicated pairs to parity stripes
+    /// (off for the paper's Fig. 13 "conversion off" runs).
+    pub conversion: bool,
+    /// NV-RAID: size of the NVRAM write buffer (paper Fig. 11b); `None` = the scheme's default.
+    pub nvram_bytes: Option<u64>,
+}
+
+impl Default for SchemeOptions {
+    fn default() -> Self {
+        SchemeOptions {
+            conversion: true,
+            nvram_bytes: None,
+        }
+    }
+}
+
 /// The pool and volumes a scheme is built for.
 #[derive(Clone, Debug)]
 pub struct SchemeParams {
@@ -41,6 +61,7 @@ pub struct SchemeParams {
     pub volumes: Vec<VolumeConfig>,
     /// For schemes that make random choices at construction time.
     pub seed: u64,
+    pub options: SchemeOptions,
 }
 
 /// Why a scheme could not be built.
@@ -79,6 +100,7 @@ fn fusion(
 ) -> Result<Box<dyn Scheme + Send>, fusionraid_core::scheme::fusion::ConfigError> {
     let mut cfg = FusionConfig::new(p.pool.clone(), p.volumes.clone());
     cfg.redirect = redirect;
+    cfg.conversion.enabled = p.options.conversion;
     Ok(Box::new(FusionScheme::new(cfg)?))
 }
 
@@ -100,6 +122,9 @@ fn baseline_config(p: &SchemeParams) -> Result<BaselineConfig, String> {
     );
     cfg.data_offset = p.pool.data_offset;
     cfg.nparity = first.level.nparity();
+    if let Some(b) = p.options.nvram_bytes {
+        cfg.nvraid.buffer_bytes = b;
+    }
     Ok(cfg)
 }
 
@@ -119,6 +144,7 @@ mod tests {
             },
             volumes: vec![VolumeConfig::new("v", Level::Raid5, 7, 1 << 30)],
             seed: 1,
+            options: SchemeOptions::default(),
         }
     }
 

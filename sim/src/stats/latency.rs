@@ -38,6 +38,58 @@ impl LatencyHist {
         m
     }
 
+    /// The latency at quantile `q` (0..=1) in microseconds; 0 when empty.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        if self.h.is_empty() {
+            return 0.0;
+        }
+        self.h.value_at_quantile(q.clamp(0.0, 1.0)) as f64 / 1e3
+    }
+
+    /// Mean latency of the slowest `share` of requests (0.01 = the slowest 1%, the paper's
+    /// Table 5/6 metric), in microseconds; at least one request is counted, 0 when empty.
+    /// Values are HDR bucket values (3 significant digits).
+    pub fn tail_mean_us(&self, share: f64) -> f64 {
+        let n = self.h.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let want = ((n as f64 * share.clamp(0.0, 1.0)).ceil() as u64).max(1);
+        // Walk down from the top bucket: recorded values in descending order.
+        let buckets: Vec<(u64, u64)> = self
+            .h
+            .iter_recorded()
+            .map(|v| {
+                (
+                    self.h.highest_equivalent(v.value_iterated_to()),
+                    v.count_at_value(),
+                )
+            })
+            .collect();
+        let (mut taken, mut sum) = (0u64, 0f64);
+        for &(value, count) in buckets.iter().rev() {
+            let k = count.min(want - taken);
+            sum += value as f64 * k as f64;
+            taken += k;
+            if taken == want {
+                break;
+            }
+        }
+        sum / taken as f64 / 1e3
+    }
+
+    /// Points `(latency_us, cumulative share)` of the distribution at the given quantiles,
+    /// for CDF plots; empty when there are no samples.
+    pub fn cdf(&self, quantiles: &[f64]) -> Vec<[f64; 2]> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        quantiles
+            .iter()
+            .map(|&q| [self.quantile_us(q), q])
+            .collect()
+    }
+
     pub fn summary(&self) -> LatencySummary {
         let us = |ns: u64| ns as f64 / 1e3;
         if self.h.is_empty() {
@@ -114,6 +166,20 @@ mod tests {
         assert!((s.all.max_us - 1000.0).abs() <= 1.0, "{s:?}");
         assert_eq!(LatencyHist::default().summary(), LatencySummary::default());
         // Huge values saturate instead of failing.
+        // The slowest 1% of 1..=1000 ms is 991..=1000 ms: mean 995.5 ms.
+        let mut one = LatencyHist::default();
+        for i in 1..=1000u64 {
+            one.record(i * 1_000_000);
+        }
+        let t = one.tail_mean_us(0.01);
+        assert!((t - 995_500.0).abs() / 995_500.0 < 0.002, "{t}");
+        assert!((one.quantile_us(0.5) - 500_000.0).abs() < 500.0);
+        assert_eq!(one.tail_mean_us(0.0), one.quantile_us(1.0));
+        let cdf = one.cdf(&[0.5, 0.99]);
+        assert_eq!(cdf.len(), 2);
+        assert!(cdf[0][0] < cdf[1][0] && cdf[1][1] == 0.99);
+        assert!(LatencyHist::default().cdf(&[0.5]).is_empty());
+        assert_eq!(LatencyHist::default().tail_mean_us(0.01), 0.0);
         let mut big = LatencyHist::default();
         big.record(u64::MAX);
         assert_eq!(big.count(), 1);

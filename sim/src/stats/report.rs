@@ -10,8 +10,12 @@ use crate::scenario::ScenarioSummary;
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Report {
     pub scenario: ScenarioSummary,
-    /// Virtual time at the end of the run (the last user reply, or later if it drained).
+    /// Virtual time at the end of the run (the last user reply, or later if it drained or
+    /// settled).
     pub virtual_s: f64,
+    /// Of which spent after the last reply letting background work finish
+    /// (`Scenario::settle_ns`); rates such as spikes per minute include it.
+    pub settled_s: f64,
     /// Events the driver processed (arrivals, completions, timeouts).
     pub events: u64,
     pub requests: Requests,

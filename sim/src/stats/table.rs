@@ -69,6 +69,25 @@ impl Report {
             SourceSummary::Trace { path, format, mode } => {
                 format!("trace {path} ({format}, {mode})")
             }
+            SourceSummary::TraceMix {
+                path,
+                format,
+                mode,
+                workloads,
+                load_scale,
+            } => {
+                let scale = if *load_scale == 1.0 {
+                    String::new()
+                } else {
+                    format!(" at {load_scale}x load")
+                };
+                let with = if workloads.is_empty() {
+                    String::new()
+                } else {
+                    format!(" + workloads {}{scale}", workloads.join("+"))
+                };
+                format!("trace {path} ({format}, {mode}){with}")
+            }
         };
         let _ = writeln!(
             o,

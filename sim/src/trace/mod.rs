@@ -26,6 +26,7 @@ mod fields;
 mod fio;
 mod format;
 mod lines;
+mod looped;
 mod msr;
 mod open;
 mod options;
@@ -40,6 +41,7 @@ use fusionraid_core::Nanos;
 
 pub use error::TraceError;
 pub use format::{TraceFormat, UnknownTraceFormat};
+pub use looped::Looped;
 pub use open::{TraceIter, open_trace, open_trace_with, read_trace};
 pub use options::{BlkEvent, TraceOptions};
 pub use remap::VolumeRemap;

@@ -1,0 +1,265 @@
+//! `fusionraid eval`: run the paper's experiments in the simulator and write a report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use clap::Args as ClapArgs;
+use fusionraid_sim::eval::{self, Context, ExpId, Plan, RunEvent, Size, SizeName};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Run the FusionRAID paper's experiments (§5) in the simulator and write a report directory:
+/// report.md, SVG charts, raw JSON per run and per experiment.
+///
+/// Experiments: fig10 (20 random 4-workload mixes, five systems), fig12 (techniques one at
+/// a time), fig13 (conversion: latency, write amplification, space), detector (Table 6 and
+/// the x̂ x t sweep of Fig. 13d), fig14 (clean vs aged), fig11b (NV-RAID buffer sizes),
+/// trace (the real TPC-C trace alone and in a mix). Results do not depend on --jobs.
+#[derive(ClapArgs, Debug)]
+#[command(after_help = "Examples:\n  \
+    fusionraid eval --quick                 # every experiment, a few minutes\n  \
+    fusionraid eval --out eval-full         # the full evaluation (20 mixes)\n  \
+    fusionraid eval --quick --only fig10,fig12 --jobs 1")]
+pub struct Args {
+    /// Fewer and shorter runs (every experiment still runs).
+    #[arg(long, conflicts_with = "tiny")]
+    quick: bool,
+    /// Tiny pool and millisecond runs: checks the report is complete; numbers mean nothing.
+    #[arg(long, hide = true)]
+    tiny: bool,
+    /// Output directory (created; earlier runs/, experiments/ and figures/ files in it are
+    /// replaced).
+    #[arg(long, default_value = "eval-out")]
+    out: PathBuf,
+    /// Base seed: mix i runs with seed N + i, replicate r of the single-mix experiments
+    /// with N + r.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Simulations run at once (default: every core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Only these experiments (comma-separated): fig10, fig12, fig13, detector, fig14,
+    /// fig11b, trace.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// The TPC-C trace in DiskSim format (default: shared/data/traces/tpcc-small.trace
+    /// next to the repository).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_trace")]
+    trace: Option<PathBuf>,
+    /// Skip the trace experiment.
+    #[arg(long)]
+    no_trace: bool,
+    /// Print the runs the evaluation would make (one id per line) and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+impl Args {
+    fn plan(&self) -> anyhow::Result<Plan> {
+        let size = if self.tiny {
+            SizeName::Tiny
+        } else if self.quick {
+            SizeName::Quick
+        } else {
+            SizeName::Full
+        };
+        let mut exps = if self.only.is_empty() {
+            ExpId::ALL.to_vec()
+        } else {
+            self.only
+                .iter()
+                .map(|s| ExpId::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(anyhow::Error::msg)?
+        };
+        let trace = if self.no_trace {
+            None
+        } else if let Some(t) = &self.trace {
+            if !t.is_file() {
+                bail!("trace {} not found", t.display());
+            }
+            Some(t.clone())
+        } else {
+            eval::default_trace()
+        };
+        if trace.is_none() {
+            exps.retain(|&e| e != ExpId::Trace);
+        }
+        exps.dedup();
+        Ok(Plan::new(Size::of(size), self.seed, trace, exps))
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let plan = args.plan()?;
+    let runs = plan.all_runs();
+    if args.list {
+        for r in &runs {
+            println!("{}", r.id());
+        }
+        return Ok(());
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    if plan.trace.is_none() && !args.no_trace {
+        eprintln!("eval: no TPC-C trace found (give --trace FILE); skipping the trace experiment");
+    }
+    eprintln!(
+        "eval: {} runs of {} experiment(s) on {jobs} worker(s), output in {}",
+        runs.len(),
+        plan.experiments.len(),
+        args.out.display()
+    );
+    // Before the runs: the tree may change while they go on.
+    let revision = commit();
+    let bar = progress_bar(runs.len() as u64);
+    let t0 = Instant::now();
+    let on_done = |e: RunEvent| {
+        bar.set_position(e.done as u64);
+        let status = if e.ok { "" } else { " FAILED" };
+        bar.set_message(format!("{} ({:.1} s){status}", e.id, e.wall_s));
+        if bar.is_hidden() {
+            eprintln!(
+                "eval: [{}/{}] {} {:.1} s{status}",
+                e.done, e.total, e.id, e.wall_s
+            );
+        }
+    };
+    let outcomes = eval::run_all(&runs, jobs, &on_done);
+    bar.finish_and_clear();
+    let wall = t0.elapsed().as_secs_f64();
+    let ctx = Context {
+        command: std::iter::once("fusionraid".to_string())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" "),
+        machine: machine(),
+        commit: revision,
+        jobs,
+        wall_s: wall,
+    };
+    eval::write_output(&args.out, &plan, &outcomes, &ctx)
+        .with_context(|| format!("writing the report to {}", args.out.display()))?;
+    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+    eprintln!(
+        "eval: {} runs ({failed} failed) in {wall:.1} s; report: {}",
+        outcomes.len(),
+        args.out.join("report.md").display()
+    );
+    Ok(())
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(len);
+    b.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs [{elapsed_precise}, eta {eta}] {wide_msg}",
+        )
+        .expect("valid template"),
+    );
+    b.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    b
+}
+
+/// `git describe`-like revision of the source tree the binary was built from, with
+/// `-dirty` when it has uncommitted changes; empty when git or the tree is not there.
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(rev) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return String::new();
+    };
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    if dirty { format!("{rev}-dirty") } else { rev }
+}
+
+/// CPU model, logical CPUs, memory and kernel, from /proc (Linux); what is missing is left
+/// out.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+    });
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let mut m = format!("{cpu}, {cpus} logical CPUs");
+    if let Some(kib) = mem {
+        m.push_str(&format!(", {:.0} GiB", kib as f64 / 1048576.0));
+    }
+    if !kernel.is_empty() {
+        m.push_str(&format!(", Linux {kernel}"));
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn plan(argv: &[&str]) -> Result<Plan, String> {
+        let cli = Cli::try_parse_from(std::iter::once("eval").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        cli.args.plan().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn options_select_size_experiments_and_trace() {
+        let p = plan(&[
+            "--quick",
+            "--only",
+            "fig12,fig10",
+            "--seed",
+            "7",
+            "--no-trace",
+        ])
+        .unwrap();
+        assert_eq!(p.size.name, SizeName::Quick);
+        assert_eq!(p.experiments, vec![ExpId::Fig12, ExpId::Fig10]);
+        assert_eq!(p.seed, 7);
+        assert!(p.trace.is_none());
+        let full = plan(&["--no-trace"]).unwrap();
+        assert_eq!(full.size.name, SizeName::Full);
+        assert_eq!(full.mixes.len(), 20);
+        assert!(!full.experiments.contains(&ExpId::Trace));
+        assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));
+        assert!(plan(&["--quick", "--tiny"]).is_err());
+        assert!(
+            plan(&["--trace", "/nonexistent.trace"])
+                .unwrap_err()
+                .contains("not found")
+        );
+    }
+}

@@ -1,0 +1,416 @@
+//! The paper's experiments as lists of runs. The same builders serve planning (which runs to
+//! make) and analysis (which results belong to which bar), so the two cannot drift apart.
+
+use std::path::PathBuf;
+
+use fusionraid_core::rng::Rng;
+use serde::Serialize;
+
+use super::size::Size;
+use super::spec::{DetectorSpec, LoadSpec, RunSpec};
+use crate::workload::Workload;
+
+/// The experiments, in report order. The string is the id used by `--only` and for the
+/// per-experiment JSON file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpId {
+    /// Fig. 10: 20 random 4-workload mixes, five systems.
+    Fig10,
+    /// Fig. 12: 4-RAID5 -> RAID50 -> 4-RAIDM -> Fusion-ND -> FusionRAID.
+    Fig12,
+    /// Fig. 13 a-c: conversion on/off, write amplification, space.
+    Fig13,
+    /// Fig. 13d and Table 6: detector sweep, spikes, redirection.
+    Detector,
+    /// Fig. 14: clean vs aged members.
+    Fig14,
+    /// Fig. 11b: NV-RAID buffer-size sweep.
+    Fig11b,
+    /// The real TPC-C trace, alone and as one tenant of a mix.
+    Trace,
+}
+
+impl ExpId {
+    pub const ALL: [ExpId; 7] = [
+        ExpId::Fig10,
+        ExpId::Fig12,
+        ExpId::Fig13,
+        ExpId::Detector,
+        ExpId::Fig14,
+        ExpId::Fig11b,
+        ExpId::Trace,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpId::Fig10 => "fig10",
+            ExpId::Fig12 => "fig12",
+            ExpId::Fig13 => "fig13",
+            ExpId::Detector => "detector",
+            ExpId::Fig14 => "fig14",
+            ExpId::Fig11b => "fig11b",
+            ExpId::Trace => "trace",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<ExpId, String> {
+        ExpId::ALL
+            .into_iter()
+            .find(|e| e.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                let all: Vec<&str> = ExpId::ALL.iter().map(|e| e.name()).collect();
+                format!("unknown experiment '{s}' (known: {})", all.join(", "))
+            })
+    }
+}
+
+/// Fig. 10's systems (paper §5.2).
+pub const FIG10_SCHEMES: [&str; 5] = ["4-raid5", "raid50", "lograid", "toleraid", "fusionraid"];
+/// Fig. 12's steps (paper §5.3).
+pub const FIG12_SCHEMES: [&str; 5] = ["4-raid5", "raid50", "4-raidm", "fusion-nd", "fusionraid"];
+/// Fig. 13b-c's systems; FusionRAID runs with conversion on and off.
+pub const FIG13_SCHEMES: [&str; 3] = ["4-raid5", "4-raidm", "fusionraid"];
+/// Fig. 14's systems.
+pub const FIG14_SCHEMES: [&str; 3] = ["raid50", "lograid", "fusionraid"];
+/// Fig. 11b's workloads (each alone on the pool).
+pub const FIG11B_WORKLOADS: [Workload; 2] = [Workload::YcsbA, Workload::Tpcc];
+
+/// The mix of paper §5.3-5.4: TPC-C, YCSB-A, TensorFlow, VirtualDesktop.
+pub const MAIN_MIX: [Workload; 4] = [
+    Workload::Tpcc,
+    Workload::YcsbA,
+    Workload::TensorFlow,
+    Workload::VirtualDesktop,
+];
+/// The detector sweep shows Exchange (Fig. 13d); it replaces TensorFlow in the main mix.
+pub const SWEEP_MIX: [Workload; 4] = [
+    Workload::Tpcc,
+    Workload::YcsbA,
+    Workload::VirtualDesktop,
+    Workload::Exchange,
+];
+/// Tenants next to the looped trace: the main mix with the real trace in TPC-C's place.
+pub const TRACE_TENANTS: [Workload; 3] = [
+    Workload::YcsbA,
+    Workload::TensorFlow,
+    Workload::VirtualDesktop,
+];
+
+/// `count` random 4-workload mixes of the 8 Table-4 workloads. They come in complementary
+/// pairs (a random split of the eight into two halves), so every workload runs in exactly
+/// half of the mixes (10 of 20; the paper's random draw gave 9-13), and no mix repeats while
+/// unused pairs remain. Each mix lists its workloads in Table-4 order.
+pub fn random_mixes(count: usize, seed: u64) -> Vec<Vec<Workload>> {
+    let mut rng = Rng::new(seed ^ 0x6d69_7865_7331);
+    let mut out: Vec<Vec<Workload>> = Vec::with_capacity(count);
+    while out.len() < count {
+        let mut pick = None;
+        for _ in 0..1000 {
+            let mut ws = Workload::ALL.to_vec();
+            for i in (1..ws.len()).rev() {
+                ws.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let (mut a, mut b) = (ws[..4].to_vec(), ws[4..].to_vec());
+            a.sort();
+            b.sort();
+            let fresh = !out.contains(&a) && !out.contains(&b);
+            pick = Some((a, b));
+            if fresh {
+                break;
+            }
+        }
+        let (a, b) = pick.expect("at least one draw");
+        out.push(a);
+        if out.len() < count {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// Everything the evaluation runs, for one size and base seed.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub size: Size,
+    pub seed: u64,
+    pub mixes: Vec<Vec<Workload>>,
+    /// The TPC-C trace; `None` skips the trace experiment.
+    pub trace: Option<PathBuf>,
+    pub experiments: Vec<ExpId>,
+}
+
+impl Plan {
+    pub fn new(size: Size, seed: u64, trace: Option<PathBuf>, experiments: Vec<ExpId>) -> Plan {
+        Plan {
+            mixes: random_mixes(size.mixes, seed),
+            size,
+            seed,
+            trace,
+            experiments,
+        }
+    }
+
+    fn mix(&self, ws: &[Workload]) -> LoadSpec {
+        LoadSpec::Mix {
+            workloads: ws.to_vec(),
+        }
+    }
+
+    /// Fig. 10: `scheme` on mix `i`. The seed depends on the mix, not the scheme, so every
+    /// system sees the same arrivals and the same device models.
+    pub fn fig10_run(&self, scheme: &str, i: usize) -> RunSpec {
+        let load = self.mix(&self.mixes[i]);
+        RunSpec::new(
+            scheme,
+            load,
+            self.size.mix_ms,
+            self.seed + i as u64,
+            self.size.pool,
+        )
+    }
+
+    /// The main mix (§5.3), replicate `rep`, aged members.
+    pub fn main_run(&self, scheme: &str, rep: usize) -> RunSpec {
+        let load = self.mix(&MAIN_MIX);
+        RunSpec::new(
+            scheme,
+            load,
+            self.size.main_ms,
+            self.seed + rep as u64,
+            self.size.pool,
+        )
+    }
+
+    /// Fig. 13a: FusionRAID with conversion off on the main mix.
+    pub fn noconv_run(&self, rep: usize) -> RunSpec {
+        let mut r = self.main_run("fusionraid", rep);
+        r.conversion = false;
+        r
+    }
+
+    /// Fig. 14: the main mix on clean members.
+    pub fn clean_run(&self, scheme: &str, rep: usize) -> RunSpec {
+        let mut r = self.main_run(scheme, rep);
+        r.aged = false;
+        r
+    }
+
+    /// Fig. 13b-c: one workload alone, no prefill (so space and write amplification count
+    /// only what the run wrote).
+    pub fn alone_wa_run(&self, scheme: &str, w: Workload, conversion: bool) -> RunSpec {
+        let mut r = RunSpec::new(
+            scheme,
+            self.mix(&[w]),
+            self.size.alone_ms,
+            self.seed,
+            self.size.pool,
+        );
+        r.prefill = false;
+        r.conversion = conversion;
+        r.settle_ms = self.size.settle_ms;
+        r
+    }
+
+    /// Fig. 13d: FusionRAID with detector `d` on the sweep mix.
+    pub fn sweep_run(&self, d: Option<DetectorSpec>, scheme: &str) -> RunSpec {
+        let load = self.mix(&SWEEP_MIX);
+        let mut r = RunSpec::new(scheme, load, self.size.main_ms, self.seed, self.size.pool);
+        r.detector = d;
+        r
+    }
+
+    /// FusionRAID at grid point `d` of the sweep (the default detector where `d` is it).
+    pub fn sweep_point(&self, d: DetectorSpec) -> RunSpec {
+        let d = (d != DetectorSpec::paper_dc()).then_some(d);
+        self.sweep_run(d, "fusionraid")
+    }
+
+    /// The sweep's grid, x̂ major.
+    pub fn sweep_grid(&self) -> Vec<DetectorSpec> {
+        let mut g = Vec::new();
+        for &x_high in &self.size.x_high {
+            for &t_us in &self.size.t_us {
+                g.push(DetectorSpec { t_us, x_high });
+            }
+        }
+        g
+    }
+
+    /// Fig. 11b: `w` alone on NV-RAID with a buffer of `mib` MiB, or on FusionRAID (`None`).
+    pub fn nvram_run(&self, w: Workload, mib: Option<u64>) -> RunSpec {
+        let scheme = if mib.is_some() {
+            "nvraid"
+        } else {
+            "fusionraid"
+        };
+        let mut r = RunSpec::new(
+            scheme,
+            self.mix(&[w]),
+            self.size.alone_ms,
+            self.seed,
+            self.size.pool,
+        );
+        r.nvram_bytes = mib.map(|m| m << 20);
+        r
+    }
+
+    /// The trace once at its timestamps, alone.
+    pub fn trace_run(&self, scheme: &str) -> Option<RunSpec> {
+        let path = self.trace.clone()?;
+        let mut r = RunSpec::new(
+            scheme,
+            LoadSpec::Trace { path },
+            0,
+            self.seed,
+            self.size.pool,
+        );
+        r.duration_ms = self.size.trace_ms;
+        r.warmup_ms = 0;
+        Some(r)
+    }
+
+    /// The trace looped next to [`TRACE_TENANTS`].
+    pub fn trace_mix_run(&self, scheme: &str) -> Option<RunSpec> {
+        let path = self.trace.clone()?;
+        let load = LoadSpec::TraceMix {
+            path,
+            workloads: TRACE_TENANTS.to_vec(),
+        };
+        Some(RunSpec::new(
+            scheme,
+            load,
+            self.size.trace_mix_ms,
+            self.seed,
+            self.size.pool,
+        ))
+    }
+
+    /// The runs of one experiment, in a fixed order.
+    pub fn runs_of(&self, e: ExpId) -> Vec<RunSpec> {
+        let reps = 0..self.size.replicates;
+        let mut v = Vec::new();
+        match e {
+            ExpId::Fig10 => {
+                for i in 0..self.mixes.len() {
+                    v.extend(FIG10_SCHEMES.iter().map(|s| self.fig10_run(s, i)));
+                }
+            }
+            ExpId::Fig12 => {
+                for r in reps {
+                    v.extend(FIG12_SCHEMES.iter().map(|s| self.main_run(s, r)));
+                }
+            }
+            ExpId::Fig13 => {
+                for r in reps {
+                    v.push(self.main_run("fusionraid", r));
+                    v.push(self.noconv_run(r));
+                }
+                for &w in &self.size.wa_workloads {
+                    v.extend(FIG13_SCHEMES.iter().map(|s| self.alone_wa_run(s, w, true)));
+                    v.push(self.alone_wa_run("fusionraid", w, false));
+                }
+            }
+            ExpId::Detector => {
+                for r in reps {
+                    v.push(self.main_run("fusion-nd", r));
+                    v.push(self.main_run("fusionraid", r));
+                }
+                v.push(self.sweep_run(None, "fusion-nd"));
+                v.extend(self.sweep_grid().into_iter().map(|d| self.sweep_point(d)));
+            }
+            ExpId::Fig14 => {
+                for r in reps {
+                    for s in FIG14_SCHEMES {
+                        v.push(self.main_run(s, r));
+                        v.push(self.clean_run(s, r));
+                    }
+                }
+            }
+            ExpId::Fig11b => {
+                for w in FIG11B_WORKLOADS {
+                    v.push(self.nvram_run(w, None));
+                    v.extend(
+                        self.size
+                            .nvram_mib
+                            .iter()
+                            .map(|&m| self.nvram_run(w, Some(m))),
+                    );
+                }
+            }
+            ExpId::Trace => {
+                for &s in &self.size.trace_schemes {
+                    v.extend(self.trace_run(s));
+                    v.extend(self.trace_mix_run(s));
+                }
+            }
+        }
+        v
+    }
+
+    /// Every distinct run of the selected experiments, first occurrence order.
+    pub fn all_runs(&self) -> Vec<RunSpec> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for &e in &self.experiments {
+            for r in self.runs_of(e) {
+                if seen.insert(r.id()) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::size::SizeName;
+
+    #[test]
+    fn mixes_are_balanced_distinct_and_seeded() {
+        let m = random_mixes(20, 1);
+        assert_eq!(m.len(), 20);
+        for w in Workload::ALL {
+            assert_eq!(m.iter().filter(|x| x.contains(&w)).count(), 10, "{w}");
+        }
+        let mut d = m.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), 20);
+        assert!(
+            m.iter()
+                .all(|x| x.len() == 4 && x.windows(2).all(|p| p[0] < p[1]))
+        );
+        assert_eq!(m, random_mixes(20, 1));
+        assert_ne!(m, random_mixes(20, 2));
+        assert_eq!(random_mixes(3, 1).len(), 3);
+    }
+
+    #[test]
+    fn shared_runs_are_made_once() {
+        let p = Plan::new(
+            Size::of(SizeName::Quick),
+            1,
+            Some("t.trace".into()),
+            ExpId::ALL.to_vec(),
+        );
+        let all = p.all_runs();
+        let total: usize = ExpId::ALL.iter().map(|&e| p.runs_of(e).len()).sum();
+        assert!(all.len() < total, "{} vs {total}", all.len());
+        let mut ids: Vec<String> = all.iter().map(RunSpec::id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), all.len());
+        // The main FusionRAID run serves Fig. 12, 13a, 14 and Table 6.
+        let main = p.main_run("fusionraid", 0).id();
+        for e in [ExpId::Fig12, ExpId::Fig13, ExpId::Detector, ExpId::Fig14] {
+            assert!(p.runs_of(e).iter().any(|r| r.id() == main), "{e:?}");
+        }
+        let no_trace = Plan::new(Size::of(SizeName::Quick), 1, None, vec![ExpId::Trace]);
+        assert!(no_trace.all_runs().is_empty());
+        assert_eq!(ExpId::parse("FIG11B"), Ok(ExpId::Fig11b));
+        assert!(ExpId::parse("fig99").unwrap_err().contains("fig10"));
+    }
+}

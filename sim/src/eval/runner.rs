@@ -1,0 +1,150 @@
+//! Runs independent simulations on a pool of worker threads.
+//!
+//! Each run is deterministic given its spec (its own seed, its own engine, devices and
+//! generators, nothing shared), so the results do not depend on the number of workers or on
+//! which worker ran what; only wall-clock timings do, and they are kept apart. Workers take
+//! the next run from a shared counter, grouped by seed (runs of one seed share an aged
+//! fleet, see `fleets`) and longest estimated first.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use super::fleets::FleetCache;
+use super::result::RunResult;
+use super::spec::{LoadSpec, RunSpec};
+use crate::driver::Sim;
+use crate::scenario::is_fusion;
+
+/// A run finished (or failed); `done` runs of `total` are finished now.
+#[derive(Clone, Debug)]
+pub struct RunEvent<'a> {
+    pub id: &'a str,
+    pub done: usize,
+    pub total: usize,
+    pub wall_s: f64,
+    pub ok: bool,
+}
+
+/// The outcome of one run: the result, or why there is none (setup error, stuck
+/// simulation, or a panic, i.e. a broken invariant).
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub spec: RunSpec,
+    pub result: Result<RunResult, String>,
+    pub wall_s: f64,
+}
+
+/// Runs every spec, `jobs` at a time, calling `on_done` as runs finish. Outcomes come back
+/// in the order of `specs`.
+pub fn run_all(
+    specs: &[RunSpec],
+    jobs: usize,
+    on_done: &(dyn Fn(RunEvent) + Sync),
+) -> Vec<Outcome> {
+    // Runs of one seed share an aged fleet: run them together (fewer fleets alive at
+    // once), the costliest seed first and within a seed the costliest run first, so the
+    // pool ends on short runs. Stable: equal estimates keep plan order.
+    let mut seed_cost: std::collections::HashMap<u64, f64> = Default::default();
+    for r in specs {
+        *seed_cost.entry(r.seed).or_default() += estimate(r);
+    }
+    let mut order: Vec<usize> = (0..specs.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&specs[a], &specs[b]);
+        seed_cost[&y.seed]
+            .total_cmp(&seed_cost[&x.seed])
+            .then(x.seed.cmp(&y.seed))
+            .then(estimate(y).total_cmp(&estimate(x)))
+    });
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Outcome>>> = specs.iter().map(|_| Mutex::new(None)).collect();
+    let scenarios: Vec<_> = specs.iter().map(RunSpec::scenario).collect();
+    let fleets = FleetCache::new(&scenarios);
+    let workers = jobs.clamp(1, specs.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = order.get(k) else { break };
+                    let out = run_with(&specs[i], &fleets);
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    on_done(RunEvent {
+                        id: &out.spec.id(),
+                        done: n,
+                        total: specs.len(),
+                        wall_s: out.wall_s,
+                        ok: out.result.is_ok(),
+                    });
+                    *slots[i].lock().expect("result slot") = Some(out);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("result slot")
+                .expect("every run was taken")
+        })
+        .collect()
+}
+
+/// One run, start to finish, on this thread.
+pub fn run_one(spec: &RunSpec) -> Outcome {
+    run_with(spec, &FleetCache::new([]))
+}
+
+fn run_with(spec: &RunSpec, fleets: &FleetCache) -> Outcome {
+    let t0 = Instant::now();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let sc = spec.scenario();
+        let sim = match fleets
+            .take(&sc)
+            .map_err(|e| format!("setup: devices: {e}"))?
+        {
+            Some(devices) => Sim::with_fleet(&sc, devices),
+            None => Sim::new(&sc),
+        }
+        .map_err(|e| format!("setup: {e}"))?;
+        let d = sim
+            .run_detailed(&mut |_| {})
+            .map_err(|e| format!("run: {e}"))?;
+        Ok(RunResult::new(spec, &d))
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(format!("panic: {msg}"))
+    });
+    Outcome {
+        spec: spec.clone(),
+        result,
+        wall_s: t0.elapsed().as_secs_f64(),
+    }
+}
+
+/// Rough relative cost of a run, only for ordering: virtual time (FusionRAID on aged
+/// members is the slowest to simulate, see docs/BENCHMARKS.md) plus the prefill.
+fn estimate(r: &RunSpec) -> f64 {
+    let ms = r.duration_ms.unwrap_or(150) as f64;
+    let factor = if is_fusion(&r.scheme) && r.aged {
+        3.0
+    } else {
+        1.0
+    };
+    let tenants = match &r.load {
+        LoadSpec::Mix { workloads } => workloads.len(),
+        LoadSpec::Trace { .. } => 1,
+        LoadSpec::TraceMix { workloads, .. } => workloads.len() + 1,
+    } as f64;
+    let prefill = if r.prefill { 1_000.0 * tenants } else { 0.0 };
+    ms * factor + prefill
+}

@@ -1,0 +1,123 @@
+//! How big an evaluation is: run counts and virtual durations for `--tiny` (tests), `--quick`
+//! and the full run. Only sizes differ between them, never the setup of a run.
+
+use serde::Serialize;
+
+use super::experiments::FIG10_SCHEMES;
+use super::spec::{PoolSize, names};
+use crate::workload::Workload;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizeName {
+    /// Seconds on a laptop; tiny members and volumes. For tests: checks that every part of
+    /// the report is produced, says nothing about the numbers.
+    Tiny,
+    /// A few minutes on two cores: every experiment, fewer and shorter runs.
+    Quick,
+    /// The paper's run counts (20 mixes), longer runs.
+    Full,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Size {
+    pub name: SizeName,
+    pub pool: PoolSize,
+    /// Fig. 10: random 4-workload mixes (the paper: 20).
+    pub mixes: usize,
+    /// Fig. 10: virtual time per mix run.
+    pub mix_ms: u64,
+    /// Seeds of the single-mix experiments (Fig. 12, 13a, 14, Table 6, the sweep).
+    pub replicates: usize,
+    /// Virtual time of those runs.
+    pub main_ms: u64,
+    /// Virtual time of single-workload runs (Fig. 11b, 13b-c).
+    pub alone_ms: u64,
+    /// Fig. 13b-c: after the run, how long conversion may go on with no load (the paper's
+    /// space "with conversion fully performed").
+    pub settle_ms: u64,
+    /// Fig. 13b-c: the workloads run alone (the paper: all 8).
+    #[serde(serialize_with = "names")]
+    pub wa_workloads: Vec<Workload>,
+    /// Virtual time of the looped trace mixed with generated tenants.
+    pub trace_mix_ms: u64,
+    /// The trace alone: `None` replays all of it, else the first this many milliseconds.
+    pub trace_ms: Option<u64>,
+    /// Systems of the trace experiment (Fig. 10's five in the full run).
+    pub trace_schemes: Vec<&'static str>,
+    /// Fig. 13d sweep: x̂ values and thresholds t (microseconds), y = 10 and x̌ = 0.
+    pub x_high: Vec<u32>,
+    pub t_us: Vec<u64>,
+    /// Fig. 11b: NV-RAID buffer sizes in MiB.
+    pub nvram_mib: Vec<u64>,
+}
+
+impl Size {
+    pub fn of(name: SizeName) -> Size {
+        match name {
+            SizeName::Tiny => Size {
+                name,
+                pool: PoolSize::Tiny {
+                    member_bytes: 4 << 30,
+                    volume_bytes: 512 << 20,
+                },
+                mixes: 2,
+                mix_ms: 40,
+                replicates: 1,
+                main_ms: 40,
+                alone_ms: 40,
+                settle_ms: 2_000,
+                wa_workloads: Workload::ALL.to_vec(),
+                trace_mix_ms: 40,
+                trace_ms: Some(20),
+                trace_schemes: FIG10_SCHEMES.to_vec(),
+                x_high: vec![1, 4],
+                t_us: vec![2_500, 10_000],
+                nvram_mib: vec![64, 512],
+            },
+            SizeName::Quick => Size {
+                name,
+                pool: PoolSize::Paper,
+                mixes: 2,
+                mix_ms: 1_000,
+                replicates: 1,
+                main_ms: 1_500,
+                alone_ms: 1_000,
+                settle_ms: 60_000,
+                // The main mix's workloads, VD (the paper's exception) among them.
+                wa_workloads: super::experiments::MAIN_MIX.to_vec(),
+                trace_mix_ms: 1_000,
+                trace_ms: None,
+                trace_schemes: vec!["4-raid5", "fusionraid"],
+                x_high: vec![1, 4],
+                t_us: vec![2_500, 10_000],
+                nvram_mib: vec![1 << 10, 64 << 10],
+            },
+            SizeName::Full => Size {
+                name,
+                pool: PoolSize::Paper,
+                mixes: 20,
+                mix_ms: 5_000,
+                replicates: 2,
+                main_ms: 8_000,
+                alone_ms: 8_000,
+                settle_ms: 60_000,
+                wa_workloads: Workload::ALL.to_vec(),
+                trace_mix_ms: 8_000,
+                trace_ms: None,
+                trace_schemes: FIG10_SCHEMES.to_vec(),
+                x_high: vec![1, 2, 4, 8],
+                t_us: vec![2_500, 5_000, 10_000],
+                nvram_mib: vec![
+                    256,
+                    1 << 10,
+                    4 << 10,
+                    8 << 10,
+                    16 << 10,
+                    64 << 10,
+                    256 << 10,
+                ],
+            },
+        }
+    }
+}

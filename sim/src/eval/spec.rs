@@ -1,0 +1,292 @@
+//! One simulation run of the evaluation as plain data ([`RunSpec`]), its stable id, and the
+//! [`Scenario`] it stands for.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use fusionraid_core::detector::DetectorConfig;
+use serde::{Serialize, Serializer};
+
+use crate::scenario::{Load, Scenario, SchemeOptions};
+use crate::trace::{ReplayMode, TraceFormat};
+use crate::workload::Workload;
+
+/// Where the requests of a run come from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoadSpec {
+    /// Table-4 generators, one volume each.
+    Mix {
+        #[serde(serialize_with = "names")]
+        workloads: Vec<Workload>,
+    },
+    /// A trace replayed once at its timestamps.
+    Trace { path: PathBuf },
+    /// A trace looped for the run's duration next to generators (volumes 1..).
+    TraceMix {
+        path: PathBuf,
+        #[serde(serialize_with = "names")]
+        workloads: Vec<Workload>,
+    },
+}
+
+pub(crate) fn names<S: Serializer>(ws: &[Workload], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ws.iter().map(|w| w.name()))
+}
+
+/// The spike detector in the paper's terms: y = 10 slots, x̌ = 0, threshold t and x̂ varied.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DetectorSpec {
+    /// t = y x slot, in microseconds.
+    pub t_us: u64,
+    pub x_high: u32,
+}
+
+impl DetectorSpec {
+    pub const WINDOW_SLOTS: u32 = 10;
+
+    pub fn config(self) -> DetectorConfig {
+        DetectorConfig {
+            slot_ns: self.t_us * 1000 / u64::from(Self::WINDOW_SLOTS),
+            window_slots: Self::WINDOW_SLOTS,
+            x_high: self.x_high,
+            x_low: 0,
+        }
+    }
+
+    /// The paper's datacenter setting as the engine defines it.
+    pub fn paper_dc() -> Self {
+        let d = DetectorConfig::paper_dc();
+        DetectorSpec {
+            t_us: d.slot_ns * u64::from(d.window_slots) / 1000,
+            x_high: d.x_high,
+        }
+    }
+
+    pub fn label(self) -> String {
+        format!("x̂={} t={}ms", self.x_high, self.t_us as f64 / 1000.0)
+    }
+}
+
+/// Pool and volume sizes: the paper's (29 members of the preset's capacity, volumes of each
+/// workload's footprint) or a tiny one for tests.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PoolSize {
+    Paper,
+    Tiny {
+        member_bytes: u64,
+        volume_bytes: u64,
+    },
+}
+
+/// One run. Runs with equal specs are equal (the simulator is deterministic), so the runner
+/// performs each distinct spec once, whichever experiments share it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSpec {
+    pub scheme: String,
+    pub load: LoadSpec,
+    /// Members preconditioned to the paper's aged state (else fresh).
+    pub aged: bool,
+    /// Volumes written once before the run (so reads hit data).
+    pub prefill: bool,
+    /// FusionRAID variants: background conversion.
+    pub conversion: bool,
+    /// NV-RAID buffer size; `None` = the scheme's default.
+    pub nvram_bytes: Option<u64>,
+    /// `None` = the paper's setting for the device class.
+    pub detector: Option<DetectorSpec>,
+    /// Arrivals stop after this much virtual time (trace replays: the whole trace).
+    pub duration_ms: Option<u64>,
+    /// Requests arriving before this are left out of the statistics.
+    pub warmup_ms: u64,
+    /// After the last reply, let background work (conversion) finish for up to this long.
+    pub settle_ms: u64,
+    pub seed: u64,
+    pub pool: PoolSize,
+}
+
+impl RunSpec {
+    /// A run of `scheme` on the aged pool with every default.
+    pub fn new(scheme: &str, load: LoadSpec, duration_ms: u64, seed: u64, pool: PoolSize) -> Self {
+        RunSpec {
+            scheme: scheme.to_string(),
+            load,
+            aged: true,
+            prefill: true,
+            conversion: true,
+            nvram_bytes: None,
+            detector: None,
+            duration_ms: Some(duration_ms),
+            warmup_ms: duration_ms / 10,
+            settle_ms: 0,
+            seed,
+            pool,
+        }
+    }
+
+    /// A file-name-safe id: the readable settings plus a hash of the whole spec, so two
+    /// different specs never share an id.
+    pub fn id(&self) -> String {
+        let mut s = self.scheme.clone();
+        let short = |ws: &[Workload]| {
+            ws.iter()
+                .map(|w| w.name().replace("tensorflow", "tf"))
+                .collect::<Vec<_>>()
+                .join("+")
+        };
+        match &self.load {
+            LoadSpec::Mix { workloads } => {
+                let _ = write!(s, "_{}", short(workloads));
+            }
+            LoadSpec::Trace { .. } => s.push_str("_trace"),
+            LoadSpec::TraceMix { workloads, .. } => {
+                let _ = write!(s, "_trace+{}", short(workloads));
+            }
+        }
+        s.push_str(if self.aged { "_aged" } else { "_clean" });
+        if !self.prefill {
+            s.push_str("_noprefill");
+        }
+        if !self.conversion {
+            s.push_str("_noconv");
+        }
+        if let Some(b) = self.nvram_bytes {
+            let _ = write!(s, "_nv{}m", b >> 20);
+        }
+        if let Some(d) = self.detector {
+            let _ = write!(s, "_x{}t{}us", d.x_high, d.t_us);
+        }
+        if let Some(d) = self.duration_ms {
+            let _ = write!(s, "_{d}ms");
+        }
+        if self.settle_ms > 0 {
+            s.push_str("_settled");
+        }
+        let _ = write!(s, "_s{}", self.seed);
+        let json = serde_json::to_string(self).expect("a spec serializes");
+        let _ = write!(s, "_{:08x}", fnv1a(json.as_bytes()) as u32);
+        s
+    }
+
+    /// The workload (or `trace`) names in source order, as the report lists them.
+    pub fn source_names(&self) -> Vec<String> {
+        let ws = match &self.load {
+            LoadSpec::Mix { workloads } => workloads.clone(),
+            LoadSpec::Trace { .. } => Vec::new(),
+            LoadSpec::TraceMix { workloads, .. } => workloads.clone(),
+        };
+        let trace = !matches!(self.load, LoadSpec::Mix { .. });
+        trace
+            .then(|| "trace".to_string())
+            .into_iter()
+            .chain(ws.iter().map(|w| w.name().to_string()))
+            .collect()
+    }
+
+    pub fn scenario(&self) -> Scenario {
+        let mut sc = Scenario::default_mix(1.0);
+        sc.scheme = self.scheme.clone();
+        sc.scheme_options = SchemeOptions {
+            conversion: self.conversion,
+            nvram_bytes: self.nvram_bytes,
+        };
+        sc.pool.aged = self.aged;
+        sc.prefill = self.prefill;
+        sc.detector = self.detector.map(DetectorSpec::config);
+        sc.duration_ns = self.duration_ms.map(|d| d * 1_000_000);
+        sc.warmup_ns = self.warmup_ms * 1_000_000;
+        sc.settle_ns = self.settle_ms * 1_000_000;
+        sc.seed = self.seed;
+        if let PoolSize::Tiny {
+            member_bytes,
+            volume_bytes,
+        } = self.pool
+        {
+            sc.pool.capacity_bytes = Some(member_bytes);
+            sc.volume_bytes = Some(volume_bytes);
+        }
+        sc.load = match &self.load {
+            LoadSpec::Mix { workloads } => Load::Workloads {
+                list: workloads.clone(),
+                scale: 1.0,
+            },
+            LoadSpec::Trace { path } => Load::Trace {
+                path: path.clone(),
+                format: TraceFormat::DiskSim,
+                mode: ReplayMode::Timestamp { speed: 1.0 },
+            },
+            LoadSpec::TraceMix { path, workloads } => Load::TraceMix {
+                path: path.clone(),
+                format: TraceFormat::DiskSim,
+                speed: 1.0,
+                list: workloads.clone(),
+                scale: 1.0,
+            },
+        };
+        sc
+    }
+}
+
+/// 64-bit FNV-1a: a stable hash (std's `DefaultHasher` may change between releases).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> RunSpec {
+        let load = LoadSpec::Mix {
+            workloads: vec![Workload::Tpcc, Workload::TensorFlow],
+        };
+        RunSpec::new("fusionraid", load, 2000, 3, PoolSize::Paper)
+    }
+
+    #[test]
+    fn ids_are_readable_stable_and_distinct() {
+        let a = spec();
+        let id = a.id();
+        assert!(id.starts_with("fusionraid_tpcc+tf_aged_2000ms_s3_"), "{id}");
+        assert_eq!(id, spec().id());
+        let mut b = spec();
+        b.warmup_ms = 0; // not in the readable part, still a different id
+        assert_ne!(b.id(), id);
+        let mut c = spec();
+        c.detector = Some(DetectorSpec {
+            t_us: 2500,
+            x_high: 4,
+        });
+        assert!(c.id().contains("_x4t2500us_"), "{}", c.id());
+        assert!(id.chars().all(|ch| ch.is_ascii_graphic() && ch != '/'));
+    }
+
+    #[test]
+    fn scenario_follows_the_spec() {
+        let mut s = spec();
+        s.conversion = false;
+        s.detector = Some(DetectorSpec {
+            t_us: 2500,
+            x_high: 4,
+        });
+        s.pool = PoolSize::Tiny {
+            member_bytes: 8 << 30,
+            volume_bytes: 1 << 30,
+        };
+        let sc = s.scenario();
+        sc.validate().unwrap();
+        assert!(!sc.scheme_options.conversion);
+        assert_eq!(sc.detector_config().slot_ns, 250_000);
+        assert_eq!(sc.duration_ns, Some(2_000_000_000));
+        assert_eq!(sc.warmup_ns, 200_000_000);
+        assert_eq!(sc.volume_configs().len(), 2);
+        assert_eq!(
+            DetectorSpec::paper_dc().config(),
+            DetectorConfig::paper_dc()
+        );
+        assert_eq!(s.source_names(), ["tpcc", "tensorflow"]);
+    }
+}
