@@ -24,12 +24,12 @@ const MEMBERS: usize = 5;
 const DATA: usize = 16 << 20;
 const CHUNK: usize = 1 << 20;
 
-fn pool(dir: &Path, exports: &[Export]) -> std::path::PathBuf {
+fn pool(dir: &Path, exports: &[Export], extra: &str) -> std::path::PathBuf {
     let list: Vec<String> = exports.iter().map(|e| format!("\"{}\"", e.uri())).collect();
     let p = pool_file(
         dir,
         &format!(
-            "name = \"faults\"\nmembers = [{}]\n{}",
+            "name = \"faults\"\nmembers = [{}]\n{extra}{}",
             list.join(", "),
             volume("v", "raid5", 4, "64M", false)
         ),
@@ -95,7 +95,7 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
             )
         })
         .collect();
-    let p = pool(d, &exports);
+    let p = pool(d, &exports, "");
     let s = Serve::start(&p, &[]);
     let mut c = Client::connect(&s.uri("v")).unwrap();
     let mut data = pattern(11, DATA);
@@ -238,7 +238,11 @@ fn steered_around(test: &str, param: &str, write: bool, factor: f64) {
             }
         })
         .collect();
-    let p = pool(d, &exports);
+    // The mapping lives in memory here, as in the paper (battery-backed DRAM): with the
+    // journal on, every commit flushes and journals onto the slow member too, and in a pool
+    // this small the writes then wait for space its commits hold (an open problem, see the
+    // durability issue), which this test is not about.
+    let p = pool(d, &exports, "[metadata]\njournal = false\n");
 
     // Control: without redirection a good share of requests waits for the slow member.
     let (nd_share, _) = slow_share(&p, "fusion-nd", write);
