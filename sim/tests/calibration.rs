@@ -7,12 +7,15 @@
 use std::path::{Path, PathBuf};
 
 use fusionraid_core::Nanos;
+use fusionraid_core::detector::DetectorConfig;
 use fusionraid_sim::device::fit::{self, FitOptions};
 use fusionraid_sim::device::loadgen::{
     ClosedLoop, Pattern, Sample, Spike, find_spikes, mean, quantile, run_closed_loop,
 };
 use fusionraid_sim::device::profile::{Profile, load_device};
+use fusionraid_sim::device::spike_probe::probe;
 use fusionraid_sim::device::{AgeSpec, DeviceModel, OpKind, SsdModel, preset};
+use fusionraid_sim::workload::{MemberGeometry, MemberIo, Mix, Workload, member_load};
 
 const MS: Nanos = 1_000_000;
 const GIB: u64 = 1 << 30;
@@ -243,11 +246,16 @@ fn dc_sequential_writes_show_no_periodic_spikes() {
     assert!((mb_s - 195.0).abs() < 20.0, "{mb_s}");
 }
 
+/// Paper §2.3 / Fig. 4b: an aged DC drive under constant random 64 KiB writes runs normally
+/// until GC is triggered, then latency goes far beyond 100 ms, with overlapping spikes, for
+/// about a minute. The aged state starts with the erased space an idle drive's background GC
+/// restores, so GC is not triggered at once.
 #[test]
 fn aged_dc_random_64k_writes_exceed_100ms() {
     let mut dev = SsdModel::new(preset("dc").unwrap());
     dev.age(&AgeSpec::paper());
     let cap = dev.capacity_bytes();
+    let secs = 90;
     let spec = ClosedLoop {
         queue_depth: 32,
         kind: OpKind::Write,
@@ -256,7 +264,7 @@ fn aged_dc_random_64k_writes_exceed_100ms() {
             start: 0,
             span: cap,
         },
-        duration_ns: 10_000 * MS,
+        duration_ns: secs * 1_000 * MS,
         seed: 3,
     };
     let s = run_closed_loop(&mut dev, 0, &spec);
@@ -264,16 +272,21 @@ fn aged_dc_random_64k_writes_exceed_100ms() {
     let over = lat.iter().filter(|&&l| l > 100 * MS).count();
     let max = *lat.iter().max().unwrap();
     let spikes = find_spikes(&s, 100 * MS, 50 * MS);
+    let first = spikes.first().map_or(0, |x| x.start);
     let span: Nanos = spikes.iter().map(Spike::duration).sum();
     println!(
-        "aged dc, random 64 KiB writes QD32: max {:.0} ms, {:.0}% of requests > 100 ms, >100 ms latency over {:.1} of 10 s (source: far beyond 100 ms for ~60 s, overlapping spikes); WA {:.1}",
+        "aged dc, random 64 KiB writes QD32 for {secs} s: first >100 ms request after {:.1} s, then >100 ms latency over {:.1} s (source: far beyond 100 ms for ~60 s once GC is triggered, overlapping spikes); max {:.0} ms, {:.0}% of requests > 100 ms, WA {:.1}",
+        first as f64 / 1e9,
+        span as f64 / 1e9,
         ms(max as f64),
         100.0 * over as f64 / lat.len() as f64,
-        span as f64 / 1e9,
         dev.stats().write_amplification()
     );
     assert!(max > 100 * MS);
-    assert!(over as f64 > 0.05 * lat.len() as f64);
+    // Not at once, but within the run; then tens of seconds of >100 ms latency.
+    assert!(first > 1_000 * MS && first < 45_000 * MS, "{first}");
+    assert!(span > 20_000 * MS, "{span}");
+    assert!(over as f64 > 0.02 * lat.len() as f64);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -318,4 +331,94 @@ fn spare_capacity_lifts_sustained_random_writes() {
     println!("consumer 4 KiB random writes,  0.0% spare: {base:>6.0} IOPS");
     assert!(last / base >= 10.0, "{}", last / base);
     assert!(last / base <= 25.0, "{}", last / base);
+}
+
+// ---------------------------------------------------------------------------------------
+// Aged datacenter drive under its share of the paper's 4-workload mix (§5.3).
+
+/// The paper's mix (TPC-C, YCSB-A, TensorFlow, VirtualDesktop at Table-4 rates) as one
+/// member of the 29-SSD RAID5 6+1 pool receives it, over `secs` seconds.
+fn member_share_of_mix(secs: u64, seed: u64) -> Vec<MemberIo> {
+    let mix = [
+        Workload::Tpcc,
+        Workload::YcsbA,
+        Workload::TensorFlow,
+        Workload::VirtualDesktop,
+    ];
+    // Each volume is sized to its workload's footprint; zones hold data and parity (7/6),
+    // the replicated area (10% of the data, twice) and spare stripes (25%).
+    let logical: u64 = mix.iter().map(|w| w.spec().footprint).sum();
+    let region = (logical as f64 * 7.0 / 6.0 * 1.45 / 29.0) as u64 / 65536 * 65536;
+    let records = Mix::of_workloads(&mix, seed, secs * 1_000 * MS);
+    member_load(records, &MemberGeometry::paper(region, seed))
+}
+
+/// Paper §5.3: on its aged D3-S4510 pool under the TPC-C + YCSB-A + TF + VD mix, one SSD
+/// saw 4.85 spikes per minute lasting 3.79 ms each (detector of §4.3, redirection off). That
+/// is a per-device measurement under a known per-device load, which `member_load` derives
+/// from Table 4 and the write-path rules alone. The paper does not give the detector's
+/// threshold t for it; the engine's default (t = 5 ms, x-high 2) is used for the assertion
+/// and a sweep of t is printed.
+///
+/// Tolerance: at most 3x the source's spike rate and 3x its share of time unresponsive.
+/// Only the upper side is asserted: the model has no multi-millisecond internal events
+/// besides GC (erases and map updates are spread over GC work), so it shows fewer and
+/// shorter spikes than the source (docs/DEVICE_MODELS.md); before the ageing fix it showed
+/// hundreds per minute and was unresponsive most of the time.
+#[test]
+fn aged_dc_spikes_under_the_paper_mix() {
+    const SOURCE_PER_MIN: f64 = 4.85;
+    const SOURCE_MS: f64 = 3.79;
+    let secs = 120;
+    let load = member_share_of_mix(secs, 1);
+    let wr: Vec<&MemberIo> = load.iter().filter(|x| x.kind == OpKind::Write).collect();
+    let rd = load.len() - wr.len();
+    let wbytes: u64 = wr.iter().map(|x| x.len).sum();
+    println!(
+        "per-member load of the mix (29 x RAID5 6+1): {:.0} writes/s ({:.1} MB/s, mean {:.1} KiB), {:.0} reads/s, {:.1}% conversion traffic",
+        wr.len() as f64 / secs as f64,
+        wbytes as f64 / secs as f64 / 1e6,
+        wbytes as f64 / wr.len() as f64 / 1024.0,
+        rd as f64 / secs as f64,
+        100.0 * load.iter().filter(|x| x.background).count() as f64 / load.len() as f64
+    );
+    let run = |slot_ns: Nanos| {
+        let mut dev = SsdModel::new(preset("dc").unwrap());
+        dev.age(&AgeSpec::paper());
+        let cfg = DetectorConfig {
+            slot_ns,
+            ..DetectorConfig::paper_dc()
+        };
+        let r = probe(
+            &mut dev,
+            load.iter().map(|x| (x.at, x.kind, x.offset, x.len)),
+            cfg,
+        );
+        (r, dev.stats())
+    };
+    for slot in [200_000, 300_000, 400_000] {
+        let (r, _) = run(slot);
+        println!(
+            "  detector t = {:.0} ms: {:.1} spikes/min, mean {:.2} ms, {:.4}% unresponsive",
+            slot as f64 * 10.0 / 1e6,
+            r.spikes_per_minute(),
+            r.mean_spike_ms(),
+            100.0 * r.unresponsive_share()
+        );
+    }
+    let (r, stats) = run(DetectorConfig::paper_dc().slot_ns);
+    let source_share = SOURCE_PER_MIN * SOURCE_MS / 60e3;
+    println!(
+        "aged dc under its share of the mix, t = 5 ms: {:.2} spikes/min (source {SOURCE_PER_MIN}), mean {:.2} ms (source {SOURCE_MS}), {:.4}% of the time unresponsive (source {:.4}%); flash WA {:.3}, {} urgent GC passes",
+        r.spikes_per_minute(),
+        r.mean_spike_ms(),
+        100.0 * r.unresponsive_share(),
+        100.0 * source_share,
+        stats.write_amplification(),
+        stats.gc_stalls
+    );
+    assert!(r.spikes_per_minute() <= 3.0 * SOURCE_PER_MIN);
+    assert!(r.unresponsive_share() <= 3.0 * source_share);
+    // The member is aged and cleans: this is not a fresh drive passing by default.
+    assert!(stats.gc_die_ns > 0 && stats.write_amplification() > 1.0);
 }

@@ -67,9 +67,9 @@ fn every_registered_scheme_completes_with_sane_stats() {
             assert_eq!(r.engine.timer_bumps, 0, "{what}");
             assert_eq!(r.disks.len(), 29);
             assert!(r.virtual_s > 0.25, "{what}: {}", r.virtual_s);
-            if aged {
-                assert!(r.spikes.device_gc_stalls > 0, "{what}: aged members stall");
-            }
+            // Aged members start with the erased space a resting drive's background GC
+            // restores (docs/DEVICE_MODELS.md), so a 0.3 s run need not stall them; the
+            // aged state itself is checked by the device tests and the calibration tests.
             let table = r.to_table();
             assert!(table.contains("P99.9") && table.contains(name), "{table}");
         }

@@ -8,6 +8,8 @@
 //!  ...     | zone of volume 1 ...                               |
 //! ```
 
+use std::borrow::Cow;
+
 use crate::layout::Layout;
 use crate::types::{DiskId, Placement};
 
@@ -23,7 +25,7 @@ struct Table {
     /// Blocks one period takes on each disk.
     blocks: u64,
     /// Per (stripe of the period, column): disk, and block within the period.
-    disk: Vec<u32>,
+    disk: Vec<DiskId>,
     block: Vec<u32>,
 }
 
@@ -128,7 +130,7 @@ impl Zone {
         let (period, i) = (stripe / t.stripes, stripe % t.stripes);
         let at = i as usize * self.width + col;
         Placement {
-            disk: DiskId(t.disk[at]),
+            disk: t.disk[at],
             block: period as u64 * t.blocks + t.block[at] as u64,
         }
     }
@@ -150,7 +152,18 @@ impl Zone {
         (disk, off)
     }
     pub fn stripe_disks(&self, stripe: u32) -> Vec<DiskId> {
-        (0..self.width).map(|c| self.disk(stripe, c)).collect()
+        self.stripe_disk_list(stripe).into_owned()
+    }
+    /// The disks of `stripe` in column order, borrowed from the placement table when there
+    /// is one (no allocation: background scans look at many stripes per call).
+    pub fn stripe_disk_list(&self, stripe: u32) -> Cow<'_, [DiskId]> {
+        match &self.table {
+            Some(t) => {
+                let at = (stripe % t.stripes) as usize * self.width;
+                Cow::Borrowed(&t.disk[at..at + self.width])
+            }
+            None => Cow::Owned((0..self.width).map(|c| self.disk(stripe, c)).collect()),
+        }
     }
     pub fn touches(&self, stripe: u32, disk: DiskId) -> bool {
         (0..self.width).any(|c| self.disk(stripe, c) == disk)
@@ -171,7 +184,7 @@ impl Table {
         for s in 0..stripes {
             for c in 0..width as usize {
                 let p = layout.locate(s, c);
-                disk.push(p.disk.0);
+                disk.push(p.disk);
                 block.push(p.block as u32);
             }
         }
@@ -214,6 +227,7 @@ mod tests {
                     assert_eq!(z.disk(s, c), p.disk);
                     let off = 4096 + (5 + p.block) * 65536 + 8192;
                     assert_eq!(z.device_offset(s, c, 8192), (p.disk, off));
+                    assert_eq!(z.stripe_disk_list(s)[c], p.disk);
                 }
             }
         }

@@ -3,9 +3,12 @@
 //! The paper's drives are "aged" by a secure erase, a full-device sequential write, then six
 //! hours of random 16 KiB writes "to guarantee each write generates invalid page(s)" (§5.1).
 //! Simulating hours of writes per device is pointless: the end state is known. After enough
-//! random overwrites the valid data is whatever was filled, the erased pool sits at the GC
-//! policy's steady level, and no sequential stream is left, so victims carry the valid
-//! fraction of uniform random overwrites. [`apply`] sets exactly that state.
+//! random overwrites the valid data is whatever was filled, no sequential stream is left,
+//! and the erased pool is what the GC policy keeps once the ageing run stops and the drive
+//! rests before the experiment ([`GcPolicy::rested_free_bytes`]). Victims then carry the
+//! valid fraction of uniform random overwrites for writes spread over the drive; writes
+//! confined to a small footprint find cheaper victims (`super::footprint`). [`apply`] sets
+//! exactly that state.
 //!
 //! The Pitfalls study's "spare capacity" is the part of the drive the user never writes: use
 //! [`AgeSpec::with_spare`] to fill and overwrite only the first `1 - spare` of the capacity.
@@ -58,9 +61,9 @@ pub fn apply(flash: &mut FlashState, gc: &GcPolicy, spec: &AgeSpec) {
     let overwritten = span as f64 * spec.overwrite_multiple.max(0.0);
     let written = span as f64 + overwritten;
     let physical = flash.physical_bytes() as f64;
-    // Until the erased pool reaches the GC level nothing is cleaned; afterwards GC holds it
-    // around its steady level.
-    let free = (physical - written).max(gc.steady_free_bytes() as f64);
+    // Until the erased pool reaches the GC level nothing is cleaned; afterwards the policy
+    // holds it at its resting level.
+    let free = (physical - written).max(gc.rested_free_bytes() as f64);
     flash.set_free_bytes(free);
     flash.set_seq_fraction(if span > 0 { 1.0 } else { 0.0 });
     flash.note_random_bytes(overwritten);
@@ -78,16 +81,17 @@ mod tests {
             critical_bytes: GIB / 8,
             resume_bytes: GIB / 4,
             max_share: 1.0,
+            idle_share: 0.0,
             step_ns: 1,
         }
     }
 
     #[test]
-    fn paper_ageing_reaches_steady_state() {
+    fn paper_ageing_reaches_the_rested_state() {
         let mut f = FlashState::new(100 * GIB, 110 * GIB);
         apply(&mut f, &policy(), &AgeSpec::paper());
         assert_eq!(f.valid_bytes(), 100 * GIB);
-        assert_eq!(f.free_bytes(), policy().steady_free_bytes() as f64);
+        assert_eq!(f.free_bytes(), policy().rested_free_bytes() as f64);
         assert!(f.seq_fraction() < 1e-6);
         // Utilisation 100/110: victims are about 0.83 valid.
         let u = f.victim_valid_fraction();

@@ -53,6 +53,7 @@ pub fn nvme_template(
             critical_bytes: GIB,
             resume_bytes: GIB + 32 * MIB,
             max_share: 1.0,
+            idle_share: 1.0,
             step_ns: 2_000_000,
         },
         speed_factor: 1.0,

@@ -16,13 +16,15 @@
 //! - [`queues`]: controller server pool and stall windows.
 //! - [`write_buffer`]: DRAM write buffer, back-pressure, periodic flush spikes.
 //! - [`flash_state`]: valid-data map, free-space accounting, victim valid fraction.
+//! - [`footprint`]: the footprint recent writes keep rewriting (where GC finds victims).
 //! - [`gc`]: garbage-collection policies (blocking passes, background + urgent).
 //! - [`config`] / [`ssd`]: the SSD model. [`hdd`]: the HDD model.
 //! - [`age`]: analytic preconditioning (the paper's "aged" state).
 //! - [`presets`]: named configurations. [`profile`] / [`profile_rows`] / [`fit`] /
 //!   [`fitted`]: measured load-latency curves, which rows count, the routine that fits a
 //!   configuration to them and its frozen results. [`loadgen`]: small drivers used by the
-//!   fit and the calibration tests.
+//!   fit and the calibration tests. [`spike_probe`]: a stream replayed into one model under
+//!   the engine's spike detector.
 //!
 //! See `docs/DEVICE_MODELS.md` for the model, the source of every parameter and the
 //! calibration results.
@@ -33,6 +35,7 @@ pub mod dist;
 pub mod fit;
 pub mod fitted;
 pub mod flash_state;
+pub mod footprint;
 pub mod gc;
 pub mod hdd;
 pub mod loadgen;
@@ -40,6 +43,7 @@ pub mod presets;
 pub mod profile;
 pub mod profile_rows;
 pub mod queues;
+pub mod spike_probe;
 pub mod ssd;
 #[cfg(test)]
 mod ssd_tests;

@@ -159,9 +159,33 @@ impl SsdModel {
             self.die_free[d] += shift;
             return start;
         }
-        let start = self.stalls.defer(t.max(self.die_free[d]), false);
+        let mut start = self.stalls.defer(t.max(self.die_free[d]), false);
+        if self.idle_gc(d, start)
+            && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
+        {
+            // The die was cleaning when the read came: it waits for the GC step in progress.
+            start += self.rng.below(self.scale(step_ns as f64).max(1));
+        }
         self.die_free[d] = start + occ;
         start
+    }
+
+    /// Die `d` stood idle from its last booking until `start`: background GC used that time.
+    /// Returns whether GC was still at work at `start`.
+    fn idle_gc(&mut self, d: usize, start: Nanos) -> bool {
+        let idle = start.saturating_sub(self.die_free[d]);
+        let out = gc::in_idle_time(
+            &self.cfg.gc,
+            &self.costs,
+            &mut self.flash,
+            idle,
+            self.cfg.speed_factor,
+        );
+        self.stats.gc_die_ns += out.bg_die_ns;
+        let copied = round_u64(out.copied_bytes);
+        self.stats.gc_bytes_copied += copied;
+        self.stats.flash_bytes_written += copied;
+        out.running
     }
 
     fn write(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {
@@ -238,7 +262,12 @@ impl SsdModel {
     fn program(&mut self, t: Nanos, bytes: u64) {
         let d = self.next_die;
         self.next_die = (d + 1) % self.die_free.len();
-        let start = self.stalls.defer(t.max(self.die_free[d]), true);
+        let mut start = self.stalls.defer(t.max(self.die_free[d]), true);
+        if self.idle_gc(d, start)
+            && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
+        {
+            start += self.rng.below(self.scale(step_ns as f64).max(1));
+        }
         let ratio = bytes as f64 / self.cfg.program_unit_bytes as f64;
         let dur = self.scale(self.cfg.program_ns as f64 * ratio.max(0.25));
         let end = start + dur;

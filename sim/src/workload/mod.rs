@@ -13,6 +13,7 @@ mod arrivals;
 mod catalog;
 mod complementarity;
 mod generator;
+mod member;
 mod mix;
 mod sizes;
 mod spec;
@@ -24,6 +25,7 @@ pub use complementarity::{
     complementarity_of, slot_is_complementary,
 };
 pub use generator::{Generator, InvalidSpec};
+pub use member::{MemberGeometry, MemberIo, member_load};
 pub use mix::Mix;
 pub use sizes::{SizeClass, SizeMix};
 pub use spec::{Table4Row, UnknownWorkload, Workload, WorkloadSpec};

@@ -100,9 +100,16 @@ impl FusionScheme {
         }
     }
 
-    fn busy_disk(&self, ctx: &mut Ctx, disks: &[DiskId]) -> bool {
+    /// `memo` remembers each disk's answer for one scan (0 = not asked yet): a scan looks
+    /// at up to 64 candidate sets, mostly on the same few busy disks.
+    fn busy_disk(&self, ctx: &mut Ctx, disks: &[DiskId], memo: &mut [u8]) -> bool {
         let limit = self.cfg.conversion.pause_fg_bytes_per_sec;
-        disks.iter().any(|&d| ctx.foreground_rate(d) > limit)
+        disks.iter().any(|&d| {
+            if memo[d.index()] == 0 {
+                memo[d.index()] = 1 + (ctx.foreground_rate(d) > limit) as u8;
+            }
+            memo[d.index()] == 2
+        })
     }
 
     fn start_conversion(&mut self, ctx: &mut Ctx, vol: usize, force: bool) -> bool {
@@ -114,12 +121,13 @@ impl FusionScheme {
             false
         });
         let mut cand = None;
+        let mut memo = vec![0u8; ctx.disk_count()];
         for id in ids {
             let set = v.pairs.set(id);
             // Keep the stripe with the fewest failed members (at most what parity covers),
             // then the fewest slow ones.
             let score = |i: usize| {
-                let ds = v.zone.stripe_disks(set.stripes[i]);
+                let ds = v.zone.stripe_disk_list(set.stripes[i]);
                 (
                     ds.iter().filter(|&&d| ctx.is_failed(d)).count(),
                     ds.iter().filter(|&&d| ctx.is_unresponsive(d)).count(),
@@ -129,8 +137,8 @@ impl FusionScheme {
                 .filter(|&i| score(i).0 <= nparity)
                 .min_by_key(|&i| score(i));
             let Some(keep) = keep else { continue };
-            let disks = v.zone.stripe_disks(set.stripes[keep]);
-            if !force && self.busy_disk(ctx, &disks) {
+            let disks = v.zone.stripe_disk_list(set.stripes[keep]);
+            if !force && self.busy_disk(ctx, &disks, &mut memo) {
                 continue; // paper: conversion pauses while a disk is busy with foreground I/O
             }
             // Every live copy in the kept stripe must be readable from some copy.
