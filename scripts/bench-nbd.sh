@@ -10,7 +10,8 @@
 # Usage: scripts/bench-nbd.sh [RUNTIME_SECONDS]   (default 15; needs fio, nbdkit, jq)
 # Environment: BENCH_DIR (scratch, default a temp dir under /var/tmp: part B needs a disk,
 # not tmpfs), KEEP=1 keeps it, FR_BIN=path benches that fusionraid binary instead of
-# building this tree's (to compare two builds side by side), PARTS=A or B runs one part.
+# building this tree's (to compare two builds side by side), PARTS=A or B runs one part,
+# ONLY=REGEX runs the part A jobs whose name (randread, randwrite, read, write) matches.
 #
 # Besides IOPS and median latency, part A prints each server's CPU time per request
 # (user + system, from /proc/PID/stat around the job): on a shared machine the rates move
@@ -94,6 +95,7 @@ printf "%-12s %12s %12s %8s %12s %12s %10s %11s %11s\n" job fr_iops kit_iops rat
   kit_p50_us added_us fr_cpu_us kit_cpu_us
 for j in "${JOBS[@]}"; do
   set -- $j
+  [[ "$1" =~ ^(${ONLY:-.*})$ ]] || continue
   read -r fi fl fc < <(fio_cpu "$FR_PID" "$FR" "fr-$1" "$1" "$2" "$3")
   read -r ki kl kc < <(fio_cpu "$KIT_PID" "$KIT" "kit-$1" "$1" "$2" "$3")
   awk -v j="$1/$2" -v fi="$fi" -v ki="$ki" -v fl="$fl" -v kl="$kl" -v fc="$fc" -v kc="$kc" 'BEGIN {

@@ -24,9 +24,11 @@ use crate::stream::NbdStream;
 
 use super::inflight::Inflight;
 
-/// Largest read payload sent from the completing thread. Larger replies would mostly be
-/// sent in part and copied; the writer thread sends them from their buffer.
-const INLINE_MAX: usize = 64 * 1024;
+/// Largest read payload sent from the completing thread. For larger ones the copy into
+/// the socket dominates and is better done beside the completing thread (the engine loop,
+/// the serial part of the server) than on it; with 64 KiB inline, 64 KiB sequential reads
+/// ran about 15% slower (docs/BENCHMARKS.md).
+const INLINE_MAX: usize = 16 * 1024;
 /// Replies per send: two pieces each, within IOV_MAX (1024).
 const MAX_REPLIES_PER_SEND: usize = 256;
 
