@@ -413,7 +413,8 @@ impl Sim {
     /// Virtual time over which rates are reported: the arrival window (or the whole run
     /// for a trace without a duration), after the warm-up.
     pub(super) fn measured_window(&self) -> Nanos {
-        let ran = self.now - self.start;
+        // The load's window: settling after the last reply is not part of it.
+        let ran = self.now - self.start - self.settled_ns;
         let end = self.scenario.duration_ns.unwrap_or(ran).min(ran.max(1));
         end.saturating_sub(self.scenario.warmup_ns).max(1)
     }
