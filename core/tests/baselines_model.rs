@@ -563,24 +563,13 @@ fn run_size_only(sc: &Scenario) {
     assert!(!d.log.is_empty(), "device I/O issued in size-only mode");
 }
 
-fn seeds() -> Vec<u64> {
-    if let Ok(s) = std::env::var("FUSIONRAID_SEED") {
-        return vec![s.parse().expect("FUSIONRAID_SEED must be a number")];
-    }
-    let n: u64 = std::env::var("FUSIONRAID_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
-    (0..n).collect()
-}
-
 fn run_scheme(scheme: &'static str) {
     if let Ok(only) = std::env::var("FUSIONRAID_SCHEME")
         && baselines::canonical(&only).ok() != Some(scheme)
     {
         return;
     }
-    let seeds = seeds();
+    let seeds = common::seeds("FUSIONRAID_SEED", "FUSIONRAID_SEEDS", 100);
     for &seed in &seeds {
         let sc = scenario(scheme, seed);
         let result = std::panic::catch_unwind(|| {

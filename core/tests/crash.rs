@@ -435,20 +435,9 @@ fn verify_after_recovery(
     d.engine.scheme().check_invariants();
 }
 
-fn seeds() -> Vec<u64> {
-    if let Ok(s) = std::env::var("FUSIONRAID_CRASH_SEED") {
-        return vec![s.parse().expect("FUSIONRAID_CRASH_SEED must be a number")];
-    }
-    let n: u64 = std::env::var("FUSIONRAID_CRASH_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
-    (0..n).collect()
-}
-
 #[test]
 fn power_cuts_lose_nothing_acknowledged() {
-    let seeds = seeds();
+    let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
     for &seed in &seeds {
         let sc = scenario(seed);
         if let Err(e) = std::panic::catch_unwind(|| run(&sc)) {

@@ -351,20 +351,9 @@ fn run(sc: &Scenario) {
     d.engine.scheme().check_invariants();
 }
 
-fn seeds() -> Vec<u64> {
-    if let Ok(s) = std::env::var("FUSIONRAID_SEED") {
-        return vec![s.parse().expect("FUSIONRAID_SEED must be a number")];
-    }
-    let n: u64 = std::env::var("FUSIONRAID_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
-    (0..n).collect()
-}
-
 #[test]
 fn fusion_model_random_seeds() {
-    let seeds = seeds();
+    let seeds = common::seeds("FUSIONRAID_SEED", "FUSIONRAID_SEEDS", 200);
     for &seed in &seeds {
         let sc = scenario(seed);
         let result = std::panic::catch_unwind(|| run(&sc));

@@ -351,3 +351,19 @@ impl Driver {
         std::mem::take(&mut self.replies)
     }
 }
+
+/// The seeds a randomized test runs: `one` (e.g. FUSIONRAID_SEED) replays a single seed,
+/// otherwise `many` (e.g. FUSIONRAID_SEEDS) sets how many, from 0, with `default` when unset.
+pub fn seeds(one: &str, many: &str, default: u64) -> Vec<u64> {
+    if let Ok(s) = std::env::var(one) {
+        return vec![
+            s.parse()
+                .unwrap_or_else(|_| panic!("{one} must be a number")),
+        ];
+    }
+    let n: u64 = std::env::var(many)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    (0..n).collect()
+}

@@ -68,17 +68,24 @@ fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
     }
 }
 
+/// Does user block `ub` (its base or any patch) have data on a stripe touching `failed`?
+fn block_on_failed(v: &Vol, ub: u64, failed: &[DiskId]) -> bool {
+    let e = v.bmt.get(ub);
+    on_failed(v, e.base, failed)
+        || (e.patched
+            && v.patches
+                .get(ub)
+                .iter()
+                .any(|n| on_failed(v, n.loc(), failed)))
+}
+
 impl FusionScheme {
-    /// Is any user block stored on a stripe touching `disk`, or any open pair set on it?
+    /// Is any user block stored on a stripe touching `disk`? (Spare slots of open pair sets
+    /// there hold nothing and may stay.)
     pub(super) fn stored_on(&self, disk: DiskId) -> bool {
-        let d = [disk];
-        self.vols.iter().any(|v| {
-            (0..v.blocks).any(|ub| {
-                let e = v.bmt.get(ub);
-                on_failed(v, e.base, &d)
-                    || (e.patched && v.patches.get(ub).iter().any(|n| on_failed(v, n.loc(), &d)))
-            })
-        })
+        self.vols
+            .iter()
+            .any(|v| (0..v.blocks).any(|ub| block_on_failed(v, ub, &[disk])))
     }
 
     /// A member failed: every volume (re)starts a rebuild sweep.
@@ -126,14 +133,7 @@ impl FusionScheme {
             let ub = r.cursor;
             r.cursor = (r.cursor + 1) % blocks;
             r.clean_scan += 1;
-            let e = v.bmt.get(ub);
-            let hit = on_failed(v, e.base, &failed)
-                || (e.patched
-                    && v.patches
-                        .get(ub)
-                        .iter()
-                        .any(|n| on_failed(v, n.loc(), &failed)));
-            if hit {
+            if block_on_failed(v, ub, &failed) {
                 picked.push(ub);
                 r.clean_scan = 0;
                 if picked.len() == dcols {
