@@ -4,11 +4,9 @@
 //! has moved everything off it.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -17,6 +15,7 @@ use fusionraid_io::Driver;
 use fusionraid_io::driver::MemberState;
 
 use crate::assemble::{Io, PoolIdentity};
+use crate::socket_server::SocketServer;
 
 /// The control socket that goes with a status socket.
 pub fn control_path(status: &Path) -> PathBuf {
@@ -134,61 +133,23 @@ fn update_pool_file(path: &Path, old: &str, new: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves operator commands until dropped.
-pub struct ControlServer {
-    path: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl ControlServer {
-    pub fn start(path: &Path, op: Arc<Operator>) -> anyhow::Result<ControlServer> {
-        if path.exists() && UnixStream::connect(path).is_err() {
-            let _ = std::fs::remove_file(path);
+/// Serves operator commands until the returned server is dropped: one command line in, one
+/// answer line out.
+pub fn serve_control(path: &Path, op: Arc<Operator>) -> anyhow::Result<SocketServer> {
+    SocketServer::start(path, "control", "control", move |c| {
+        let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
+        let mut line = String::new();
+        // One bounded line: a client can not make us buffer without limit.
+        let mut r = BufReader::new(std::io::Read::take(&c, 4096));
+        if r.read_line(&mut line).is_err() {
+            return;
         }
-        let listener = UnixListener::bind(path)
-            .with_context(|| format!("binding the control socket {}", path.display()))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("control".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    if s.load(Ordering::Acquire) {
-                        break;
-                    }
-                    let Ok(c) = conn else { continue };
-                    let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
-                    let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
-                    let mut line = String::new();
-                    // One bounded line: a client can not make us buffer without limit.
-                    let mut r = BufReader::new(std::io::Read::take(&c, 4096));
-                    if r.read_line(&mut line).is_err() {
-                        continue;
-                    }
-                    let answer = op.handle(line.trim());
-                    let mut w = &c;
-                    let _ = w.write_all(answer.as_bytes());
-                    let _ = w.write_all(b"\n");
-                }
-            })?;
-        Ok(ControlServer {
-            path: path.to_path_buf(),
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for ControlServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        let _ = UnixStream::connect(&self.path);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let _ = std::fs::remove_file(&self.path);
-    }
+        let answer = op.handle(line.trim());
+        let mut w = &c;
+        let _ = w.write_all(answer.as_bytes());
+        let _ = w.write_all(b"\n");
+    })
 }
 
 #[derive(ClapArgs, Debug)]

@@ -19,6 +19,7 @@ mod scheme_choice;
 mod serve_cmd;
 mod signals;
 mod sim_cmd;
+mod socket_server;
 mod status_cmd;
 mod status_doc;
 mod superblock;

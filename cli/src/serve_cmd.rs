@@ -15,12 +15,12 @@ use fusionraid_io::{Driver, DriverConfig, ExportMux, format_size};
 use fusionraid_nbd::{Server, ServerConfig};
 
 use crate::assemble::{Io, Pool, PoolIdentity, assemble, create};
-use crate::control::{ControlServer, Operator, control_path};
+use crate::control::{Operator, control_path, serve_control};
 use crate::metadata::recover_engine;
 use crate::pool_config::PoolFile;
 use crate::scheme_choice::{build_engine, is_fusion, known_schemes};
 use crate::signals::Termination;
-use crate::status_doc::{StatusDoc, StatusServer};
+use crate::status_doc::{StatusDoc, serve_status};
 use crate::superblock::uuid_string;
 
 #[derive(ClapArgs, Debug)]
@@ -185,7 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .context("the engine loop did not answer")?,
     };
     let d = driver.clone();
-    let status = StatusServer::start(&paths.status, move || {
+    let status = serve_status(&paths.status, move || {
         let mut doc = doc_base.clone();
         doc.snapshot = d.status(Duration::from_secs(5))?;
         serde_json::to_string_pretty(&doc).ok()
@@ -210,7 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .collect(),
         ),
     });
-    let control = ControlServer::start(&control_path(&paths.status), operator.clone())?;
+    let control = serve_control(&control_path(&paths.status), operator.clone())?;
     let keeper_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let keeper = {
         let (op, stop) = (operator.clone(), keeper_stop.clone());
