@@ -134,6 +134,13 @@ impl Durable {
     pub fn waiting(&self) -> usize {
         self.waiters.len()
     }
+
+    /// Nothing can be made durable: answer every waiting FLUSH and FUA write with `why`.
+    fn fail_waiters(&mut self, ctx: &mut Ctx, why: &str) {
+        for w in self.waiters.drain(..) {
+            ctx.reply(w.id, w.at, Err(ReqError::Io(why.to_string())));
+        }
+    }
 }
 
 impl FusionScheme {
@@ -173,14 +180,10 @@ impl FusionScheme {
         self.maybe_commit(ctx);
     }
 
-    /// A user FLUSH under journaling: answered once a commit sealed after it is durable.
-    /// Returns false when the metadata is not journaled (plain member flushes suffice).
-    pub(super) fn durable_flush(&mut self, ctx: &mut Ctx, id: u64) -> bool {
-        self.wait_durable(ctx, id, ctx.now)
-    }
-
-    /// A FUA write whose data is written: its mapping must be durable before the answer.
-    pub(super) fn wait_durable(&mut self, _ctx: &mut Ctx, id: u64, at: Nanos) -> bool {
+    /// Answer request `id` (a FLUSH, or a FUA write whose data is written) once a commit
+    /// sealed after now is durable. Returns false when the metadata is not journaled: then
+    /// member flushes (or the FUA device writes) suffice and the caller answers.
+    pub(super) fn wait_durable(&mut self, id: u64, at: Nanos) -> bool {
         let Some(d) = self.durable.as_mut() else {
             return false;
         };
@@ -266,10 +269,7 @@ impl FusionScheme {
                         // can be made durable any more. Answer the waiters and keep serving.
                         d.failures = MAX_FAILURES;
                         d.stats.failed_commits += 1;
-                        let waiters: Vec<Waiter> = d.waiters.drain(..).collect();
-                        for w in waiters {
-                            ctx.reply(w.id, w.at, Err(ReqError::Io(e.clone())));
-                        }
+                        d.fail_waiters(ctx, &e);
                         return;
                     }
                 }
@@ -403,17 +403,10 @@ impl FusionScheme {
             d.failures += 1;
             d.stats.failed_commits += 1;
             if d.failures >= MAX_FAILURES {
-                let waiters: Vec<Waiter> = d.waiters.drain(..).collect();
-                for w in waiters {
-                    ctx.reply(
-                        w.id,
-                        w.at,
-                        Err(ReqError::Io(
-                            "metadata commit failed: too few members left to hold the journal"
-                                .into(),
-                        )),
-                    );
-                }
+                d.fail_waiters(
+                    ctx,
+                    "metadata commit failed: too few members left to hold the journal",
+                );
             }
         }
         self.after_event(ctx);

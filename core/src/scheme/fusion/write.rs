@@ -444,7 +444,7 @@ impl FusionScheme {
         }
         // A FUA write is answered once its mapping is durable too (at once without a journal,
         // where the device writes themselves carried FUA).
-        if !(w.fua && self.wait_durable(ctx, w.id, w.at)) {
+        if !(w.fua && self.wait_durable(w.id, w.at)) {
             ctx.reply(w.id, w.at, Ok(None));
         }
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
@@ -478,7 +478,7 @@ impl FusionScheme {
     }
 
     pub(super) fn start_flush(&mut self, ctx: &mut Ctx, id: u64) {
-        if self.durable_flush(ctx, id) {
+        if self.wait_durable(id, ctx.now) {
             return;
         }
         let h = self.jobs.insert(Job::Flush(FlushJob {
