@@ -10,29 +10,45 @@ use super::write::fill_parity;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::fasthash::{FastMap, FastSet};
 use crate::space::StripeState;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 
 /// How long to wait before scanning again for background work after a scan found none.
 const BG_RESCAN_NS: Nanos = 1_000_000;
+/// User blocks one relocation moves, planned by a sweep.
+pub struct RelocBatch {
+    pub blocks: Vec<u64>,
+    /// Moving them empties more stripes than the move takes (when the sweep saw them).
+    pub frees: bool,
+}
+
+/// Relocation batches one sweep plans at most, and how long they stay good: the blocks may
+/// be rewritten meanwhile (a relocation then moves a block that needed no move, which its
+/// compare-and-swap makes harmless, only wasted).
+const RELOC_PLAN_BATCHES: usize = 64;
+const RELOC_PLAN_NS: Nanos = 50_000_000;
 
 impl FusionScheme {
     /// Could any background task (running or startable) free stripes in `vol`?
     pub(super) fn background_possible(&self, vol: usize) -> bool {
         let v = &self.vols[vol];
+        let dcols = v.zone.dcols();
         v.bg_running > 0
             || (self.cfg.conversion.enabled && v.pairs.set_count() > 0)
-            || v.holes() >= v.zone.dcols() as u64
+            || v.holes() >= dcols as u64
+            || v.patches.patched_blocks() >= dcols
     }
 
     /// Start background tasks where the triggers say so, up to the concurrency limit.
     pub(super) fn kick_background(&mut self, ctx: &mut Ctx) {
         for vol in 0..self.vols.len() {
             if !self.vols[vol].space_waiters.is_empty() {
-                // Something finished: maybe space came back.
-                if self.vols[vol].stripes.available() > 0 || self.vols[vol].pairs.spare_slots() > 0
-                {
+                // Something finished: maybe space came back (re-planning every waiting write
+                // on every event when nothing changed would cost more than the writes).
+                let v = &self.vols[vol];
+                if v.space_mark() != v.waiters_mark {
                     self.retry_space_waiters(ctx, vol);
                 }
             }
@@ -46,56 +62,91 @@ impl FusionScheme {
                 && self.rebuild_due(ctx, vol)
                 && self.start_rebuild(ctx, vol)
             {}
-            let pol = self.cfg.conversion.clone();
-            if ctx.now < self.vols[vol].next_bg_scan && self.vols[vol].space_waiters.is_empty() {
-                continue;
+            // A scan that found nothing startable is not repeated for a millisecond unless a
+            // background task finished meanwhile, even while writes wait: each scan sweeps
+            // part of the BMT, and repeating it on every completion would starve the
+            // foreground of CPU without finding anything new.
+            if ctx.now < self.vols[vol].next_bg_scan {
+                continue; // (waiting writes are judged after a scan, never without one)
             }
-            loop {
+            let stuck = |v: &Vol| {
+                !v.space_waiters.is_empty()
+                    && v.bg_running == 0
+                    && v.writes_in_flight == 0
+                    && v.stripes.held() == 0
+            };
+            for _round in 0..2 {
+                self.scan_background(ctx, vol);
                 let v = &self.vols[vol];
-                // At the replicated area's hard cap small writes would fall back to zero-padded
-                // stripes (write amplification of a whole stripe per block): conversion then
-                // runs regardless of the foreground pause, and with more of it in flight.
-                let at_cap = v.stripes.count(StripeState::Replica) + v.copies() as u64
-                    > v.max_replica_stripes;
-                let limit = if at_cap {
-                    pol.max_concurrent * 4
-                } else {
-                    pol.max_concurrent
-                };
-                if v.bg_running >= limit {
+                if !stuck(v) || v.space_mark() == v.waiters_mark {
                     break;
                 }
-                let starving = !v.space_waiters.is_empty();
-                let low_space = v.free_share() < pol.spare_low_water;
-                let rep_full = v.stripes.count(StripeState::Replica) as f64
-                    >= pol.replicated_high_water * v.max_replica_stripes as f64;
-                let idle = pol
-                    .idle_ns
-                    .is_some_and(|i| ctx.now >= self.last_user_at + i);
-                let mut started = false;
-                if pol.enabled && (starving || at_cap || low_space || rep_full || idle) {
-                    started = self.start_conversion(ctx, vol, starving || at_cap);
-                }
-                if !started && (starving || low_space) {
-                    started = self.start_relocation(ctx, vol, starving);
-                }
-                if !started {
-                    // Nothing startable now; look again in a millisecond.
-                    self.vols[vol].next_bg_scan = ctx.now + BG_RESCAN_NS;
-                    break;
-                }
+                // The scan itself made room (closing a set with nothing live frees it at
+                // once): try the waiters again, and scan once more for what they need.
+                self.retry_space_waiters(ctx, vol);
             }
-            let v = &self.vols[vol];
-            if !v.space_waiters.is_empty()
-                && v.bg_running == 0
-                && v.writes_in_flight == 0
-                && v.stripes.held() == 0
-            {
-                // Nothing runs and nothing could start: the pool is full for these writes.
+            if stuck(&self.vols[vol]) {
+                // Nothing runs and nothing could start. Patches that chose to wait for the
+                // replicated area take a zero-padded stripe instead; writes that found no
+                // room even so fail: the pool is full for them.
                 let waiters = std::mem::take(&mut self.vols[vol].space_waiters);
                 for h in waiters {
-                    self.fail_write(ctx, h, crate::engine::api::ReqError::NoSpace);
+                    if let Some(super::jobs::Job::Write(w)) = self.jobs.get_mut(h)
+                        && w.may_wait
+                    {
+                        w.may_wait = false;
+                        self.run_write(ctx, h);
+                    } else {
+                        self.fail_write(ctx, h, crate::engine::api::ReqError::NoSpace);
+                    }
                 }
+            }
+        }
+    }
+
+    /// Start conversions and relocations in `vol` while the triggers call for them and the
+    /// concurrency limit allows.
+    fn scan_background(&mut self, ctx: &mut Ctx, vol: usize) {
+        let pol = self.cfg.conversion.clone();
+        loop {
+            let v = &self.vols[vol];
+            // At the replicated area's hard cap small writes would fall back to zero-padded
+            // stripes (write amplification of a whole stripe per block): conversion then
+            // runs regardless of the foreground pause, and with more of it in flight.
+            let at_cap =
+                v.stripes.count(StripeState::Replica) + v.copies() as u64 > v.max_replica_stripes;
+            let limit = if at_cap {
+                pol.max_concurrent * 4
+            } else {
+                pol.max_concurrent
+            };
+            if v.bg_running >= limit {
+                break;
+            }
+            let starving = !v.space_waiters.is_empty();
+            let low_space = v.free_share() < pol.spare_low_water;
+            let rep_full = v.stripes.count(StripeState::Replica) as f64
+                >= pol.replicated_high_water * v.max_replica_stripes as f64;
+            let idle = pol
+                .idle_ns
+                .is_some_and(|i| ctx.now >= self.last_user_at + i);
+            let mut started = false;
+            if pol.enabled && (starving || at_cap || low_space || rep_full || idle) {
+                started = self.start_conversion(
+                    ctx,
+                    vol,
+                    starving || at_cap,
+                    starving || (idle && self.vols[vol].bg_running == 0),
+                );
+            }
+            if !started && (starving || low_space) {
+                let room = limit - self.vols[vol].bg_running;
+                started = self.start_relocation(ctx, vol, room);
+            }
+            if !started {
+                // Nothing startable now; look again in a millisecond.
+                self.vols[vol].next_bg_scan = ctx.now + BG_RESCAN_NS;
+                break;
             }
         }
     }
@@ -112,7 +163,16 @@ impl FusionScheme {
         })
     }
 
-    fn start_conversion(&mut self, ctx: &mut Ctx, vol: usize, force: bool) -> bool {
+    /// `force`: ignore the foreground pause; `close_open`: with no settled set, close a
+    /// partly used one (writes wait for space, or the volume is idle and nothing else
+    /// would ever settle it).
+    fn start_conversion(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        force: bool,
+        close_open: bool,
+    ) -> bool {
         let v = &self.vols[vol];
         let nparity = v.zone.nparity();
         let mut ids = Vec::new();
@@ -143,7 +203,7 @@ impl FusionScheme {
             }
             // Every live copy in the kept stripe must be readable from some copy.
             let readable = set.slots.iter().all(|sl| {
-                !matches!(sl.state, SlotState::Live(_))
+                !sl.state.holds_data()
                     || (0..set.copies as usize)
                         .any(|j| !ctx.is_failed(v.zone.disk(set.stripes[j], sl.cols[j] as usize)))
             });
@@ -152,15 +212,14 @@ impl FusionScheme {
                 break;
             }
         }
-        if cand.is_none() && force && !self.vols[vol].space_waiters.is_empty() {
+        if cand.is_none() && close_open {
             // No settled set: close a partially used one so its space can come back.
             let v = &mut self.vols[vol];
             if let Some(id) = v.pairs.closable() {
-                v.pairs.close(id);
-                if v.settle_set(id, ctx.now) {
+                if v.close_set(id, ctx.now) {
                     return true;
                 }
-                return self.start_conversion(ctx, vol, false);
+                return self.start_conversion(ctx, vol, false, false);
             }
         }
         let Some((id, keep)) = cand else { return false };
@@ -194,9 +253,7 @@ impl FusionScheme {
                 src = set
                     .slots
                     .iter()
-                    .find(|sl| {
-                        sl.cols[keep] as usize == c && matches!(sl.state, SlotState::Live(_))
-                    })
+                    .find(|sl| sl.cols[keep] as usize == c && sl.state.holds_data())
                     .and_then(|sl| {
                         (0..set.copies as usize)
                             .map(|j| (set.stripes[j], sl.cols[j] as usize))
@@ -251,6 +308,7 @@ impl FusionScheme {
             let _ = self.jobs.remove(tag.job);
             let v = &mut self.vols[vol];
             v.bg_running -= 1;
+            v.next_bg_scan = 0; // a finished task changes what can start
             v.pairs.set_mut(id).converting = false;
             v.settle_set(id, ctx.now);
             return;
@@ -319,17 +377,34 @@ impl FusionScheme {
         };
         let v = &mut self.vols[j.vol];
         v.bg_running -= 1;
+        v.next_bg_scan = 0; // a finished task changes what can start
         let keep = j.keep;
         let set = v.pairs.remove(j.set);
         let stripe = set.stripes[keep];
         let mut mask = 0u32;
         let mut moves = Vec::new();
-        for slot in &set.slots {
-            if let SlotState::Live(ub) = slot.state {
-                let key = v.zone.flbn(set.stripes[0], slot.cols[0] as usize);
-                let col = slot.cols[keep] as usize;
-                mask |= 1 << col;
-                moves.push((ub, key, v.zone.flbn(stripe, col)));
+        for (i, slot) in set.slots.iter().enumerate() {
+            let key = v.zone.flbn(set.stripes[0], slot.cols[0] as usize);
+            let col = slot.cols[keep] as usize;
+            let flbn = v.zone.flbn(stripe, col);
+            match slot.state {
+                SlotState::Live(ub) => {
+                    mask |= 1 << col;
+                    moves.push((ub, key, flbn));
+                }
+                SlotState::Packed => {
+                    let owners = v.packs.take_owners(super::pairs::SlotRef {
+                        set: j.set,
+                        slot: i as u16,
+                    });
+                    assert!(!owners.is_empty(), "packed slot without owners");
+                    mask |= 1 << col;
+                    if owners.len() > 1 {
+                        v.raid_extra.insert(flbn, owners.len() as u16 - 1);
+                    }
+                    moves.extend(owners.into_iter().map(|ub| (ub, key, flbn)));
+                }
+                _ => {}
             }
         }
         v.stripes.set_state(stripe, StripeState::Raid);
@@ -377,71 +452,159 @@ impl FusionScheme {
     /// with the most holes (the cleaner's greedy policy) and blocks with patch lists. The BMT
     /// is swept from a cursor, a bounded number of entries per call, so no reverse map (and
     /// no metadata beyond the paper's) is needed.
-    fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, _force: bool) -> bool {
+    fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, max_jobs: usize) -> bool {
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
             return false;
         }
-        // Gather the live blocks of RAID stripes that have holes, by stripe. A relocation
-        // must empty whole stripes, at least two of them, or it would only move space around
-        // (it consumes one stripe itself).
-        // stripe -> (user blocks with data in it, columns those references cover).
-        let mut by_stripe: std::collections::BTreeMap<u32, (Vec<u64>, u32)> = Default::default();
+        if ctx.now >= v.reloc_batches_until || v.stripes.available() <= v.cleaner_reserve() {
+            v.reloc_batches.clear();
+        }
+        let mut started = 0;
+        // Batches left from an earlier sweep first; if none of them is still worth
+        // starting, a fresh sweep (never give up on stale plans alone).
+        for fresh in [false, true] {
+            if fresh || self.vols[vol].reloc_batches.is_empty() {
+                if !fresh && self.vols[vol].reloc_batches.is_empty() {
+                    // fall through to the fresh sweep below
+                    continue;
+                }
+                let plan = self.plan_relocations(vol);
+                self.vols[vol].reloc_batches = plan;
+                self.vols[vol].reloc_batches_until = ctx.now + RELOC_PLAN_NS;
+            }
+            while started < max_jobs.max(1) {
+                let Some(RelocBatch {
+                    blocks: mut picked,
+                    frees,
+                }) = self.vols[vol].reloc_batches.pop()
+                else {
+                    break;
+                };
+                let v = &self.vols[vol];
+                if v.stripes.available() <= v.cleaner_reserve() && !(fresh && frees) {
+                    // The last stripes go only to moves sure to empty more than they take:
+                    // anything else could use them all up and leave nothing to clean into.
+                    continue;
+                }
+                // Drop blocks that no longer need a move (rewritten whole since the sweep).
+                let v = &self.vols[vol];
+                picked.retain(|&u| {
+                    let e = v.bmt.get(u);
+                    e.patched
+                        || match e.base {
+                            Loc::Raid(f) => {
+                                let s = v.zone.split(f).0;
+                                (v.stripes.valid(s).count_ones() as usize) < dcols
+                            }
+                            _ => false,
+                        }
+                });
+                if picked.is_empty() {
+                    continue;
+                }
+                if !self.launch_relocation(ctx, vol, picked, false) {
+                    return started > 0; // no target stripe: nothing more can start now
+                }
+                started += 1;
+            }
+            if started > 0 {
+                break;
+            }
+        }
+        started > 0
+    }
+
+    /// Sweep part of the BMT and cut what is worth moving into relocation batches, the best
+    /// last (they are popped from the end). A sweep costs far more than a relocation's
+    /// bookkeeping, so one sweep plans many of them.
+    fn plan_relocations(&mut self, vol: usize) -> Vec<RelocBatch> {
+        let max_jobs = RELOC_PLAN_BATCHES;
+        let v = &mut self.vols[vol];
+        let dcols = v.zone.dcols();
+        // Gather the live blocks of RAID stripes that have holes or shared blocks, by
+        // stripe. A relocation must empty whole stripes, at least two of them, or it would
+        // only move space around (it consumes one stripe itself).
+        // stripe -> (user blocks with data in it, references those blocks make to it).
+        let mut by_stripe: FastMap<u32, (Vec<u64>, u32)> = FastMap::default();
+        // stripe -> its references in all (None: not a candidate), computed once per sweep.
+        let mut refs: FastMap<u32, Option<u32>> = FastMap::default();
+        let mut locs: Vec<Loc> = Vec::new();
         let budget = v.blocks.min(65_536);
         for _ in 0..budget {
             let ub = v.sweep_cursor;
             v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
             let e = v.bmt.get(ub);
-            let mut locs = vec![e.base];
+            locs.clear();
+            locs.push(e.base);
             if e.patched {
                 locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
+                locs.sort_by_key(|l| l.pack());
+                locs.dedup();
             }
-            for loc in locs {
-                if let Loc::Raid(f) = loc {
-                    let (s, _) = v.zone.split(f);
-                    if (v.stripes.valid(s).count_ones() as usize) < dcols {
-                        let g = by_stripe.entry(s).or_default();
-                        if !g.0.contains(&ub) {
-                            g.0.push(ub);
-                        }
-                        g.1 += 1;
+            for &loc in &locs {
+                let Loc::Raid(f) = loc else { continue };
+                let (s, _) = v.zone.split(f);
+                let r = *refs.entry(s).or_insert_with(|| {
+                    let n = v.stripe_refs(s);
+                    let holes = (v.stripes.valid(s).count_ones() as usize) < dcols;
+                    (holes || n as usize > dcols).then_some(n)
+                });
+                if r.is_some() {
+                    let g = by_stripe.entry(s).or_default();
+                    // Blocks are swept in order, so a repeat can only be the last one.
+                    if g.0.last() != Some(&ub) {
+                        g.0.push(ub);
                     }
+                    g.1 += 1;
                 }
             }
         }
-        let mut groups: Vec<(u32, Vec<u64>, u32)> =
-            by_stripe.into_iter().map(|(s, g)| (s, g.0, g.1)).collect();
-        groups.sort_by_key(|(s, _, _)| v.stripes.valid(*s).count_ones());
-        // Fill the target from the emptiest stripes. Worth it when it empties two stripes, or
-        // empties one and fills the target completely: a full target is never a candidate
-        // again, so live data in part-empty stripes strictly shrinks and cleaning can not
-        // cycle.
-        let mut picked: Vec<u64> = Vec::new();
-        let mut emptied = 0;
-        for (s, ubs, cols) in &groups {
-            let fresh: Vec<u64> = ubs
-                .iter()
-                .copied()
-                .filter(|u| !picked.contains(u))
-                .collect();
-            if picked.len() + fresh.len() > dcols {
-                let room = dcols - picked.len();
-                picked.extend(&fresh[..room]);
+        let mut groups: Vec<(u32, Vec<u64>, bool)> = by_stripe
+            .into_iter()
+            .map(|(s, (ubs, seen))| {
+                let total = refs[&s].expect("candidate stripe");
+                (s, ubs, seen == total)
+            })
+            .collect();
+        groups.sort_by_key(|(s, _, _)| (refs[s], *s));
+        // Fill targets from the emptiest stripes, one stripe's worth of blocks each. A target
+        // is worth it when it empties two stripes, or empties one and is filled completely:
+        // a full target is never a candidate again, so live data in part-empty stripes
+        // strictly shrinks and cleaning can not cycle. Or when it is filled with blocks that
+        // all carry patches: merging a block's patches into one whole block never adds
+        // space, strictly shortens patch lists (so it can not cycle either), and is how
+        // shared blocks of converted packs empty. A stripe split over two targets counts as
+        // emptied by the second.
+        let mut order: Vec<(u64, bool)> = Vec::new();
+        let mut seen: FastSet<u64> = FastSet::default();
+        for (_, ubs, complete) in &groups {
+            let fresh: Vec<u64> = ubs.iter().copied().filter(|&u| seen.insert(u)).collect();
+            let n = fresh.len();
+            for (k, u) in fresh.into_iter().enumerate() {
+                order.push((u, *complete && k + 1 == n));
+            }
+            if order.len() >= dcols * max_jobs {
                 break;
             }
-            picked.extend(&fresh);
-            if *cols == v.stripes.valid(*s).count_ones() {
-                emptied += 1;
+        }
+        let mut batches = Vec::new();
+        for batch in order.chunks(dcols).take(max_jobs) {
+            let emptied = batch.iter().filter(|b| b.1).count();
+            let full = batch.len() == dcols;
+            let merges = full && batch.iter().all(|&(u, _)| v.bmt.get(u).patched);
+            let frees = emptied >= 2 || (emptied >= 1 && full);
+            if !(frees || merges) {
+                break;
             }
+            batches.push(RelocBatch {
+                blocks: batch.iter().map(|b| b.0).collect(),
+                frees,
+            });
         }
-        if !(emptied >= 2 || (emptied >= 1 && picked.len() == dcols)) {
-            return false;
-        }
-        if picked.is_empty() {
-            return false;
-        }
-        self.launch_relocation(ctx, vol, picked, false)
+        batches.reverse();
+        batches
     }
 
     /// Move the user blocks `picked` (at most one stripe's worth) into a fresh full stripe:
@@ -632,6 +795,7 @@ impl FusionScheme {
         };
         let v = &mut self.vols[j.vol];
         v.bg_running -= 1;
+        v.next_bg_scan = 0; // a finished task changes what can start
         v.rebuild_running -= j.rebuild as usize;
         let now = ctx.now;
         let mut moved = 0;
@@ -665,37 +829,68 @@ impl FusionScheme {
 pub(super) fn check_volume(v: &Vol) {
     let dcols = v.zone.dcols();
     let mut raid_refs = std::collections::HashMap::<(u32, usize), u64>::new();
-    let mut rep_refs = std::collections::HashMap::<u64, u64>::new();
-    let mut note = |ub: u64, loc: Loc| match loc {
-        Loc::Unmapped => {}
-        Loc::Raid(f) => {
-            let (s, c) = v.zone.split(f);
-            assert!(c < dcols, "block {ub} mapped to a parity column");
-            let prev = raid_refs.insert((s, c), ub);
-            assert!(
-                prev.is_none() || prev == Some(ub),
-                "RAID block {f} shared by blocks {prev:?} and {ub}"
-            );
+    let mut rep_refs = std::collections::HashMap::<u64, Vec<u64>>::new();
+    // Every location: its owners, and the pages they use in it. A block may be shared only
+    // by patches at disjoint pages (packs), never by a base.
+    let mut owners = std::collections::HashMap::<Loc, (Vec<u64>, Vec<bool>, bool)>::new();
+    let ppb = v.pages_per_block as usize;
+    let mut note = |ub: u64, loc: Loc, first: usize, count: usize, base: bool| {
+        if loc == Loc::Unmapped {
+            return;
         }
-        Loc::Rep(k) => {
-            let prev = rep_refs.insert(k, ub);
-            assert!(
-                prev.is_none() || prev == Some(ub),
-                "replica {k} shared by blocks {prev:?} and {ub}"
-            );
+        let o = owners
+            .entry(loc)
+            .or_insert_with(|| (Vec::new(), vec![false; ppb], false));
+        if !o.0.contains(&ub) {
+            o.0.push(ub);
         }
+        o.2 |= base;
+        for p in first..first + count {
+            if base {
+                continue; // a base's pages under its own patches are dead, not overlapping
+            }
+            assert!(!o.1[p], "page {p} of {loc:?} used by two patches");
+            o.1[p] = true;
+        }
+        assert!(
+            !o.2 || o.0.len() == 1,
+            "{loc:?} is the base of a block and shared: {:?}",
+            o.0
+        );
     };
     for ub in 0..v.blocks {
         let e = v.bmt.get(ub);
-        note(ub, e.base);
+        note(ub, e.base, 0, ppb, true);
         assert_eq!(
             e.patched,
             !v.patches.get(ub).is_empty(),
             "P bit of block {ub} disagrees with its patch list"
         );
         for n in v.patches.get(ub) {
-            note(ub, n.loc());
+            note(ub, n.loc(), n.first() as usize, n.count() as usize, false);
         }
+    }
+    for (loc, (ubs, _, _)) in &owners {
+        match *loc {
+            Loc::Raid(f) => {
+                let (s, c) = v.zone.split(f);
+                assert!(c < dcols, "blocks {ubs:?} mapped to a parity column");
+                raid_refs.insert((s, c), ubs.len() as u64);
+                let extra = v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
+                assert_eq!(extra + 1, ubs.len(), "owner count of RAID block {f}");
+            }
+            Loc::Rep(k) => {
+                rep_refs.insert(k, ubs.clone());
+            }
+            Loc::Unmapped => {}
+        }
+    }
+    for &f in v.raid_extra.keys() {
+        let (s, c) = v.zone.split(f);
+        assert!(
+            raid_refs.contains_key(&(s, c)),
+            "shared RAID block {f} has no owner"
+        );
     }
     let mut valid_total = 0u64;
     for s in 0..v.stripes.len() as u32 {
@@ -732,16 +927,25 @@ pub(super) fn check_volume(v: &Vol) {
         valid_total, v.raid_valid_blocks,
         "RAID live-block counter drifted"
     );
-    for (&k, &ub) in &rep_refs {
+    for (&k, ubs) in &rep_refs {
         let r = v
             .pairs
             .lookup(&v.zone, k)
             .expect("mapped replica key without a set");
-        assert_eq!(
-            v.pairs.set(r.set).slots[r.slot as usize].state,
-            SlotState::Live(ub),
-            "replica {k} mapped by {ub} but slot not live for it"
-        );
+        match v.pairs.set(r.set).slots[r.slot as usize].state {
+            SlotState::Packed => {
+                let mut a = v.packs.owners(r).to_vec();
+                let mut b = ubs.clone();
+                a.sort_unstable();
+                b.sort_unstable();
+                assert_eq!(a, b, "owners of packed replica {k}");
+            }
+            st => assert_eq!(
+                (st, ubs.len()),
+                (SlotState::Live(ubs[0]), 1),
+                "replica {k} mapped by {ubs:?} but slot not live for it"
+            ),
+        }
     }
     let _ = PAGE_SIZE;
 }

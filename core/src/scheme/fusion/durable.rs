@@ -542,6 +542,7 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
             last_access: now,
             converting: false,
             in_lru: false,
+            open_packs: 0,
         });
     }
     v.bmt = img.bmt;
@@ -565,7 +566,8 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
                         return Err(format!("block {ub} mapped outside the RAID data columns"));
                     }
                     if valid[s as usize] & (1 << c) != 0 {
-                        return Err(format!("RAID block {f} mapped twice"));
+                        // A converted pack: several blocks' patches share it.
+                        *v.raid_extra.entry(f).or_insert(0) += 1;
                     }
                     valid[s as usize] |= 1 << c;
                 }
@@ -577,12 +579,31 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
                     let slot = &mut v.pairs.set_mut(r.set).slots[r.slot as usize];
                     match slot.state {
                         SlotState::Live(o) if o != ub => {
-                            return Err(format!("replica {key} mapped by blocks {o} and {ub}"));
+                            // A pack: the patches of several blocks.
+                            slot.state = SlotState::Packed;
+                            v.packs.add_owner(r, o);
+                            v.packs.add_owner(r, ub);
                         }
+                        SlotState::Packed => v.packs.add_owner(r, ub),
                         _ => slot.state = SlotState::Live(ub),
                     }
                 }
             }
+        }
+    }
+    // Only patches share a block (packs); a block's base is its own.
+    for ub in 0..v.blocks {
+        let shared = match v.bmt.get(ub).base {
+            Loc::Raid(f) => v.raid_extra.contains_key(&f),
+            Loc::Rep(key) => v.pairs.lookup(&v.zone, key).is_some_and(|r| {
+                v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packed
+            }),
+            Loc::Unmapped => false,
+        };
+        if shared {
+            return Err(format!(
+                "the base of block {ub} is shared with other blocks"
+            ));
         }
     }
     let mut states: Vec<StripeState> = valid

@@ -72,6 +72,8 @@ pub enum PartMode {
 /// A run of pages of one user block served from one location.
 #[derive(Debug)]
 pub struct ReadPart {
+    /// User block the pages belong to.
+    pub ub: u64,
     pub first: u16,
     pub count: u16,
     /// Byte offset of this run in the job's buffer.
@@ -145,6 +147,9 @@ pub struct WriteJob {
     pub pending: u32,
     pub failed: bool,
     pub tries: u8,
+    /// Patches may wait for the replicated area to make room; cleared once waiting proved
+    /// useless (nothing could start), so the write falls back to a zero-padded stripe.
+    pub may_wait: bool,
 }
 
 pub struct FlushJob {

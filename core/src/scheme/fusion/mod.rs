@@ -11,6 +11,7 @@ mod background;
 pub mod config;
 pub mod durable;
 mod jobs;
+mod pack;
 pub mod pairs;
 mod read;
 pub mod rebuild;
@@ -278,7 +279,7 @@ impl Scheme for FusionScheme {
             && self
                 .vols
                 .iter()
-                .any(|v| v.pairs.lru_len() > 0 || !v.space_waiters.is_empty())
+                .any(|v| v.pairs.set_count() > 0 || !v.space_waiters.is_empty())
         {
             // Background work is possible: come back when the idle trigger would fire, and
             // at least every 10 ms to re-check the foreground-throughput pause.
@@ -286,6 +287,13 @@ impl Scheme for FusionScheme {
             let poll = now + 10_000_000;
             let t = idle.map_or(poll, |i| if i > now { i.min(poll) } else { poll });
             d = Some(d.map_or(t, |x| x.min(t)));
+        }
+        for v in &self.vols {
+            if !v.space_waiters.is_empty() && v.next_bg_scan > now {
+                // Writes wait and the last scan found nothing: scan again then.
+                let t = v.next_bg_scan;
+                d = Some(d.map_or(t, |x| x.min(t)));
+            }
         }
         d
     }

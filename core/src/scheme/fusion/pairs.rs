@@ -24,8 +24,17 @@ pub enum SlotState {
     Writing,
     /// Holds (part of) user block `owner`.
     Live(u64),
+    /// Holds pages of several user blocks (a pack; owners in `pack::Packs`).
+    Packed,
     /// Superseded, trimmed, or never used: a hole once converted.
     Dead,
+}
+
+impl SlotState {
+    /// Does the slot hold live pages of some block?
+    pub fn holds_data(self) -> bool {
+        matches!(self, SlotState::Live(_) | SlotState::Packed)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -43,6 +52,8 @@ pub struct PairSet {
     pub last_access: Nanos,
     pub converting: bool,
     pub(crate) in_lru: bool,
+    /// Slots of this set open as packs (or with pack writes in flight).
+    pub open_packs: u8,
 }
 
 impl PairSet {
@@ -54,12 +65,16 @@ impl PairSet {
     }
     /// Every slot settled (live or dead): nothing being written, nothing left to hand out.
     pub fn is_settled(&self) -> bool {
-        self.slots
-            .iter()
-            .all(|s| matches!(s.state, SlotState::Live(_) | SlotState::Dead))
+        self.open_packs == 0
+            && self.slots.iter().all(|s| {
+                matches!(
+                    s.state,
+                    SlotState::Live(_) | SlotState::Packed | SlotState::Dead
+                )
+            })
     }
     pub fn live(&self) -> usize {
-        self.count(|s| matches!(s, SlotState::Live(_)))
+        self.count(|s| s.holds_data())
     }
 }
 
@@ -83,7 +98,7 @@ impl SpareSlot {
 }
 
 /// Where a key lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SlotRef {
     pub set: u32,
     pub slot: u16,
@@ -107,6 +122,9 @@ impl PairTable {
         self.sets[id as usize]
             .as_ref()
             .expect("dangling pair set id")
+    }
+    pub fn get(&self, id: u32) -> Option<&PairSet> {
+        self.sets.get(id as usize).and_then(|s| s.as_ref())
     }
     pub fn set_mut(&mut self, id: u32) -> &mut PairSet {
         self.sets[id as usize]

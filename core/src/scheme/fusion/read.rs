@@ -57,6 +57,7 @@ impl FusionScheme {
             for &(f, c, loc) in segs {
                 let buf_off = (b * bs + f as u64 * PAGE_SIZE - offset) as usize;
                 parts.push(ReadPart {
+                    ub: b,
                     first: f,
                     count: c,
                     buf_off,
@@ -259,6 +260,48 @@ impl FusionScheme {
         }
     }
 
+    /// Point part `i` at where its pages live now. When they are spread over several
+    /// locations by now, the part is cut into one part per location. Returns the parts to
+    /// plan (`i` first).
+    fn reresolve_part(&mut self, h: u64, i: usize) -> Vec<usize> {
+        let vol = self.read_job(h).vol;
+        let (ub, first, count, buf_off) = {
+            let p = &self.read_job(h).parts[i];
+            (p.ub, p.first, p.count, p.buf_off)
+        };
+        let v = &self.vols[vol];
+        let e = v.bmt.get(ub);
+        let segs = segments(e.base, v.patches.get(ub), first, count);
+        let job = self.read_job(h);
+        let mut out = Vec::with_capacity(segs.len());
+        for (k, &(f, c, loc)) in segs.iter().enumerate() {
+            let off = buf_off + (f - first) as usize * PAGE_SIZE as usize;
+            if k == 0 {
+                let p = &mut job.parts[i];
+                (p.first, p.count, p.buf_off, p.loc) = (f, c, off, loc);
+                out.push(i);
+            } else {
+                let tries = job.parts[i].tries;
+                job.parts.push(ReadPart {
+                    ub,
+                    first: f,
+                    count: c,
+                    buf_off: off,
+                    loc,
+                    mode: PartMode::Done,
+                    tries,
+                    inflight: 0,
+                    issued_at: 0,
+                    hedged: false,
+                    pins: Vec::new(),
+                });
+                job.pending += 1;
+                out.push(job.parts.len() - 1);
+            }
+        }
+        out
+    }
+
     fn read_job_vol(&mut self, h: u64) -> usize {
         self.read_job(h).vol
     }
@@ -368,7 +411,11 @@ impl FusionScheme {
             if p.tries >= MAX_TRIES {
                 self.part_failed(ctx, tag.job, i, "reads failed on every member tried");
             } else {
-                self.plan_part(ctx, tag.job, i);
+                // Where the pages live may have changed while the failed read was out
+                // (conversion, relocation): look again before reading again.
+                for j in self.reresolve_part(tag.job, i) {
+                    self.plan_part(ctx, tag.job, j);
+                }
                 return;
             }
         } else if let Some(bytes) = done_bytes {

@@ -2,7 +2,9 @@
 //! Pairing Table and write locks, and the bookkeeping that keeps them consistent.
 
 use super::config::VolumeConfig;
-use super::pairs::{PairTable, SlotState};
+use super::pack::{Packs, Settled};
+use super::pairs::{PairTable, SlotRef, SlotState};
+use crate::fasthash::FastMap;
 use crate::meta::Record;
 use crate::scheme::locks::BlockLocks;
 use crate::space::{StripeState, StripeTable, Zone};
@@ -26,6 +28,11 @@ pub struct Vol {
     pub bmt: Bmt,
     pub patches: PatchTable,
     pub pairs: PairTable,
+    /// Replica slots shared by the patches of several blocks.
+    pub packs: Packs,
+    /// RAID data blocks referenced by more than one user block (converted packs): the
+    /// owners beyond the first. The stripe's valid bit means "at least one owner".
+    pub raid_extra: FastMap<u64, u16>,
     pub locks: BlockLocks<Parked>,
     /// User blocks in the volume.
     pub blocks: u64,
@@ -40,8 +47,15 @@ pub struct Vol {
     pub rebuild_running: usize,
     /// Where the relocation sweeper resumes its scan of the BMT.
     pub sweep_cursor: u64,
+    /// Relocations the last sweep planned and not yet started (best last), good until
+    /// `reloc_batches_until`.
+    pub reloc_batches: Vec<super::background::RelocBatch>,
+    pub reloc_batches_until: Nanos,
     /// Writes parked until conversion or compaction frees stripes.
     pub space_waiters: Vec<u64>,
+    /// `space_mark()` when the waiters last failed to find room: they are tried again
+    /// only once it moves.
+    pub waiters_mark: (u64, usize, u64, usize),
     /// User writes with device I/O in flight (their completion may free space).
     pub writes_in_flight: usize,
     /// After a scan found no background work it could start, the next scan waits until
@@ -67,6 +81,8 @@ impl Vol {
             bmt: Bmt::new(blocks),
             patches: PatchTable::new((block / PAGE_SIZE) as u16),
             pairs: PairTable::default(),
+            packs: Packs::new((block / PAGE_SIZE) as u16),
+            raid_extra: FastMap::default(),
             locks: BlockLocks::default(),
             blocks,
             pages_per_block: (block / PAGE_SIZE) as u16,
@@ -75,7 +91,10 @@ impl Vol {
             bg_running: 0,
             rebuild_running: 0,
             sweep_cursor: 0,
+            reloc_batches: Vec::new(),
+            reloc_batches_until: 0,
             space_waiters: Vec::new(),
+            waiters_mark: (u64::MAX, 0, 0, 0),
             writes_in_flight: 0,
             next_bg_scan: 0,
             rebuild: None,
@@ -91,13 +110,29 @@ impl Vol {
         self.stripes.available() as f64 / self.stripes.len() as f64
     }
     /// Spare stripes user writes leave to background work, so conversion and relocation can
-    /// always make progress (a cleaner needs a free stripe to clean into).
+    /// always make progress (a cleaner needs a free stripe to clean into): the last
+    /// `cleaner_reserve` for relocations sure to give back more than they take, and up to
+    /// 16 more (1/64 of the zone) for the merges and other moves that give space back only
+    /// later.
     pub fn reserve_stripes(&self) -> u64 {
+        self.cleaner_reserve() + (self.stripes.len() / 64).min(16)
+    }
+    pub fn cleaner_reserve(&self) -> u64 {
         self.copies() as u64 + 2
     }
     /// May a user write take `n` more spare stripes?
     pub fn user_may_take(&self, n: u64) -> bool {
         self.stripes.available() >= self.reserve_stripes() + n
+    }
+    /// What a waiting write's placement depends on: spare stripes, spare slots, stripes in
+    /// the replicated area, open packs.
+    pub fn space_mark(&self) -> (u64, usize, u64, usize) {
+        (
+            self.stripes.available(),
+            self.pairs.spare_slots(),
+            self.stripes.count(StripeState::Replica),
+            self.packs.open_count(),
+        )
     }
     pub fn holes(&self) -> u64 {
         self.stripes.count(StripeState::Raid) * self.zone.dcols() as u64 - self.raid_valid_blocks
@@ -125,6 +160,14 @@ impl Vol {
                     "RAID location in a non-RAID stripe"
                 );
                 assert!(self.stripes.valid(s) & (1 << c) != 0, "releasing a hole");
+                if let Some(extra) = self.raid_extra.get_mut(&f) {
+                    // Other blocks still have pages in this shared block.
+                    *extra -= 1;
+                    if *extra == 0 {
+                        self.raid_extra.remove(&f);
+                    }
+                    return;
+                }
                 self.stripes.set_valid(s, c, false);
                 self.raid_valid_blocks -= 1;
                 if self.stripes.valid(s) == 0 {
@@ -138,6 +181,12 @@ impl Vol {
                     .expect("replica key without a pair set");
                 let set = self.pairs.set_mut(r.set);
                 let slot = &mut set.slots[r.slot as usize];
+                if slot.state == SlotState::Packed {
+                    let was_active = self.packs.is_active(r);
+                    let st = self.packs.remove_owner(r, ub);
+                    self.pack_changed(r, was_active, st, now);
+                    return;
+                }
                 assert_eq!(
                     slot.state,
                     SlotState::Live(ub),
@@ -147,6 +196,62 @@ impl Vol {
                 self.settle_set(r.set, now);
             }
         }
+    }
+
+    /// Apply what a pack operation left of slot `r` (`was_active`: it was an open pack
+    /// before): a pack that stopped taking pieces no longer holds its set unsettled, and one
+    /// with no live pages is a dead slot.
+    pub fn pack_changed(&mut self, r: SlotRef, was_active: bool, st: Settled, now: Nanos) {
+        if st == Settled::No {
+            return;
+        }
+        let set = self.pairs.set_mut(r.set);
+        if was_active {
+            assert!(set.open_packs > 0, "pack count of set {} drifted", r.set);
+            set.open_packs -= 1;
+        }
+        if st == Settled::Empty {
+            set.slots[r.slot as usize].state = SlotState::Dead;
+        }
+        self.settle_set(r.set, now);
+    }
+
+    /// Stop handing out set `id`'s spare slots and pack pages so it can settle and be
+    /// converted. Returns true if that freed the set (nothing live in it).
+    pub fn close_set(&mut self, id: u32, now: Nanos) -> bool {
+        self.pairs.close(id);
+        for r in self.packs.of_set(id) {
+            let st = self.packs.close(r);
+            self.pack_changed(r, true, st, now);
+            if self.pairs.get(id).is_none() {
+                return true;
+            }
+        }
+        self.settle_set(id, now)
+    }
+
+    /// Pages of user block `ub` now sit in pack `r` (or, `ub` None, the write failed).
+    pub fn pack_write_done(&mut self, r: SlotRef, ub: Option<u64>, now: Nanos) {
+        let st = self.packs.write_done(r, ub);
+        self.pack_changed(r, true, st, now);
+    }
+
+    /// References to the data blocks of RAID stripe `s` (one per owner of each block).
+    pub fn stripe_refs(&self, s: u32) -> u32 {
+        let valid = self.stripes.valid(s);
+        let mut n = valid.count_ones();
+        if !self.raid_extra.is_empty() {
+            for c in 0..self.zone.dcols() {
+                if valid & (1 << c) != 0 {
+                    n += self
+                        .raid_extra
+                        .get(&self.zone.flbn(s, c))
+                        .copied()
+                        .unwrap_or(0) as u32;
+                }
+            }
+        }
+        n
     }
 
     /// A set whose slots are all dead (and not converting) frees its stripes without any I/O.
@@ -235,6 +340,8 @@ impl Vol {
         self.bmt.memory_bytes()
             + self.patches.memory_bytes()
             + self.pairs.memory_bytes()
+            + self.packs.memory_bytes()
+            + self.raid_extra.len() as u64 * 16
             + self.stripes.memory_bytes()
     }
 }

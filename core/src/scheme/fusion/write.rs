@@ -9,6 +9,7 @@
 
 use super::FusionScheme;
 use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
+use super::pack;
 use super::pairs::{PairSet, Slot, SlotState, common_disks, match_columns};
 use super::vol::{Parked, Vol};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError};
@@ -59,6 +60,7 @@ impl FusionScheme {
             pending: 0,
             failed: false,
             tries: 0,
+            may_wait: true,
         };
         let h = self.jobs.insert(Job::Write(job));
         if self.vols[vol]
@@ -77,6 +79,7 @@ impl FusionScheme {
             Planned::NoSpace => {
                 let vol = self.write_job(h).vol;
                 self.vols[vol].space_waiters.push(h);
+                self.vols[vol].waiters_mark = self.vols[vol].space_mark();
                 // Held stripes come back with the next journal commit (which waiting writes
                 // trigger at once), so they count as space on the way.
                 if !self.background_possible(vol)
@@ -111,6 +114,10 @@ impl FusionScheme {
             (w.vol, w.offset, w.kind.len(), t, z)
         };
         let threshold = self.threshold(&self.vols[vol]);
+        // Patches may wait for room only while background work can make some.
+        let may_wait = self.write_job(h).may_wait
+            && self.cfg.conversion.enabled
+            && self.background_possible(vol);
         let v = &mut self.vols[vol];
         let bs = v.zone.block_size();
         let ppb = v.pages_per_block;
@@ -119,6 +126,8 @@ impl FusionScheme {
         let mut pieces: Vec<Piece> = Vec::new();
         let mut stripes: Vec<u32> = Vec::new();
         let mut slots_taken = Vec::new();
+        // Pack pages reserved: (slot, first page, pages).
+        let mut packed: Vec<(super::pairs::SlotRef, u16, u16)> = Vec::new();
         let mut no_space = false;
         let mut ub = offset / bs;
         let mut raw: Vec<(u64, u16, u16)> = Vec::new();
@@ -155,10 +164,114 @@ impl FusionScheme {
             }
             let full = raw.iter().filter(|r| r.2 == ppb).count();
             let mut use_stripe = full > threshold;
-            if !use_stripe && !ensure_slots(ctx, v, raw.len(), redirect) {
-                // The replicated area is at its configured size: a zero-padded stripe is the
-                // write that needs no reads.
+            let needed = full
+                + v.packs
+                    .slots_needed(raw.iter().filter(|r| r.2 < ppb).map(|&(_, f, c)| (f, c)));
+            if !use_stripe && !ensure_slots(ctx, v, needed, redirect) {
+                // The replicated area is at its configured size: wait for conversion to
+                // make room. A zero-padded stripe (the write that needs no reads) would spend
+                // a whole stripe on a few blocks or pages, and relocation would have to
+                // compact it again; it is the fallback when waiting can not help.
+                if may_wait {
+                    no_space = true;
+                    break;
+                }
                 use_stripe = true;
+            }
+            if !use_stripe {
+                // Replicated: each piece into a pack or a slot of its own. If some piece
+                // finds no room after all (the slots counted above sit on members to avoid),
+                // this chunk is undone and takes the stripe path.
+                let (np, ns, nk) = (pieces.len(), slots_taken.len(), packed.len());
+                let mut placed = true;
+                for &(b, first, count) in &raw {
+                    let partial = count < ppb;
+                    if partial {
+                        let (pairs, zone) = (&v.pairs, &v.zone);
+                        let got = v.packs.reserve(first, count, |r| {
+                            let (cp, n) = pairs.copies_array(r);
+                            cp[..n]
+                                .iter()
+                                .all(|&(s, c)| !avoid(ctx, redirect, zone.disk(s, c)))
+                        });
+                        if let Some(r) = got {
+                            packed.push((r, first, count));
+                            pieces.push(Piece {
+                                ub: b,
+                                first,
+                                count,
+                                dest: Dest::Slot(r),
+                            });
+                            continue;
+                        }
+                    }
+                    let mut strict = v
+                        .pairs
+                        .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)));
+                    if strict.is_none() && open_pair_set_if_room(ctx, v, redirect) {
+                        // Every spare slot touches a disk to avoid: a fresh pair set, drawn
+                        // from stripes away from it, is the redirection target.
+                        ctx.stats.redirected_writes += 1;
+                        strict = v
+                            .pairs
+                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)))
+                            .map(|(r, _)| (r, 0));
+                    }
+                    let r = match strict {
+                        Some((r, skipped)) => {
+                            if skipped > 0 && redirect {
+                                ctx.stats.redirected_writes += 1;
+                            }
+                            Some(r)
+                        }
+                        None => v
+                            .pairs
+                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !ctx.is_failed(d)))
+                            .or_else(|| {
+                                v.pairs
+                                    .take_spare(&v.zone, |ds| ds.iter().any(|&d| !ctx.is_failed(d)))
+                            })
+                            .map(|x| x.0),
+                    };
+                    let Some(r) = r else {
+                        placed = false;
+                        break;
+                    };
+                    if partial {
+                        // A new pack for this piece and the patches that follow it.
+                        if v.packs.open_count() >= pack::MAX_OPEN
+                            && let Some(old) = v.packs.fullest()
+                        {
+                            let st = v.packs.close(old);
+                            v.pack_changed(old, true, st, ctx.now);
+                        }
+                        let set = v.pairs.set_mut(r.set);
+                        set.slots[r.slot as usize].state = SlotState::Packed;
+                        set.open_packs += 1;
+                        v.packs.start(r, first, count);
+                        packed.push((r, first, count));
+                    } else {
+                        slots_taken.push(r);
+                    }
+                    pieces.push(Piece {
+                        ub: b,
+                        first,
+                        count,
+                        dest: Dest::Slot(r),
+                    });
+                }
+                if !placed {
+                    pieces.truncate(np);
+                    for r in slots_taken.drain(ns..) {
+                        v.pairs.untake(r);
+                    }
+                    for (r, first, count) in packed.drain(nk..) {
+                        v.packs.unreserve(r, first, count);
+                    }
+                    // Room exists, only on members to avoid: a fresh stripe away from them
+                    // is the redirection target (waiting would wait out the stall).
+                    use_stripe = true;
+                }
             }
             if use_stripe {
                 if !v.user_may_take(1) {
@@ -210,51 +323,6 @@ impl FusionScheme {
                         },
                     });
                 }
-            } else {
-                for &(b, first, count) in &raw {
-                    let mut strict = v
-                        .pairs
-                        .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)));
-                    if strict.is_none() && open_pair_set_if_room(ctx, v, redirect) {
-                        // Every spare slot touches a disk to avoid: a fresh pair set, drawn
-                        // from stripes away from it, is the redirection target.
-                        ctx.stats.redirected_writes += 1;
-                        strict = v
-                            .pairs
-                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)))
-                            .map(|(r, _)| (r, 0));
-                    }
-                    let r = match strict {
-                        Some((r, skipped)) => {
-                            if skipped > 0 && redirect {
-                                ctx.stats.redirected_writes += 1;
-                            }
-                            Some(r)
-                        }
-                        None => v
-                            .pairs
-                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !ctx.is_failed(d)))
-                            .or_else(|| {
-                                v.pairs
-                                    .take_spare(&v.zone, |ds| ds.iter().any(|&d| !ctx.is_failed(d)))
-                            })
-                            .map(|x| x.0),
-                    };
-                    let Some(r) = r else {
-                        no_space = true;
-                        break;
-                    };
-                    slots_taken.push(r);
-                    pieces.push(Piece {
-                        ub: b,
-                        first,
-                        count,
-                        dest: Dest::Slot(r),
-                    });
-                }
-                if no_space {
-                    break;
-                }
             }
         }
         if no_space {
@@ -263,6 +331,9 @@ impl FusionScheme {
             }
             for r in slots_taken {
                 v.pairs.untake(r);
+            }
+            for (r, first, count) in packed {
+                v.packs.unreserve(r, first, count);
             }
             return Planned::NoSpace;
         }
@@ -395,6 +466,10 @@ impl FusionScheme {
         }
         for p in pieces {
             if let Dest::Slot(r) = p.dest {
+                if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packed {
+                    v.pack_write_done(r, None, ctx.now);
+                    continue;
+                }
                 v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Dead;
                 v.settle_set(r.set, ctx.now);
             }
@@ -429,6 +504,13 @@ impl FusionScheme {
                 }
                 Dest::Slot(r) => {
                     let key = v.pairs.key(&v.zone, r);
+                    if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packed {
+                        // Owner first: mapping the patch may release the block's older pages.
+                        v.packs.add_owner(r, p.ub);
+                        v.map_patch(p.ub, p.first, p.count, Loc::Rep(key), now);
+                        v.pack_write_done(r, Some(p.ub), now);
+                        continue;
+                    }
                     v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Live(p.ub);
                     v.map_patch(p.ub, p.first, p.count, Loc::Rep(key), now);
                     v.pairs.refresh(r.set);
@@ -658,6 +740,7 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
         last_access: ctx.now,
         converting: false,
         in_lru: false,
+        open_packs: 0,
     };
     v.pairs.insert(set, ctx.now);
     true

@@ -1,0 +1,310 @@
+//! Page packing of the replicated area.
+//!
+//! A sub-block write (a *patch*, paper §4.4) keeps its pages at their own positions inside a
+//! block, so it needs a block whose pages at those positions are unused, not a whole block of
+//! its own. Without packing every 4 KiB write took a 64 KiB replica slot: the replicated area
+//! filled after a few thousand scattered small writes and every further one cost a stripe.
+//! A *pack* is a replica slot that collects the patches of several user blocks, each at its
+//! own page positions, until its pages run out or it is closed. Its owners are listed here;
+//! after conversion the block becomes a RAID data block shared the same way (see
+//! `Vol::raid_extra`).
+//!
+//! A page position once handed out is never handed out again in the same slot (its old
+//! contents may still be what a not-yet-durable mapping points at); only conversion, which
+//! frees or recycles whole stripes, reclaims it.
+
+use super::pairs::SlotRef;
+use crate::fasthash::FastMap;
+
+/// Open packs at once per volume: enough that a piece usually finds its page positions free
+/// in one of them (positions of scattered writes are uniform), few enough that the pair sets
+/// they keep unsettled do not hold back conversion.
+pub const MAX_OPEN: usize = 8;
+
+/// Page bitmap of one block (blocks have at most 256 pages).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Pages([u64; 4]);
+
+impl Pages {
+    fn range(first: u16, count: u16) -> Pages {
+        let mut p = Pages::default();
+        for i in first..first + count {
+            p.0[i as usize / 64] |= 1 << (i % 64);
+        }
+        p
+    }
+    fn overlaps(&self, o: &Pages) -> bool {
+        self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
+    }
+    fn add(&mut self, o: &Pages) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a |= b;
+        }
+    }
+    fn remove(&mut self, o: &Pages) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a &= !b;
+        }
+    }
+    fn count(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+}
+
+/// A replica slot open for patches.
+#[derive(Debug)]
+struct Open {
+    r: SlotRef,
+    /// Page positions handed out.
+    used: Pages,
+    /// Writes with pages in flight into this slot.
+    writing: u16,
+    /// Still taking new pieces.
+    open: bool,
+}
+
+/// The open packs and the owners of every packed slot of one volume.
+pub struct Packs {
+    open: Vec<Open>,
+    owners: FastMap<SlotRef, Vec<u64>>,
+    pages_per_block: u16,
+}
+
+/// What happened to a pack that stopped taking pieces and has no write in flight.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// Still busy or still open.
+    No,
+    /// Closed and idle, with live pages of at least one block.
+    Live,
+    /// Closed and idle, nothing live in it: the slot is dead.
+    Empty,
+}
+
+impl Packs {
+    pub fn new(pages_per_block: u16) -> Self {
+        Packs {
+            open: Vec::new(),
+            owners: FastMap::default(),
+            pages_per_block,
+        }
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Reserve pages `[first, first+count)` in an open pack whose slot `ok` accepts.
+    pub fn reserve(
+        &mut self,
+        first: u16,
+        count: u16,
+        mut ok: impl FnMut(SlotRef) -> bool,
+    ) -> Option<SlotRef> {
+        let want = Pages::range(first, count);
+        let p = self
+            .open
+            .iter_mut()
+            .find(|p| p.open && !p.used.overlaps(&want) && ok(p.r))?;
+        p.used.add(&want);
+        p.writing += 1;
+        Some(p.r)
+    }
+
+    /// How many new slots would the sub-block pieces `[first, first+count)` of one write
+    /// need, the open packs taking what they can (first fit, as `reserve` hands out)?
+    pub fn slots_needed(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
+        let mut used: Vec<Pages> = self
+            .open
+            .iter()
+            .filter(|p| p.open)
+            .map(|p| p.used)
+            .collect();
+        let fresh = used.len();
+        for (first, count) in pieces {
+            let want = Pages::range(first, count);
+            match used.iter_mut().find(|u| !u.overlaps(&want)) {
+                Some(u) => u.add(&want),
+                None => used.push(want),
+            }
+        }
+        used.len() - fresh
+    }
+
+    /// Start a pack in slot `r` (just taken from the spare list) with a first reservation.
+    pub fn start(&mut self, r: SlotRef, first: u16, count: u16) {
+        assert!(self.open.iter().all(|p| p.r != r), "slot packed twice");
+        self.open.push(Open {
+            r,
+            used: Pages::range(first, count),
+            writing: 1,
+            open: true,
+        });
+        self.owners.entry(r).or_default();
+    }
+
+    /// Give back a reservation whose write was never issued.
+    pub fn unreserve(&mut self, r: SlotRef, first: u16, count: u16) {
+        let p = self.find_mut(r).expect("unreserve of a pack not open");
+        assert!(p.writing > 0);
+        p.used.remove(&Pages::range(first, count));
+        p.writing -= 1;
+    }
+
+    /// A write into pack `r` is over; `owner` is the block whose pages it now holds (None:
+    /// the write failed). Closes the pack when its pages are used up.
+    pub fn write_done(&mut self, r: SlotRef, owner: Option<u64>) -> Settled {
+        if let Some(ub) = owner {
+            self.add_owner(r, ub);
+        }
+        let ppb = self.pages_per_block as u32;
+        let p = self.find_mut(r).expect("write into a pack not open");
+        assert!(p.writing > 0);
+        p.writing -= 1;
+        if owner.is_none() || p.used.count() >= ppb {
+            // Full, or a copy failed under it: take no more pieces.
+            p.open = false;
+        }
+        self.settle(r)
+    }
+
+    /// Take no more pieces into `r`.
+    pub fn close(&mut self, r: SlotRef) -> Settled {
+        if let Some(p) = self.find_mut(r) {
+            p.open = false;
+        }
+        self.settle(r)
+    }
+
+    /// Open packs of pair set `set`.
+    pub fn of_set(&self, set: u32) -> Vec<SlotRef> {
+        self.open
+            .iter()
+            .filter(|p| p.r.set == set)
+            .map(|p| p.r)
+            .collect()
+    }
+
+    /// The open pack to close to make room for a new one: the fullest.
+    pub fn fullest(&self) -> Option<SlotRef> {
+        self.open
+            .iter()
+            .filter(|p| p.open)
+            .max_by_key(|p| p.used.count())
+            .map(|p| p.r)
+    }
+
+    /// Is `r` a pack still open or with writes in flight?
+    pub fn is_active(&self, r: SlotRef) -> bool {
+        self.open.iter().any(|p| p.r == r)
+    }
+
+    /// Note that block `ub` has pages in packed slot `r`.
+    pub fn add_owner(&mut self, r: SlotRef, ub: u64) {
+        let o = self.owners.entry(r).or_default();
+        if !o.contains(&ub) {
+            o.push(ub);
+        }
+    }
+
+    /// Block `ub` has no pages in `r` any more. Returns what that leaves of the slot.
+    pub fn remove_owner(&mut self, r: SlotRef, ub: u64) -> Settled {
+        let o = self
+            .owners
+            .get_mut(&r)
+            .expect("owner removed from a slot that is not packed");
+        let i = o
+            .iter()
+            .position(|&x| x == ub)
+            .expect("block is not an owner of the packed slot");
+        o.swap_remove(i);
+        self.settle(r)
+    }
+
+    /// Owners of packed slot `r`.
+    pub fn owners(&self, r: SlotRef) -> &[u64] {
+        self.owners.get(&r).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// Forget packed slot `r` (its set is converted or freed), returning its owners.
+    pub fn take_owners(&mut self, r: SlotRef) -> Vec<u64> {
+        assert!(!self.is_active(r), "taking the owners of an active pack");
+        self.owners.remove(&r).unwrap_or_default()
+    }
+
+    /// Closed and idle packs leave the open list; a packed slot without owners is forgotten.
+    fn settle(&mut self, r: SlotRef) -> Settled {
+        if let Some(i) = self.open.iter().position(|p| p.r == r) {
+            let p = &self.open[i];
+            if p.open || p.writing > 0 {
+                return Settled::No;
+            }
+            self.open.swap_remove(i);
+        }
+        if self.owners.get(&r).is_some_and(|o| !o.is_empty()) {
+            Settled::Live
+        } else {
+            self.owners.remove(&r);
+            Settled::Empty
+        }
+    }
+
+    fn find_mut(&mut self, r: SlotRef) -> Option<&mut Open> {
+        self.open.iter_mut().find(|p| p.r == r)
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.owners
+            .values()
+            .map(|o| 32 + o.capacity() as u64 * 8)
+            .sum::<u64>()
+            + self.open.len() as u64 * std::mem::size_of::<Open>() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(set: u32, slot: u16) -> SlotRef {
+        SlotRef { set, slot }
+    }
+
+    #[test]
+    fn pieces_share_a_slot_only_at_free_positions() {
+        let mut p = Packs::new(16);
+        p.start(r(0, 0), 3, 2);
+        assert_eq!(p.reserve(4, 1, |_| true), None, "page 4 is taken");
+        assert_eq!(p.reserve(5, 11, |_| true), Some(r(0, 0)));
+        assert_eq!(p.reserve(0, 3, |_| false), None, "slot refused");
+        assert_eq!(p.reserve(0, 3, |_| true), Some(r(0, 0)));
+        assert_eq!(p.reserve(0, 1, |_| true), None, "all 16 pages handed out");
+        assert_eq!(p.write_done(r(0, 0), Some(7)), Settled::No);
+        assert_eq!(p.write_done(r(0, 0), Some(8)), Settled::No);
+        // The last write finds the slot full: it closes and settles with two owners.
+        assert_eq!(p.write_done(r(0, 0), Some(7)), Settled::Live);
+        assert_eq!(p.owners(r(0, 0)), &[7, 8]);
+        assert_eq!(p.remove_owner(r(0, 0), 7), Settled::Live);
+        assert_eq!(p.remove_owner(r(0, 0), 8), Settled::Empty);
+        assert_eq!(p.open_count(), 0);
+    }
+
+    #[test]
+    fn unreserved_pages_are_free_again_and_a_failed_write_closes() {
+        let mut p = Packs::new(16);
+        p.start(r(1, 2), 0, 8);
+        p.unreserve(r(1, 2), 0, 8);
+        assert_eq!(p.reserve(0, 16, |_| true), Some(r(1, 2)));
+        assert_eq!(p.write_done(r(1, 2), None), Settled::Empty);
+        assert!(!p.is_active(r(1, 2)));
+    }
+
+    #[test]
+    fn a_closed_pack_settles_when_its_last_write_lands() {
+        let mut p = Packs::new(16);
+        p.start(r(0, 1), 0, 1);
+        assert_eq!(p.close(r(0, 1)), Settled::No, "a write is in flight");
+        assert_eq!(p.reserve(1, 1, |_| true), None, "closed packs take nothing");
+        assert_eq!(p.write_done(r(0, 1), Some(3)), Settled::Live);
+    }
+}
