@@ -230,6 +230,11 @@ impl PatchTable {
         self.get(ub).iter().any(|n| n.loc() == loc)
     }
 
+    /// Every patched block and its list (in no particular order).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[PatchNode])> {
+        self.lists.iter().map(|(&ub, l)| (ub, l.as_slice()))
+    }
+
     pub fn patched_blocks(&self) -> usize {
         self.lists.len()
     }

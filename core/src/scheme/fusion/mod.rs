@@ -333,7 +333,7 @@ impl Scheme for FusionScheme {
             replicated_bytes: vol.stripes.count(StripeState::Replica) * w * bs,
             free_bytes: vol.stripes.count(StripeState::Free) * w * bs,
             conversion_backlog: vol.pairs.set_count() as u64,
-            mapped_bytes: vol.bmt.mapped_blocks() * bs,
+            mapped_bytes: vol.mapped_bytes(),
             rebuild: vol.rebuild.as_ref().map(|r| r.describe(vol.blocks)),
             metadata_bytes: vol.metadata_bytes(),
         })

@@ -336,6 +336,20 @@ impl Vol {
         self.raid_valid_blocks += 1;
     }
 
+    /// User data the volume holds: whole blocks for those with a base, and only the patched
+    /// pages of blocks that have nothing else (a pack stores just those pages).
+    pub fn mapped_bytes(&self) -> u64 {
+        let bs = self.zone.block_size();
+        let (mut patch_only, mut pages) = (0u64, 0u64);
+        for (ub, nodes) in self.patches.iter() {
+            if self.bmt.get(ub).base == Loc::Unmapped {
+                patch_only += 1;
+                pages += nodes.iter().map(|n| n.count() as u64).sum::<u64>();
+            }
+        }
+        (self.bmt.mapped_blocks() - patch_only) * bs + pages * PAGE_SIZE
+    }
+
     pub fn metadata_bytes(&self) -> u64 {
         self.bmt.memory_bytes()
             + self.patches.memory_bytes()
