@@ -27,8 +27,8 @@ pub struct RelocBatch {
 /// Relocation batches one sweep plans at most, and how long they stay good: the blocks may
 /// be rewritten meanwhile (a relocation then moves a block that needed no move, which its
 /// compare-and-swap makes harmless, only wasted).
-const RELOC_PLAN_BATCHES: usize = 64;
-const RELOC_PLAN_NS: Nanos = 50_000_000;
+const RELOC_PLAN_BATCHES: usize = 256;
+const RELOC_PLAN_NS: Nanos = 200_000_000;
 
 impl FusionScheme {
     /// Could any background task (running or startable) free stripes in `vol`?
