@@ -105,6 +105,60 @@ fn small_writes_are_replicated_and_large_writes_take_a_fresh_full_stripe() {
     assert_eq!(read(&mut d, 6, 3 * 4096, 4096), pattern(1, 4096));
 }
 
+/// Packs: single-page writes to different blocks at different page positions share one
+/// replica slot (each page at its own position), so scattered small writes do not use up the
+/// replicated area a block each; a page position once used is never handed out again.
+#[test]
+fn patches_of_different_blocks_share_a_replica_slot() {
+    let mut d = driver(|_| {});
+    let ppb = BS / 4096;
+    // Block b gets page b: 16 blocks, 16 distinct positions, one slot's worth.
+    for b in 0..ppb {
+        write(&mut d, b, b * BS + b * 4096, pattern(b as u8, 4096));
+    }
+    let slots = |d: &Driver| {
+        let mut s: Vec<(usize, u64)> = d
+            .log
+            .iter()
+            .filter(|o| o.write)
+            .map(|o| (o.disk, (o.offset - 4096) / BS)) // members start with 4 KiB of metadata
+            .collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    assert!(d.log.iter().filter(|o| o.write).all(|o| o.len == 4096));
+    assert_eq!(
+        slots(&d).len(),
+        2,
+        "16 patches of 16 blocks should fill the two copies of one slot: {:?}",
+        slots(&d)
+    );
+    // The same positions again (new data for the same blocks): the used positions are not
+    // reused, so a second slot (two more blocks) takes them.
+    for b in 0..ppb {
+        write(
+            &mut d,
+            100 + b,
+            b * BS + b * 4096,
+            pattern(100 + b as u8, 4096),
+        );
+    }
+    assert_eq!(slots(&d).len(), 4, "second round: {:?}", slots(&d));
+    for b in 0..ppb {
+        assert_eq!(
+            read(&mut d, 200 + b, b * BS + b * 4096, 4096),
+            pattern(100 + b as u8, 4096)
+        );
+    }
+    let st = d.engine.volume_status(0).expect("volume");
+    assert_eq!(
+        st.mapped_bytes,
+        ppb * 4096,
+        "only the patched pages are data"
+    );
+}
+
 #[test]
 fn no_write_path_ever_reads() {
     let mut d = driver(|_| {});
