@@ -542,7 +542,6 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
             last_access: now,
             converting: false,
             in_lru: false,
-            open_packs: 0,
         });
     }
     v.bmt = img.bmt;

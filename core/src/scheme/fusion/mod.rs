@@ -15,6 +15,7 @@ mod pack;
 pub mod pairs;
 mod read;
 pub mod rebuild;
+mod relocate;
 pub mod vol;
 mod write;
 

@@ -24,7 +24,10 @@ pub enum SlotState {
     Writing,
     /// Holds (part of) user block `owner`.
     Live(u64),
-    /// Holds pages of several user blocks (a pack; owners in `pack::Packs`).
+    /// An open pack (`pack::Packs`): taking patches of several user blocks, or with
+    /// writes into it in flight.
+    Packing,
+    /// A closed pack holding pages of one or more user blocks (owners in `pack::Packs`).
     Packed,
     /// Superseded, trimmed, or never used: a hole once converted.
     Dead,
@@ -33,7 +36,10 @@ pub enum SlotState {
 impl SlotState {
     /// Does the slot hold live pages of some block?
     pub fn holds_data(self) -> bool {
-        matches!(self, SlotState::Live(_) | SlotState::Packed)
+        matches!(
+            self,
+            SlotState::Live(_) | SlotState::Packing | SlotState::Packed
+        )
     }
 }
 
@@ -52,8 +58,6 @@ pub struct PairSet {
     pub last_access: Nanos,
     pub converting: bool,
     pub(crate) in_lru: bool,
-    /// Slots of this set open as packs (or with pack writes in flight).
-    pub open_packs: u8,
 }
 
 impl PairSet {
@@ -65,13 +69,12 @@ impl PairSet {
     }
     /// Every slot settled (live or dead): nothing being written, nothing left to hand out.
     pub fn is_settled(&self) -> bool {
-        self.open_packs == 0
-            && self.slots.iter().all(|s| {
-                matches!(
-                    s.state,
-                    SlotState::Live(_) | SlotState::Packed | SlotState::Dead
-                )
-            })
+        self.slots.iter().all(|s| {
+            matches!(
+                s.state,
+                SlotState::Live(_) | SlotState::Packed | SlotState::Dead
+            )
+        })
     }
     pub fn live(&self) -> usize {
         self.count(|s| s.holds_data())

@@ -11,6 +11,10 @@ use crate::space::{StripeState, StripeTable, Zone};
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::{Bmt, Entry, Loc, PatchTable};
 
+/// What a waiting write's placement depends on: spare stripes, spare slots, stripes in the
+/// replicated area, open packs.
+pub type SpaceMark = (u64, usize, u64, usize);
+
 /// A request waiting for its block locks (or for free space).
 #[derive(Debug)]
 pub struct Parked {
@@ -49,13 +53,13 @@ pub struct Vol {
     pub sweep_cursor: u64,
     /// Relocations the last sweep planned and not yet started (best last), good until
     /// `reloc_batches_until`.
-    pub reloc_batches: Vec<super::background::RelocBatch>,
+    pub reloc_batches: Vec<super::relocate::RelocBatch>,
     pub reloc_batches_until: Nanos,
     /// Writes parked until conversion or compaction frees stripes.
     pub space_waiters: Vec<u64>,
     /// `space_mark()` when the waiters last failed to find room: they are tried again
     /// only once it moves.
-    pub waiters_mark: (u64, usize, u64, usize),
+    pub waiters_mark: SpaceMark,
     /// User writes with device I/O in flight (their completion may free space).
     pub writes_in_flight: usize,
     /// After a scan found no background work it could start, the next scan waits until
@@ -126,7 +130,7 @@ impl Vol {
     }
     /// What a waiting write's placement depends on: spare stripes, spare slots, stripes in
     /// the replicated area, open packs.
-    pub fn space_mark(&self) -> (u64, usize, u64, usize) {
+    pub fn space_mark(&self) -> SpaceMark {
         (
             self.stripes.available(),
             self.pairs.spare_slots(),
@@ -181,10 +185,9 @@ impl Vol {
                     .expect("replica key without a pair set");
                 let set = self.pairs.set_mut(r.set);
                 let slot = &mut set.slots[r.slot as usize];
-                if slot.state == SlotState::Packed {
-                    let was_active = self.packs.is_active(r);
+                if matches!(slot.state, SlotState::Packing | SlotState::Packed) {
                     let st = self.packs.remove_owner(r, ub);
-                    self.pack_changed(r, was_active, st, now);
+                    self.pack_changed(r, st, now);
                     return;
                 }
                 assert_eq!(
@@ -198,21 +201,15 @@ impl Vol {
         }
     }
 
-    /// Apply what a pack operation left of slot `r` (`was_active`: it was an open pack
-    /// before): a pack that stopped taking pieces no longer holds its set unsettled, and one
-    /// with no live pages is a dead slot.
-    pub fn pack_changed(&mut self, r: SlotRef, was_active: bool, st: Settled, now: Nanos) {
-        if st == Settled::No {
-            return;
-        }
-        let set = self.pairs.set_mut(r.set);
-        if was_active {
-            assert!(set.open_packs > 0, "pack count of set {} drifted", r.set);
-            set.open_packs -= 1;
-        }
-        if st == Settled::Empty {
-            set.slots[r.slot as usize].state = SlotState::Dead;
-        }
+    /// Apply what a pack operation left of slot `r`: a pack closed with no write in flight
+    /// no longer holds its set unsettled, and one with no live pages is a dead slot.
+    pub fn pack_changed(&mut self, r: SlotRef, st: Settled, now: Nanos) {
+        let state = match st {
+            Settled::No => return,
+            Settled::Live => SlotState::Packed,
+            Settled::Empty => SlotState::Dead,
+        };
+        self.pairs.set_mut(r.set).slots[r.slot as usize].state = state;
         self.settle_set(r.set, now);
     }
 
@@ -222,7 +219,7 @@ impl Vol {
         self.pairs.close(id);
         for r in self.packs.of_set(id) {
             let st = self.packs.close(r);
-            self.pack_changed(r, true, st, now);
+            self.pack_changed(r, st, now);
             if self.pairs.get(id).is_none() {
                 return true;
             }
@@ -233,7 +230,7 @@ impl Vol {
     /// Pages of user block `ub` now sit in pack `r` (or, `ub` None, the write failed).
     pub fn pack_write_done(&mut self, r: SlotRef, ub: Option<u64>, now: Nanos) {
         let st = self.packs.write_done(r, ub);
-        self.pack_changed(r, true, st, now);
+        self.pack_changed(r, st, now);
     }
 
     /// References to the data blocks of RAID stripe `s` (one per owner of each block).

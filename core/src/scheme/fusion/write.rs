@@ -243,11 +243,9 @@ impl FusionScheme {
                             && let Some(old) = v.packs.fullest()
                         {
                             let st = v.packs.close(old);
-                            v.pack_changed(old, true, st, ctx.now);
+                            v.pack_changed(old, st, ctx.now);
                         }
-                        let set = v.pairs.set_mut(r.set);
-                        set.slots[r.slot as usize].state = SlotState::Packed;
-                        set.open_packs += 1;
+                        v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Packing;
                         v.packs.start(r, first, count);
                         packed.push((r, first, count));
                     } else {
@@ -466,7 +464,7 @@ impl FusionScheme {
         }
         for p in pieces {
             if let Dest::Slot(r) = p.dest {
-                if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packed {
+                if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
                     v.pack_write_done(r, None, ctx.now);
                     continue;
                 }
@@ -504,7 +502,7 @@ impl FusionScheme {
                 }
                 Dest::Slot(r) => {
                     let key = v.pairs.key(&v.zone, r);
-                    if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packed {
+                    if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
                         // Owner first: mapping the patch may release the block's older pages.
                         v.packs.add_owner(r, p.ub);
                         v.map_patch(p.ub, p.first, p.count, Loc::Rep(key), now);
@@ -740,7 +738,6 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
         last_access: ctx.now,
         converting: false,
         in_lru: false,
-        open_packs: 0,
     };
     v.pairs.insert(set, ctx.now);
     true
