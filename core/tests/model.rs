@@ -349,6 +349,9 @@ fn run(sc: &Scenario) {
         }
     }
     d.engine.scheme().check_invariants();
+    // Nothing corrupts data in this test: a checksum error is a wrong checksum (one not
+    // updated with its mapping, or verified against the wrong location).
+    assert_eq!(d.engine.stats().checksum_errors, 0, "false checksum errors");
 }
 
 #[test]

@@ -26,6 +26,12 @@ pub struct EngineStats {
     pub device_bytes_written_bg: u64,
     pub device_bytes_read_bg: u64,
     pub write_retries: u64,
+    /// Device reads whose data failed its page checksum (read again elsewhere).
+    pub checksum_errors: u64,
+    /// Pages no copy and no parity could restore (their read failed with an error).
+    pub unrecoverable_pages: u64,
+    /// Blocks moved off a bad copy (repair after a checksum error).
+    pub repaired_blocks: u64,
 }
 
 impl EngineStats {

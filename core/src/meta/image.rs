@@ -4,18 +4,19 @@
 //! are derived from these on recovery (`scheme::fusion::durable`).
 //!
 //! ```text
-//! image:  magic "FRIMAGE1" | volumes u32 | volume...
+//! image:  magic "FRIMAGE2" | volumes u32 | volume...
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
+//!         | checksums present u8 | (crc32c u32 per page of the volume, when present)
 //! ```
 
 use std::collections::HashMap;
 
 use super::record::Record;
-use crate::volume::{Bmt, Entry, PatchNode, PatchTable};
+use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE1";
+const MAGIC: [u8; 8] = *b"FRIMAGE2";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetImage {
@@ -26,6 +27,7 @@ pub struct SetImage {
 pub struct VolImage {
     pub bmt: Bmt,
     pub patches: PatchTable,
+    pub sums: PageSums,
     sets: Vec<Option<SetImage>>,
     /// stripe -> index in `sets`: a stripe is in at most one set at a time.
     owner: HashMap<u32, usize>,
@@ -36,6 +38,7 @@ impl VolImage {
         VolImage {
             bmt: Bmt::new(blocks),
             patches: PatchTable::new(pages_per_block),
+            sums: PageSums::new(blocks, pages_per_block),
             sets: Vec::new(),
             owner: HashMap::new(),
         }
@@ -84,6 +87,9 @@ impl VolImage {
             Record::Whole { ub, loc, .. } => {
                 self.check_ub(*ub)?;
                 self.patches.clear(*ub);
+                if *loc == Loc::Unmapped {
+                    self.sums.clear_block(*ub);
+                }
                 self.bmt.set(
                     *ub,
                     Entry {
@@ -141,6 +147,30 @@ impl VolImage {
                 stripes: stripes.clone(),
                 cols: cols.clone(),
             }),
+            Record::Written {
+                ub,
+                loc,
+                first,
+                sums,
+                ..
+            } => {
+                self.check_ub(*ub)?;
+                let count = sums.len() as u16;
+                if count == 0 || *first as usize + sums.len() > self.pages() as usize {
+                    return Err(format!(
+                        "write of pages {first}+{count} outside a {}-page block",
+                        self.pages()
+                    ));
+                }
+                self.apply(&Record::Patch {
+                    vol: 0,
+                    ub: *ub,
+                    loc: *loc,
+                    first: *first,
+                    count,
+                })?;
+                self.sums.set(*ub, *first, sums);
+            }
         }
         Ok(())
     }
@@ -156,6 +186,7 @@ pub fn encode_vol<'a>(
     bmt: &Bmt,
     patches: &PatchTable,
     sets: impl Iterator<Item = (&'a [u32], Vec<[u8; 3]>)>,
+    sums: &PageSums,
 ) {
     out.extend_from_slice(&bmt.blocks().to_le_bytes());
     out.extend_from_slice(&patches.pages_per_block().to_le_bytes());
@@ -184,6 +215,7 @@ pub fn encode_vol<'a>(
         count += 1;
     }
     out[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
+    sums.encode(out);
 }
 
 /// Start an image of `volumes` volumes (then `encode_vol` each).
@@ -238,6 +270,7 @@ impl Image {
                 &v.bmt,
                 &v.patches,
                 v.sets().map(|s| (s.stripes.as_slice(), s.cols.clone())),
+                &v.sums,
             );
         }
         out
@@ -247,7 +280,11 @@ impl Image {
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = Cursor { b, at: 0 };
         if c.take(8)? != MAGIC {
-            return Err("checkpoint image has no FRIMAGE1 magic".into());
+            return Err(
+                "checkpoint image has no FRIMAGE2 magic (a pool created by an older fusionraid \
+                 must be created again)"
+                    .into(),
+            );
         }
         let n = c.u32()? as usize;
         if n != shapes.len() {
@@ -269,6 +306,7 @@ impl Image {
             let mut v = VolImage {
                 bmt: Bmt::from_bytes(blocks, raw).map_err(String::from)?,
                 patches: PatchTable::new(ppb),
+                sums: PageSums::new(blocks, ppb),
                 sets: Vec::new(),
                 owner: HashMap::new(),
             };
@@ -304,6 +342,18 @@ impl Image {
                 }
                 v.add_set(SetImage { stripes, cols });
             }
+            match c.u8()? {
+                0 => {}
+                1 => {
+                    let n = (blocks as usize)
+                        .saturating_mul(ppb as usize)
+                        .saturating_mul(4);
+                    v.sums
+                        .load(c.take(n)?)
+                        .map_err(|e| format!("volume {i}: {e}"))?;
+                }
+                x => return Err(format!("volume {i}: checksum table flag {x}")),
+            }
             vols.push(v);
         }
         if c.at != b.len() {
@@ -316,12 +366,7 @@ impl Image {
     }
 
     pub fn apply(&mut self, r: &Record) -> Result<(), String> {
-        let vol = match r {
-            Record::Whole { vol, .. }
-            | Record::Patch { vol, .. }
-            | Record::Retarget { vol, .. }
-            | Record::SetCreate { vol, .. } => *vol as usize,
-        };
+        let vol = r.vol() as usize;
         let n = self.vols.len();
         self.vols
             .get_mut(vol)
@@ -334,6 +379,43 @@ impl Image {
 mod tests {
     use super::*;
     use crate::volume::Loc;
+
+    #[test]
+    fn checksums_follow_written_records_and_survive_a_checkpoint() {
+        let shapes = [(4u64, 16u16)];
+        let mut img = Image::empty(&shapes);
+        assert!(!img.vols[0].sums.active());
+        let w = |ub, first, sums: Vec<u32>| Record::Written {
+            vol: 0,
+            ub,
+            loc: Loc::Rep(8),
+            first,
+            sums,
+        };
+        img.apply(&w(1, 0, (1..=16).collect())).unwrap();
+        img.apply(&w(2, 5, vec![77, 78])).unwrap();
+        assert_eq!(img.vols[0].bmt.get(1).base, Loc::Rep(8));
+        assert!(img.vols[0].bmt.get(2).patched);
+        let back = Image::decode(&img.encode(), &shapes).unwrap();
+        assert_eq!(back.vols[0].sums.get(1, 14, 2), vec![15, 16]);
+        assert_eq!(back.vols[0].sums.get(2, 4, 3), vec![0, 77, 78]);
+        // Unmapping a block forgets its checksums; moving data keeps them.
+        img.apply(&Record::Whole {
+            vol: 0,
+            ub: 1,
+            loc: Loc::Unmapped,
+        })
+        .unwrap();
+        img.apply(&Record::Whole {
+            vol: 0,
+            ub: 2,
+            loc: Loc::Raid(3),
+        })
+        .unwrap();
+        assert_eq!(img.vols[0].sums.get(1, 0, 2), vec![0, 0]);
+        assert_eq!(img.vols[0].sums.get(2, 5, 1), vec![77]);
+        assert!(img.apply(&w(3, 15, vec![1, 2])).is_err(), "past the block");
+    }
 
     #[test]
     fn image_round_trips_through_records() {

@@ -6,7 +6,12 @@
 //!   2 Patch     ub u64, loc u40, first u16, count u16   pages [first, first+count) at loc
 //!   3 Retarget  ub u64, from u40, to u40     conversion: references to `from` now name `to`
 //!   4 SetCreate copies u8, stripes u32 x copies, slots u16, then slots x copies column bytes
+//!   5 Written   ub u64, loc u40, first u16, count u16, crc32c u32 x count
+//!               a user write: pages [first, first+count) at loc (the whole block when they
+//!               are all of it), with the checksums of their new content
 //! ```
+//! A `Written` record carries its checksums in the same record as the mapping change, so
+//! recovery never applies one without the other.
 //! A location is a packed BMT location (`Loc::pack`, 5 bytes).
 
 use crate::volume::Loc;
@@ -36,6 +41,14 @@ pub enum Record {
         stripes: Vec<u32>,
         /// Per slot, the column of its block in each stripe.
         cols: Vec<[u8; 3]>,
+    },
+    Written {
+        vol: u8,
+        ub: u64,
+        loc: Loc,
+        first: u16,
+        /// One per page written (`sums.len()` is the page count).
+        sums: Vec<u32>,
     },
 }
 
@@ -88,6 +101,33 @@ impl Record {
                     out.extend_from_slice(&c[..stripes.len()]);
                 }
             }
+            Record::Written {
+                vol,
+                ub,
+                loc,
+                first,
+                sums,
+            } => {
+                out.extend_from_slice(&[5, *vol]);
+                out.extend_from_slice(&ub.to_le_bytes());
+                put_loc(out, *loc);
+                out.extend_from_slice(&first.to_le_bytes());
+                out.extend_from_slice(&(sums.len() as u16).to_le_bytes());
+                for s in sums {
+                    out.extend_from_slice(&s.to_le_bytes());
+                }
+            }
+        }
+    }
+
+    /// The volume a record belongs to.
+    pub fn vol(&self) -> u8 {
+        match self {
+            Record::Whole { vol, .. }
+            | Record::Patch { vol, .. }
+            | Record::Retarget { vol, .. }
+            | Record::SetCreate { vol, .. }
+            | Record::Written { vol, .. } => *vol,
         }
     }
 
@@ -99,6 +139,7 @@ impl Record {
             Record::SetCreate { stripes, cols, .. } => {
                 5 + 4 * stripes.len() + cols.len() * stripes.len()
             }
+            Record::Written { sums, .. } => 19 + 4 * sums.len(),
         }
     }
 
@@ -214,6 +255,29 @@ impl<'a> Reader<'a> {
                 }
                 Record::SetCreate { vol, stripes, cols }
             }
+            5 => {
+                let ub = self.u64()?;
+                let loc = self.loc()?;
+                let first = self.u16()?;
+                let count = self.u16()?;
+                if count == 0 || first as u32 + count as u32 > 256 {
+                    return Err(RecordError {
+                        at: self.at,
+                        what: "written page range out of bounds",
+                    });
+                }
+                let mut sums = Vec::with_capacity(count as usize);
+                for _ in 0..count {
+                    sums.push(self.u32()?);
+                }
+                Record::Written {
+                    vol,
+                    ub,
+                    loc,
+                    first,
+                    sums,
+                }
+            }
             _ => {
                 return Err(RecordError {
                     at: self.at,
@@ -272,6 +336,20 @@ mod tests {
                         stripes: s[..copies].to_vec(),
                         cols,
                     }
+                }),
+            (
+                any::<u8>(),
+                any::<u64>(),
+                loc(),
+                0u16..200,
+                proptest::collection::vec(any::<u32>(), 1..56)
+            )
+                .prop_map(|(vol, ub, loc, first, sums)| Record::Written {
+                    vol,
+                    ub,
+                    loc,
+                    first,
+                    sums
                 }),
         ]
     }

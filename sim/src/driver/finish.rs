@@ -33,6 +33,9 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         device_bytes_written_bg: now.device_bytes_written_bg - base.device_bytes_written_bg,
         device_bytes_read_bg: now.device_bytes_read_bg - base.device_bytes_read_bg,
         write_retries: now.write_retries - base.write_retries,
+        checksum_errors: now.checksum_errors - base.checksum_errors,
+        unrecoverable_pages: now.unrecoverable_pages - base.unrecoverable_pages,
+        repaired_blocks: now.repaired_blocks - base.repaired_blocks,
     }
 }
 

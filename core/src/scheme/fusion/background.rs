@@ -125,6 +125,9 @@ impl FusionScheme {
                     starving || (idle && self.vols[vol].bg_running == 0),
                 );
             }
+            if !started {
+                started = self.start_repair(ctx, vol);
+            }
             if !started && (starving || low_space) {
                 let room = limit - self.vols[vol].bg_running;
                 started = self.start_relocation(ctx, vol, room);
@@ -301,9 +304,50 @@ impl FusionScheme {
         }
         if writing {
             self.finish_conversion(ctx, tag.job);
+        } else if !self.kept_copy_verifies(ctx, tag.job) {
+            // The copy that would stay has bad pages: converting would make parity from
+            // them and drop the good copy. Give the set back; its blocks move (repair)
+            // from the good copy, and the set converts later.
+            let _ = self.jobs.remove(tag.job);
+            let v = &mut self.vols[vol];
+            v.bg_running -= 1;
+            v.next_bg_scan = 0;
+            v.pairs.set_mut(id).converting = false;
+            v.settle_set(id, ctx.now);
         } else {
             self.convert_write_parity(ctx, tag.job);
         }
+    }
+
+    /// Check the live pages of the columns a conversion read (the copy it keeps) against
+    /// their checksums; queue the blocks of bad ones for repair.
+    fn kept_copy_verifies(&mut self, ctx: &mut Ctx, h: u64) -> bool {
+        let Some(Job::Convert(j)) = self.jobs.get(h) else {
+            unreachable!()
+        };
+        let v = &self.vols[j.vol];
+        if ctx.size_only || !v.sums.active() {
+            return true;
+        }
+        let set = v.pairs.set(j.set);
+        let mut bad = Vec::new();
+        for (i, sl) in set.slots.iter().enumerate() {
+            let Some(data) = &j.cols[sl.cols[j.keep] as usize] else {
+                continue; // not read: a dead column on a failed member
+            };
+            let r = super::pairs::SlotRef {
+                set: j.set,
+                slot: i as u16,
+            };
+            let loc = Loc::Rep(v.pairs.key(&v.zone, r));
+            bad.extend(v.bad_owners(&v.slot_owners(r), loc, data));
+        }
+        let vol = j.vol;
+        ctx.stats.checksum_errors += bad.len() as u64;
+        for &ub in &bad {
+            self.vols[vol].queue_repair(ub);
+        }
+        bad.is_empty()
     }
 
     /// Fill the parity of the kept stripe.

@@ -89,7 +89,7 @@ pub fn meta_layout(cfg: &FusionConfig) -> Option<MetaLayout> {
 }
 
 /// The largest checkpoint image the volumes can produce: every block mapped and patched as
-/// finely as its pages allow, every stripe in a pair set.
+/// finely as its pages allow, every stripe in a pair set, a checksum for every page.
 fn max_image_bytes(cfg: &FusionConfig) -> u64 {
     let bs = cfg.pool.block_size;
     let mut total = 12u64;
@@ -114,7 +114,8 @@ fn max_image_bytes(cfg: &FusionConfig) -> u64 {
             .saturating_add(10 + 8 + 4)
             .saturating_add(blocks.saturating_mul(5))
             .saturating_add(patches)
-            .saturating_add(sets);
+            .saturating_add(sets)
+            .saturating_add(crate::volume::PageSums::max_encoded_len(blocks, ppb));
     }
     total
 }
@@ -235,7 +236,7 @@ impl FusionScheme {
         let mut out = Vec::new();
         encode_header(&mut out, self.vols.len());
         for v in &self.vols {
-            encode_vol(&mut out, &v.bmt, &v.patches, v.pairs.structures());
+            encode_vol(&mut out, &v.bmt, &v.patches, v.pairs.structures(), &v.sums);
         }
         out
     }
@@ -546,6 +547,7 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
     }
     v.bmt = img.bmt;
     v.patches = img.patches;
+    v.sums = img.sums;
     let mut valid = vec![0u32; nstripes as usize];
     for ub in 0..v.blocks {
         let e = v.bmt.get(ub);

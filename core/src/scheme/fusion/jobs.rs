@@ -87,7 +87,19 @@ pub struct ReadPart {
     pub hedged: bool,
     /// (tag code, stripe) of each device read in flight; its pin is released on completion.
     pub pins: Vec<(u32, u32)>,
+    /// The pages' checksums when the part was planned (empty: none kept). The data at the
+    /// planned location can not change while the read pins its stripe; the checksums can
+    /// (a write completing meanwhile), so they are captured with the location.
+    pub expect: Vec<u32>,
+    /// Copies of `loc` whose data failed its checksum: bit i for replica copy i,
+    /// `BAD_RAID` for the RAID block itself (then it is rebuilt from parity).
+    pub bad: u8,
 }
+
+/// `ReadPart::bad` bit for a RAID block that failed its checksum.
+pub const BAD_RAID: u8 = 1 << 7;
+/// `ReadPart::bad` bit for a reconstruction (around a slow member) that failed its checksum.
+pub const BAD_REBUILD: u8 = 1 << 6;
 
 pub struct ReadJob {
     pub vol: usize,
@@ -190,4 +202,6 @@ pub struct RelocJob {
     pub failed: bool,
     /// Part of a rebuild (counted in `Vol::rebuild_running`).
     pub rebuild: bool,
+    /// Moving blocks off a copy that failed its checksum.
+    pub repair: bool,
 }

@@ -290,8 +290,9 @@ impl Scheme for FusionScheme {
             d = Some(d.map_or(t, |x| x.min(t)));
         }
         for v in &self.vols {
-            if !v.space_waiters.is_empty() && v.next_bg_scan > now {
-                // Writes wait and the last scan found nothing: scan again then.
+            if (!v.space_waiters.is_empty() || !v.repair.is_empty()) && v.next_bg_scan > now {
+                // Writes wait (or blocks await repair) and the last scan found nothing: scan
+                // again then.
                 let t = v.next_bg_scan;
                 d = Some(d.map_or(t, |x| x.min(t)));
             }
@@ -341,7 +342,9 @@ impl Scheme for FusionScheme {
     }
 
     fn is_idle(&self) -> bool {
-        self.jobs.is_empty() && self.durable.as_ref().is_none_or(|d| d.waiting() == 0)
+        self.jobs.is_empty()
+            && self.durable.as_ref().is_none_or(|d| d.waiting() == 0)
+            && self.vols.iter().all(|v| v.repair.is_empty())
     }
 
     fn check_invariants(&self) {

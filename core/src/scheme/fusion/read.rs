@@ -4,14 +4,14 @@
 //! optionally a slow replicated read is hedged to another copy.
 
 use super::FusionScheme;
-use super::jobs::{Job, PartMode, ReadJob, ReadPart, ReadPurpose};
+use super::jobs::{BAD_RAID, BAD_REBUILD, Job, PartMode, ReadJob, ReadPart, ReadPurpose};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::parity;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
-use crate::volume::Loc;
 use crate::volume::patch::segments;
+use crate::volume::{Loc, PageSums};
 
 /// IoTag.part = part index * PART_STRIDE + code. Codes below DIRECT are the columns of a
 /// rebuild; DIRECT + i is a plain read of copy i (0 for a RAID block).
@@ -68,6 +68,8 @@ impl FusionScheme {
                     issued_at: ctx.now,
                     hedged: false,
                     pins: Vec::new(),
+                    expect: Vec::new(),
+                    bad: 0,
                 });
             }
             b += 1;
@@ -94,17 +96,23 @@ impl FusionScheme {
     /// Choose how to serve part `i` and issue its device reads. Unmapped parts finish at once.
     fn plan_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
         let redirect = self.cfg.redirect;
-        let (vol, loc, first, count, background) = {
+        let (vol, loc, ub, first, count, background, bad) = {
             let job = self.read_job(h);
             let p = &job.parts[i];
             (
                 job.vol,
                 p.loc,
+                p.ub,
                 p.first,
                 p.count,
                 matches!(job.purpose, ReadPurpose::Reloc { .. }),
+                p.bad,
             )
         };
+        if loc != Loc::Unmapped && !ctx.size_only {
+            let expect = self.vols[vol].sums.get(ub, first, count);
+            self.read_job(h).parts[i].expect = expect;
+        }
         let v = &mut self.vols[vol];
         let page_off = first as u64 * PAGE_SIZE;
         let len = count as u64 * PAGE_SIZE;
@@ -125,9 +133,9 @@ impl FusionScheme {
                 let copies = &copies[..n];
                 let mut alive = [(0u32, 0usize, DiskId(0)); 3];
                 let mut n_alive = 0;
-                for &(s, c) in copies {
+                for (ci, &(s, c)) in copies.iter().enumerate() {
                     let d = v.zone.disk(s, c);
-                    if !ctx.is_failed(d) {
+                    if !ctx.is_failed(d) && bad & (1 << ci) == 0 {
                         alive[n_alive] = (s, c, d);
                         n_alive += 1;
                     }
@@ -146,6 +154,16 @@ impl FusionScheme {
                     alive.first().copied()
                 };
                 match pick {
+                    None if bad != 0 => {
+                        ctx.stats.unrecoverable_pages += count as u64;
+                        self.part_failed(
+                            ctx,
+                            h,
+                            i,
+                            "every readable copy of a replicated block failed its checksum",
+                        );
+                        return;
+                    }
                     None => {
                         self.part_failed(
                             ctx,
@@ -186,8 +204,12 @@ impl FusionScheme {
                 let others_fine = (0..width)
                     .filter(|&x| x != c)
                     .all(|x| !ctx.avoid(v.zone.disk(s, x)));
-                let rebuild =
-                    ctx.is_failed(disk) || (redirect && ctx.is_unresponsive(disk) && others_fine);
+                let rebuild = ctx.is_failed(disk)
+                    || bad & BAD_RAID != 0
+                    || (redirect
+                        && ctx.is_unresponsive(disk)
+                        && others_fine
+                        && bad & BAD_REBUILD == 0);
                 if !rebuild {
                     let (dk, off) = v.zone.device_offset(s, c, page_off);
                     v.stripes.pin(s);
@@ -212,7 +234,7 @@ impl FusionScheme {
                         );
                         return;
                     }
-                    if !ctx.is_failed(disk) {
+                    if !ctx.is_failed(disk) && bad & BAD_RAID == 0 {
                         ctx.stats.redirected_reads += 1;
                     }
                     ctx.stats.reconstructed_reads += 1;
@@ -278,6 +300,9 @@ impl FusionScheme {
             let off = buf_off + (f - first) as usize * PAGE_SIZE as usize;
             if k == 0 {
                 let p = &mut job.parts[i];
+                if p.loc != loc {
+                    p.bad = 0; // the bad copies were those of the old location
+                }
                 (p.first, p.count, p.buf_off, p.loc) = (f, c, off, loc);
                 out.push(i);
             } else {
@@ -294,6 +319,8 @@ impl FusionScheme {
                     issued_at: 0,
                     hedged: false,
                     pins: Vec::new(),
+                    expect: Vec::new(),
+                    bad: 0,
                 });
                 job.pending += 1;
                 out.push(job.parts.len() - 1);
@@ -404,6 +431,49 @@ impl FusionScheme {
                 }
             }
         }
+        if let Some(Some(bytes)) = &done_bytes {
+            let job = self.read_job(tag.job);
+            let user = matches!(job.purpose, ReadPurpose::User { .. });
+            let p = &mut job.parts[i];
+            if PageSums::first_mismatch(&p.expect, bytes).is_some() {
+                // Silent corruption (or a torn write the device acknowledged): this copy
+                // is not the data that was written.
+                ctx.stats.checksum_errors += 1;
+                done_bytes = None;
+                match p.mode {
+                    PartMode::Direct { .. } => {
+                        p.bad |= match p.loc {
+                            Loc::Rep(_) => 1 << (col - DIRECT),
+                            _ => BAD_RAID,
+                        };
+                        if p.inflight > 0 {
+                            return; // the hedged read of another copy may still deliver
+                        }
+                        replan = true;
+                    }
+                    _ if p.bad & (BAD_RAID | BAD_REBUILD) == 0 => {
+                        // Rebuilt around a slow member from a column that is itself bad:
+                        // read the block directly instead.
+                        p.bad |= BAD_REBUILD;
+                        replan = true;
+                    }
+                    _ => {
+                        ctx.stats.unrecoverable_pages += p.count as u64;
+                        self.part_failed(
+                            ctx,
+                            tag.job,
+                            i,
+                            "a block failed its checksum and its parity could not restore it",
+                        );
+                    }
+                }
+            } else if p.bad & !BAD_REBUILD != 0 && user {
+                // Served from a good copy: move the block off the bad one in the background
+                // (a relocation of it does that already).
+                let ub = p.ub;
+                self.vols[vol].queue_repair(ub);
+            }
+        }
         if replan {
             let job = self.read_job(tag.job);
             let p = &mut job.parts[i];
@@ -413,10 +483,10 @@ impl FusionScheme {
             } else {
                 // Where the pages live may have changed while the failed read was out
                 // (conversion, relocation): look again before reading again.
+                // (Planning may finish the part at once: unmapped by now, or no copy left.)
                 for j in self.reresolve_part(tag.job, i) {
                     self.plan_part(ctx, tag.job, j);
                 }
-                return;
             }
         } else if let Some(bytes) = done_bytes {
             let job = self.read_job(tag.job);

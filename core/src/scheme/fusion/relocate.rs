@@ -20,6 +20,17 @@ pub struct RelocBatch {
     pub frees: bool,
 }
 
+/// Why blocks move.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RelocKind {
+    /// Compaction of holes and merging of patch lists.
+    Clean,
+    /// Off failed members.
+    Rebuild,
+    /// Off a copy that failed its checksum.
+    Repair,
+}
+
 /// Relocation batches one sweep plans at most, and how long they stay good: the blocks may
 /// be rewritten meanwhile (a relocation then moves a block that needed no move, which its
 /// compare-and-swap makes harmless, only wasted).
@@ -87,6 +98,27 @@ impl FusionScheme {
             }
         }
         started > 0
+    }
+
+    /// Move up to a stripe's worth of blocks a read or scrub found a bad copy of: the
+    /// relocation reads them (verified, from a good copy or rebuilt from parity) and writes
+    /// them to a fresh stripe, which is the repair. Blocks that find no target stripe are
+    /// dropped from the queue: the next read or scrub of them queues them again.
+    pub(super) fn start_repair(&mut self, ctx: &mut Ctx, vol: usize) -> bool {
+        let v = &mut self.vols[vol];
+        if v.repair.is_empty() {
+            return false;
+        }
+        let n = v.zone.dcols().min(v.repair.len());
+        let mut picked: Vec<u64> = v.repair.drain(..n).collect();
+        picked.retain(|&u| {
+            let e = v.bmt.get(u);
+            e.base != Loc::Unmapped || e.patched
+        });
+        if picked.is_empty() || v.stripes.available() <= v.cleaner_reserve() {
+            return false;
+        }
+        self.launch_relocation_as(ctx, vol, picked, RelocKind::Repair)
     }
 
     /// Sweep part of the BMT and cut what is worth moving into relocation batches, the best
@@ -191,6 +223,22 @@ impl FusionScheme {
         picked: Vec<u64>,
         rebuild: bool,
     ) -> bool {
+        let kind = if rebuild {
+            RelocKind::Rebuild
+        } else {
+            RelocKind::Clean
+        };
+        self.launch_relocation_as(ctx, vol, picked, kind)
+    }
+
+    fn launch_relocation_as(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        picked: Vec<u64>,
+        kind: RelocKind,
+    ) -> bool {
+        let rebuild = kind == RelocKind::Rebuild;
         let strict = rebuild;
         let v = &mut self.vols[vol];
         let redirect = self.cfg.redirect;
@@ -262,6 +310,7 @@ impl FusionScheme {
             writing: false,
             failed: false,
             rebuild,
+            repair: kind == RelocKind::Repair,
         }));
         for (i, ub) in picked.into_iter().enumerate() {
             self.start_read(
@@ -389,6 +438,9 @@ impl FusionScheme {
                 v.stripes.set_state(j.stripe, StripeState::Free);
             }
             ctx.stats.relocations += moved;
+            if j.repair {
+                ctx.stats.repaired_blocks += moved;
+            }
         } else if v.stripes.state(j.stripe) == StripeState::Busy {
             v.stripes.set_state(j.stripe, StripeState::Free);
         }

@@ -9,11 +9,16 @@ use crate::meta::Record;
 use crate::scheme::locks::BlockLocks;
 use crate::space::{StripeState, StripeTable, Zone};
 use crate::types::{Nanos, PAGE_SIZE};
-use crate::volume::{Bmt, Entry, Loc, PatchTable};
+use crate::volume::patch::segments;
+use crate::volume::{Bmt, Entry, Loc, PageSums, PatchTable};
 
 /// What a waiting write's placement depends on: spare stripes, spare slots, stripes in the
 /// replicated area, open packs.
 pub type SpaceMark = (u64, usize, u64, usize);
+
+/// Blocks waiting for repair at most (more bad blocks than this are found again by the
+/// next read or scrub).
+pub const MAX_REPAIR: usize = 4096;
 
 /// A request waiting for its block locks (or for free space).
 #[derive(Debug)]
@@ -31,6 +36,11 @@ pub struct Vol {
     pub stripes: StripeTable,
     pub bmt: Bmt,
     pub patches: PatchTable,
+    /// CRC-32C of every user page (volume/sums.rs).
+    pub sums: PageSums,
+    /// User blocks a read or scrub found a bad copy of, waiting to be moved (relocation
+    /// rewrites them from a good copy or from parity). Bounded by `MAX_REPAIR`.
+    pub repair: Vec<u64>,
     pub pairs: PairTable,
     /// Replica slots shared by the patches of several blocks.
     pub packs: Packs,
@@ -84,6 +94,8 @@ impl Vol {
             stripes: StripeTable::new(zone.stripes()),
             bmt: Bmt::new(blocks),
             patches: PatchTable::new((block / PAGE_SIZE) as u16),
+            sums: PageSums::new(blocks, (block / PAGE_SIZE) as u16),
+            repair: Vec::new(),
             pairs: PairTable::default(),
             packs: Packs::new((block / PAGE_SIZE) as u16),
             raid_extra: FastMap::default(),
@@ -276,6 +288,13 @@ impl Vol {
     /// Point user block `ub` wholly at `loc`, releasing everything it referenced before.
     pub fn map_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
         self.record(|vol| Record::Whole { vol, ub, loc });
+        self.apply_whole(ub, loc, now);
+    }
+
+    fn apply_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
+        if loc == Loc::Unmapped {
+            self.sums.clear_block(ub);
+        }
         let old = self.bmt.get(ub);
         // No allocation for an unpatched block (the common case): the base goes last.
         let olds = if old.patched {
@@ -297,7 +316,8 @@ impl Vol {
         }
     }
 
-    /// Record pages `[first, first+count)` of `ub` at `loc`.
+    /// Record pages `[first, first+count)` of `ub` at `loc` (data moved there: their
+    /// checksums stay).
     pub fn map_patch(&mut self, ub: u64, first: u16, count: u16, loc: Loc, now: Nanos) {
         if first == 0 && count == self.pages_per_block {
             return self.map_whole(ub, loc, now);
@@ -309,6 +329,41 @@ impl Vol {
             first,
             count,
         });
+        self.apply_patch(ub, first, count, loc, now);
+    }
+
+    /// A user write put pages `[first, first+count)` of `ub` at `loc`; `sums` are their
+    /// checksums (None: no data to checksum, size-only mode). One journal record carries
+    /// both.
+    pub fn map_written(
+        &mut self,
+        ub: u64,
+        first: u16,
+        count: u16,
+        loc: Loc,
+        sums: Option<Vec<u32>>,
+        now: Nanos,
+    ) {
+        let Some(sums) = sums else {
+            return self.map_patch(ub, first, count, loc, now);
+        };
+        assert_eq!(sums.len(), count as usize, "one checksum per page written");
+        self.sums.set(ub, first, &sums);
+        self.record(|vol| Record::Written {
+            vol,
+            ub,
+            loc,
+            first,
+            sums,
+        });
+        if first == 0 && count == self.pages_per_block {
+            self.apply_whole(ub, loc, now);
+        } else {
+            self.apply_patch(ub, first, count, loc, now);
+        }
+    }
+
+    fn apply_patch(&mut self, ub: u64, first: u16, count: u16, loc: Loc, now: Nanos) {
         let gone = self.patches.insert(ub, first, count, loc);
         let e = self.bmt.get(ub);
         self.bmt.set(
@@ -320,6 +375,49 @@ impl Vol {
         );
         for l in gone {
             self.release(ub, l, now);
+        }
+    }
+
+    /// The user blocks with data in slot `r`.
+    pub fn slot_owners(&self, r: SlotRef) -> Vec<u64> {
+        match self.pairs.set(r.set).slots[r.slot as usize].state {
+            SlotState::Live(ub) => vec![ub],
+            SlotState::Packing | SlotState::Packed => self.packs.owners(r).to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Of `owners` (blocks with data in `loc`), those whose pages there do not match their
+    /// checksums in `data`, the block at `loc` as a device returned it.
+    pub fn bad_owners(&self, owners: &[u64], loc: Loc, data: &[u8]) -> Vec<u64> {
+        let mut bad = Vec::new();
+        if !self.sums.active() {
+            return bad;
+        }
+        let page = PAGE_SIZE as usize;
+        for &ub in owners {
+            let e = self.bmt.get(ub);
+            let segs = segments(e.base, self.patches.get(ub), 0, self.pages_per_block);
+            let wrong = segs.iter().any(|&(f, c, l)| {
+                let at = f as usize * page;
+                l == loc
+                    && PageSums::first_mismatch(
+                        &self.sums.get(ub, f, c),
+                        &data[at..at + c as usize * page],
+                    )
+                    .is_some()
+            });
+            if wrong {
+                bad.push(ub);
+            }
+        }
+        bad
+    }
+
+    /// Queue `ub` for repair (a copy of its data failed its checksum).
+    pub fn queue_repair(&mut self, ub: u64) {
+        if self.repair.len() < MAX_REPAIR && !self.repair.contains(&ub) {
+            self.repair.push(ub);
         }
     }
 
@@ -352,6 +450,7 @@ impl Vol {
             + self.patches.memory_bytes()
             + self.pairs.memory_bytes()
             + self.packs.memory_bytes()
+            + self.sums.memory_bytes()
             + self.raid_extra.len() as u64 * 16
             + self.stripes.memory_bytes()
     }

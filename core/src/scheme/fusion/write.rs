@@ -18,7 +18,7 @@ use crate::engine::iotable::IoTag;
 use crate::parity;
 use crate::space::StripeState;
 use crate::types::{DiskId, PAGE_SIZE};
-use crate::volume::Loc;
+use crate::volume::{Loc, sums};
 
 enum Planned {
     Issued,
@@ -490,6 +490,23 @@ impl FusionScheme {
         };
         let v = &mut self.vols[w.vol];
         let now = ctx.now;
+        let bs = v.zone.block_size();
+        // The checksums of each piece's pages (none in size-only mode).
+        let zero_sum = matches!(w.kind, WriteKind::Zeroes(_)).then(sums::zero_page_sum);
+        let sums_of = |p: &Piece| -> Option<Vec<u32>> {
+            match &w.kind {
+                WriteKind::Data(Data::Bytes(b)) => {
+                    let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - w.offset) as usize;
+                    Some(sums::sums_of(
+                        &b[start..start + p.count as usize * PAGE_SIZE as usize],
+                    ))
+                }
+                WriteKind::Zeroes(_) if !ctx.size_only => {
+                    Some(vec![zero_sum.expect("zeroes"); p.count as usize])
+                }
+                _ => None,
+            }
+        };
         for &s in &w.stripes {
             v.stripes.set_state(s, StripeState::Raid);
         }
@@ -498,19 +515,20 @@ impl FusionScheme {
                 Dest::Stripe { stripe, col } => {
                     v.raid_block_live(stripe, col);
                     let loc = Loc::Raid(v.zone.flbn(stripe, col));
-                    v.map_patch(p.ub, p.first, p.count, loc, now);
+                    v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
                 }
                 Dest::Slot(r) => {
                     let key = v.pairs.key(&v.zone, r);
+                    let loc = Loc::Rep(key);
                     if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
                         // Owner first: mapping the patch may release the block's older pages.
                         v.packs.add_owner(r, p.ub);
-                        v.map_patch(p.ub, p.first, p.count, Loc::Rep(key), now);
+                        v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
                         v.pack_write_done(r, Some(p.ub), now);
                         continue;
                     }
                     v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Live(p.ub);
-                    v.map_patch(p.ub, p.first, p.count, Loc::Rep(key), now);
+                    v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
                     v.pairs.refresh(r.set);
                 }
                 Dest::Unmap => v.map_whole(p.ub, Loc::Unmapped, now),
