@@ -1,5 +1,5 @@
-//! Operator commands for a running `serve`: `fusionraid fail N` and `fusionraid replace N
-//! SPEC`, sent over a control socket next to the status socket (one line in, one line out),
+//! Operator commands for a running `serve`: `fusionraid fail N`, `fusionraid replace N
+//! SPEC` and `fusionraid scrub`, sent over a control socket next to the status socket (one line in, one line out),
 //! and the hot-spare keeper that replaces a failed member by a listed spare once the rebuild
 //! has moved everything off it.
 
@@ -46,8 +46,15 @@ impl Operator {
                 .parse::<usize>()
                 .map_err(|_| anyhow::anyhow!("member index expected, got {n:?}"))
                 .and_then(|i| self.replace(i, spec)),
+            ["scrub"] => self
+                .driver
+                .start_scrub()
+                .map(|()| {
+                    "scrub started; `fusionraid status` shows its progress and findings".into()
+                })
+                .map_err(|e| anyhow::anyhow!(e)),
             _ => Err(anyhow::anyhow!(
-                "unknown command {line:?} (fail N | replace N SPEC)"
+                "unknown command {line:?} (fail N | replace N SPEC | scrub)"
             )),
         };
         match r {
@@ -199,6 +206,16 @@ fn send(target: &Target, line: &str) -> anyhow::Result<()> {
         bail!("the command was refused");
     }
     Ok(())
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ScrubArgs {
+    #[command(flatten)]
+    pub target: Target,
+}
+
+pub fn scrub(args: ScrubArgs) -> anyhow::Result<()> {
+    send(&args.target, "scrub")
 }
 
 pub fn fail(args: FailArgs) -> anyhow::Result<()> {

@@ -56,6 +56,9 @@ enum Command {
     Fail(control::FailArgs),
     /// Put a new device in the slot of a failed member once its data has been rebuilt.
     Replace(control::ReplaceArgs),
+    /// Check everything a running pool stores against its checksums and parity, in the
+    /// background; bad copies are rewritten from good ones (`status` shows progress).
+    Scrub(control::ScrubArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -78,6 +81,7 @@ fn main() -> anyhow::Result<()> {
         Some(Command::Status(args)) => status_cmd::run(args),
         Some(Command::Fail(args)) => control::fail(args),
         Some(Command::Replace(args)) => control::replace(args),
+        Some(Command::Scrub(args)) => control::scrub(args),
         #[allow(unreachable_patterns)]
         Some(_) => unreachable!(),
     }

@@ -173,6 +173,9 @@ pub fn render(doc: &StatusDoc) -> String {
         if let Some(r) = &v.rebuild {
             let _ = writeln!(o, "	  rebuild: {r}");
         }
+        if let Some(r) = &v.scrub {
+            let _ = writeln!(o, "	  scrub: {r}");
+        }
     }
     let _ = writeln!(
         o,
@@ -188,6 +191,11 @@ pub fn render(doc: &StatusDoc) -> String {
         o,
         "background: {} conversions, write amplification {:.2}",
         s.conversions, s.write_amplification
+    );
+    let _ = writeln!(
+        o,
+        "integrity: {} checksum errors, {} blocks repaired, {} parities rewritten, {} pages unrecoverable",
+        s.checksum_errors, s.repaired_blocks, s.parity_rewrites, s.unrecoverable_pages
     );
     match &s.metadata {
         Some(m) => {
@@ -227,12 +235,12 @@ pub fn render(doc: &StatusDoc) -> String {
     let _ = writeln!(
         o,
         "errors: {}",
-        if errors == 0 && s.failed_requests == 0 {
+        if errors == 0 && s.failed_requests == 0 && s.checksum_errors == 0 {
             "No known data errors".to_string()
         } else {
             format!(
-                "{errors} device errors, {} failed requests",
-                s.failed_requests
+                "{errors} device errors, {} checksum errors ({} pages unrecoverable), {} failed requests",
+                s.checksum_errors, s.unrecoverable_pages, s.failed_requests
             )
         }
     );

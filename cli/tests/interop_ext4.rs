@@ -1,6 +1,7 @@
 //! A file system on a fusionraid volume: nbdfuse exposes the volume as a file, mkfs.ext4
 //! formats it, a loop mount writes files, fsck checks it after unmount, and a second mount
-//! reads the files back. Needs root (mount), /dev/loop* and /dev/fuse.
+//! reads the files back; and the same file system after a kill -9 of `serve` in the middle
+//! of writes. Needs root (mount), /dev/loop* and /dev/fuse.
 
 mod common;
 
@@ -52,6 +53,141 @@ fn files() -> Vec<(String, Vec<u8>)> {
         v.push((format!("dir{}/file{i}.bin", i % 4), pattern(i + 1000, len)));
     }
     v
+}
+
+const EXT4_TOOLS: [&str; 6] = [
+    "nbdfuse",
+    "mkfs.ext4",
+    "fsck.ext4",
+    "mount",
+    "umount",
+    "fusermount3",
+];
+
+/// nbdfuse serving `uri` as the file `dir/disk` of `size` bytes, once it is there.
+fn nbdfuse(dir: &Path, uri: &str, size: u64) -> (Guard, Mount, PathBuf) {
+    let disk = dir.join("disk");
+    let mut cmd = Command::new("nbdfuse");
+    cmd.arg(&disk)
+        .arg(uri)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let fuse = Guard::spawn(cmd, "nbdfuse");
+    let m = Mount(dir.to_path_buf(), "fusermount3");
+    wait_for("the nbdfuse file", Duration::from_secs(30), || {
+        std::fs::metadata(&disk).is_ok_and(|m| m.len() == size)
+    });
+    (fuse, m, disk)
+}
+
+#[test]
+fn ext4_survives_kill_9_of_serve_mid_write() {
+    if !need("ext4 after kill -9", &EXT4_TOOLS) {
+        return;
+    }
+    if let Err(why) = can_mount() {
+        skip("ext4 after kill -9", &why);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // File members (they outlive the process) and a short commit interval.
+    let members: Vec<String> = (0..5).map(|i| format!("\"file:m{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"fscrash\"\nmembers = [{}]\nmember_size = \"128M\"\nblock_size = \"64K\"\n\
+             layout = \"permutation\"\n[metadata]\ncommit_interval_ms = 5\n{}",
+            members.join(", "),
+            volume("fs", "raid5", 4, "96M", true)
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("fusionraid create");
+    let fuse_dir = d.join("fuse");
+    let mnt = d.join("mnt");
+    std::fs::create_dir_all(&fuse_dir).unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mnt_s = mnt.to_str().unwrap().to_string();
+    let synced: Vec<(String, Vec<u8>)> = files().into_iter().take(24).collect();
+
+    let mut s = Serve::start(&p, &[]);
+    let (mut fuse, fuse_mount, disk) = nbdfuse(&fuse_dir, &s.uri("fs"), 96 << 20);
+    let disk_s = disk.to_str().unwrap().to_string();
+    run("mkfs.ext4", &["-q", "-F", "-E", "nodiscard", &disk_s], T).ok("mkfs.ext4");
+    run("mount", &["-o", "loop", &disk_s, &mnt_s], T).ok("mount");
+    let mount = Mount(mnt.clone(), "umount");
+    for (name, data) in &synced {
+        let path = mnt.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, data).unwrap();
+    }
+    run("sync", &[], T).ok("sync");
+    // Keep the file system busy with unsynced files, then kill the server under it.
+    let mut churn = Command::new("sh");
+    churn
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt 400 ]; do head -c 200000 /dev/urandom > {mnt_s}/junk$i || exit 0; \
+             i=$((i+1)); done"
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut churn = Guard::spawn(churn, "writer");
+    std::thread::sleep(Duration::from_millis(800));
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
+    }
+    s.guard
+        .wait_timeout(Duration::from_secs(10))
+        .expect("serve died");
+    // Tear the dead stack down: nbdfuse, then the mounts (lazily: the file system may
+    // still hold dirty pages it can no longer write).
+    // SAFETY: kill(2) on our own children.
+    unsafe {
+        libc::kill(fuse.child.id() as i32, libc::SIGKILL);
+    }
+    let _ = fuse.wait_timeout(Duration::from_secs(10));
+    let _ = run("umount", &["-l", &mnt_s], T);
+    std::mem::forget(mount);
+    let _ = run("fusermount3", &["-u", "-z", fuse_dir.to_str().unwrap()], T);
+    std::mem::forget(fuse_mount);
+    let _ = churn.wait_timeout(Duration::from_secs(30));
+    drop(churn);
+    drop(fuse);
+    drop(s);
+
+    // Restart: serve recovers the volume; the kernel replays ext4's journal at mount.
+    let s = Serve::start(&p, &[]);
+    let status = s.status_text(false);
+    assert!(status.contains("recovery: checkpoint"), "{status}");
+    let (mut fuse, _fuse_mount, disk) = nbdfuse(&fuse_dir, &s.uri("fs"), 96 << 20);
+    let disk_s = disk.to_str().unwrap().to_string();
+    {
+        run("mount", &["-o", "loop", &disk_s, &mnt_s], T).ok("mount after the crash");
+        let _m = Mount(mnt.clone(), "umount");
+        for (name, data) in &synced {
+            let got = std::fs::read(mnt.join(name)).unwrap();
+            assert!(got == *data, "{name} (synced before the crash) differs");
+        }
+        run("umount", &[&mnt_s], T).ok("umount");
+    }
+    let fsck = run("fsck.ext4", &["-f", "-n", &disk_s], T);
+    assert!(
+        fsck.status.success(),
+        "fsck after the crash found problems:\n{}\n{}",
+        fsck.stdout,
+        fsck.stderr
+    );
+    run("fusermount3", &["-u", fuse_dir.to_str().unwrap()], T).ok("fusermount3 -u");
+    assert!(
+        fuse.wait_timeout(Duration::from_secs(30)).is_some(),
+        "nbdfuse did not exit"
+    );
+    let text = s.status_text(false);
+    assert!(text.contains("No known data errors"), "{text}");
+    s.stop();
 }
 
 #[test]

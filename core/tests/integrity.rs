@@ -71,19 +71,6 @@ fn read(d: &mut Driver, id: u64, offset: u64, len: u64) -> Result<Vec<u8>, Strin
         .map_err(|e| e.to_string())
 }
 
-/// Run until background work (the repair) is done too.
-fn settle(d: &mut Driver) {
-    for _ in 0..10_000 {
-        d.drain();
-        if d.engine.is_idle() {
-            return;
-        }
-        let t = d.now + 1_000_000;
-        d.run_until(Some(t));
-    }
-    panic!("background work never finished");
-}
-
 /// Flip a byte of a member, under the engine's feet (bit rot, a misdirected write).
 fn corrupt(d: &mut Driver, at: &OpRecord, byte: u64) {
     d.disks[at.disk].bytes[(at.offset + byte) as usize] ^= 0x5A;
@@ -100,7 +87,7 @@ fn a_corrupt_replica_is_caught_served_from_the_other_copy_and_repaired() {
     assert_eq!(d.engine.stats().checksum_errors, 1);
     // The repair moves the block off the bad copy (its own read may meet the bad copy
     // again, and goes to the good one).
-    settle(&mut d);
+    d.settle();
     let st = d.engine.stats().clone();
     assert_eq!(st.unrecoverable_pages, 0);
     assert_eq!(st.repaired_blocks, 1);
@@ -127,7 +114,7 @@ fn a_corrupt_raid_block_is_rebuilt_from_parity_and_repaired() {
         d.engine.stats().reconstructed_reads > rebuilt,
         "served from parity"
     );
-    settle(&mut d);
+    d.settle();
     let st = d.engine.stats().clone();
     assert_eq!(st.repaired_blocks, 1);
     d.engine.scheme().check_invariants();
@@ -150,4 +137,55 @@ fn a_page_bad_in_every_copy_fails_its_read_and_nothing_else() {
         read(&mut d, 3, 9 * BS + 4096, BS - 4096).unwrap(),
         pattern(3, BS)[4096..].to_vec()
     );
+}
+
+#[test]
+fn scrub_repairs_a_bad_second_copy_and_a_bad_parity_that_reads_never_touch() {
+    let mut d = driver();
+    let rep = write(&mut d, 1, 40 * BS, pattern(4, BS));
+    let raid = write(&mut d, 2, 0, pattern(5, 6 * BS));
+    assert_eq!((rep.len(), raid.len()), (2, 7));
+    corrupt(&mut d, &rep[1], 2 * 4096 + 1); // the copy reads do not choose
+    corrupt(&mut d, &raid[6], 4096 + 5); // parity, page 1
+    assert_eq!(read(&mut d, 3, 40 * BS, BS).unwrap(), pattern(4, BS));
+    assert_eq!(read(&mut d, 4, 0, 6 * BS).unwrap(), pattern(5, 6 * BS));
+    assert_eq!(
+        d.engine.stats().checksum_errors,
+        0,
+        "reads never see either"
+    );
+
+    let now = d.now;
+    d.engine.start_scrub(now).unwrap();
+    assert!(d.engine.start_scrub(now).is_err(), "one scrub at a time");
+    d.settle();
+    let status = d.engine.volume_status(0).unwrap().scrub.unwrap();
+    assert!(status.starts_with("done"), "{status}");
+    assert!(status.contains("1 bad copies"), "{status}");
+    assert!(status.contains("1 rewritten"), "{status}");
+    let st = d.engine.stats().clone();
+    assert_eq!(st.checksum_errors, 1);
+    assert_eq!(st.repaired_blocks, 1);
+    d.engine.scheme().check_invariants();
+
+    // The parity is right again: with block 2's member gone, block 2 is rebuilt from it.
+    let gone = raid[2].disk;
+    d.engine
+        .fail_disk(fusionraid_core::DiskId(gone as u32), d.now);
+    d.disks[gone].failed = true;
+    assert_eq!(
+        read(&mut d, 5, 2 * BS, BS).unwrap(),
+        pattern(5, 6 * BS)[2 * BS as usize..3 * BS as usize].to_vec()
+    );
+    assert_eq!(read(&mut d, 6, 40 * BS, BS).unwrap(), pattern(4, BS));
+    assert_eq!(d.engine.stats().checksum_errors, 1);
+
+    // A second scrub of a clean pool finds nothing.
+    d.settle();
+    let now = d.now;
+    d.engine.start_scrub(now).unwrap();
+    d.settle();
+    let status = d.engine.volume_status(0).unwrap().scrub.unwrap();
+    assert!(status.contains(" 0 bad copies"), "{status}");
+    assert!(status.contains(" 0 rewritten"), "{status}");
 }

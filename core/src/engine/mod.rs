@@ -222,6 +222,14 @@ impl Engine {
         }
     }
 
+    /// The operator asks for a scrub: everything stored is read and checked in the
+    /// background (see the scheme's documentation).
+    pub fn start_scrub(&mut self, now: Nanos) -> Result<(), String> {
+        self.now = self.now.max(now);
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        scheme.start_scrub(&mut ctx)
+    }
+
     /// The operator put a new, empty device in the slot of failed member `disk`. Allowed
     /// once the scheme holds nothing there any more (its rebuild moved everything off) and
     /// no I/O to the old device is in flight.

@@ -32,6 +32,8 @@ pub struct EngineStats {
     pub unrecoverable_pages: u64,
     /// Blocks moved off a bad copy (repair after a checksum error).
     pub repaired_blocks: u64,
+    /// RAID stripes whose parity a scrub found wrong and rewrote.
+    pub parity_rewrites: u64,
 }
 
 impl EngineStats {

@@ -34,6 +34,8 @@ pub struct VolumeStatus {
     pub metadata_bytes: u64,
     /// Rebuild after a member failure, in words (None: none ran).
     pub rebuild: Option<String>,
+    /// The last scrub, in words (None: none ran).
+    pub scrub: Option<String>,
 }
 
 /// What `status` shows about a scheme's durable metadata (schemes that journal it).
@@ -75,6 +77,14 @@ pub trait Scheme {
     /// spare space always need it.
     fn disk_in_use(&self, _disk: DiskId) -> bool {
         true
+    }
+    /// Start checking everything stored against its checksums and parity, in the
+    /// background. Schemes that keep no checksums refuse.
+    fn start_scrub(&mut self, _ctx: &mut Ctx) -> Result<(), String> {
+        Err(format!(
+            "scheme {} keeps no checksums to scrub against (scrub is a FusionRAID feature)",
+            self.name()
+        ))
     }
     /// An empty device took the slot of failed member `disk`.
     fn on_disk_replaced(&mut self, _ctx: &mut Ctx, _disk: DiskId) {}

@@ -334,6 +334,20 @@ impl Driver {
         }
     }
 
+    /// Run until the engine is idle, background work (conversion, repair, scrub) included.
+    pub fn settle(&mut self) {
+        let limit = self.now + 600_000_000_000;
+        loop {
+            self.drain();
+            if self.engine.is_idle() {
+                return;
+            }
+            assert!(self.now < limit, "background work never finished");
+            let t = self.now + 1_000_000;
+            self.run_until(Some(t));
+        }
+    }
+
     pub fn pending_events(&self) -> String {
         format!(
             "{} at {:?} (now {})",

@@ -277,6 +277,14 @@ impl EventLoop {
                         .fail_disk(fusionraid_core::DiskId(i as u32), now);
                 }
             }
+            Ctl::Scrub(reply) => {
+                let now = self.clock.now();
+                let r = self.engine.start_scrub(now);
+                if r.is_ok() {
+                    tracing::info!("scrub started");
+                }
+                let _ = reply.try_send(r);
+            }
             Ctl::ReplaceMember {
                 index,
                 member,

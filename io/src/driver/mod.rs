@@ -69,6 +69,8 @@ pub(crate) struct Inbox {
 pub(crate) enum Ctl {
     Status(SyncSender<StatusSnapshot>),
     FailMember(usize),
+    /// Start a scrub of every volume.
+    Scrub(SyncSender<Result<(), String>>),
     /// An empty device takes the slot of a failed member (the engine decides if it may).
     ReplaceMember {
         index: usize,
@@ -217,6 +219,16 @@ impl Driver {
     /// Declares member `index` failed (operator action, or a test).
     pub fn fail_member(&self, index: usize) {
         self.ctl(Ctl::FailMember(index));
+    }
+
+    /// Start a scrub (refused by schemes without checksums, or while one runs).
+    pub fn start_scrub(&self) -> Result<(), String> {
+        let (tx, rx) = sync_channel(1);
+        if !self.ctl(Ctl::Scrub(tx)) {
+            return Err("the engine loop is gone".into());
+        }
+        rx.recv_timeout(Duration::from_secs(30))
+            .map_err(|_| "the engine loop did not answer".to_string())?
     }
 
     /// Put `member` (empty, its superblock written) in the slot of failed member `index`.

@@ -55,6 +55,9 @@ pub struct VolumeView {
     /// Rebuild after a member failure, in words.
     #[serde(default)]
     pub rebuild: Option<String>,
+    /// The last scrub, in words.
+    #[serde(default)]
+    pub scrub: Option<String>,
 }
 
 /// Latency percentiles in microseconds over every command since start.
@@ -93,6 +96,16 @@ pub struct StatusSnapshot {
     pub redirected_writes: u64,
     pub redirected_reads: u64,
     pub reconstructed_reads: u64,
+    /// Device reads that failed their page checksum, pages lost beyond redundancy, and
+    /// blocks moved off bad copies.
+    #[serde(default)]
+    pub checksum_errors: u64,
+    #[serde(default)]
+    pub unrecoverable_pages: u64,
+    #[serde(default)]
+    pub repaired_blocks: u64,
+    #[serde(default)]
+    pub parity_rewrites: u64,
     pub conversions: u64,
     pub write_amplification: f64,
     pub read_latency: LatencyView,
@@ -185,6 +198,7 @@ pub(crate) fn snapshot(
                 conversion_backlog: s.conversion_backlog,
                 metadata_bytes: s.metadata_bytes,
                 rebuild: s.rebuild,
+                scrub: s.scrub,
             })
         })
         .collect();
@@ -201,6 +215,10 @@ pub(crate) fn snapshot(
         redirected_writes: st.redirected_writes,
         redirected_reads: st.redirected_reads,
         reconstructed_reads: st.reconstructed_reads,
+        checksum_errors: st.checksum_errors,
+        unrecoverable_pages: st.unrecoverable_pages,
+        repaired_blocks: st.repaired_blocks,
+        parity_rewrites: st.parity_rewrites,
         conversions: st.conversions,
         write_amplification: st.write_amplification(),
         read_latency: view(&lat.read),

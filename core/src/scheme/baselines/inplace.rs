@@ -363,6 +363,7 @@ impl Scheme for InPlace {
             mapped_bytes: m.size,
             metadata_bytes: 0,
             rebuild: None,
+            scrub: None,
         })
     }
 

@@ -990,6 +990,7 @@ impl Scheme for LogRaid {
             mapped_bytes: vol.mapped * PAGE_SIZE,
             metadata_bytes: self.map.memory_bytes() + used * self.space.seg_pages() as u64 * 4,
             rebuild: None,
+            scrub: None,
         })
     }
 

@@ -700,6 +700,7 @@ impl Scheme for NvRaid {
             mapped_bytes: m.size,
             metadata_bytes: self.buf.len() as u64 * (64 + 4 * self.core.geo.stripe_pages() as u64),
             rebuild: None,
+            scrub: None,
         })
     }
 

@@ -1188,6 +1188,7 @@ impl Scheme for RaidM {
             mapped_bytes: vol.mapped * PAGE_SIZE,
             metadata_bytes: g.map.memory_bytes() + used * self.ppb as u64 * 4,
             rebuild: None,
+            scrub: None,
         })
     }
 

@@ -48,6 +48,7 @@ impl FusionScheme {
                 && self.rebuild_due(ctx, vol)
                 && self.start_rebuild(ctx, vol)
             {}
+            self.kick_scrub(ctx, vol);
             // A scan that found nothing startable is not repeated for a millisecond unless a
             // background task finished meanwhile, even while writes wait: each scan sweeps
             // part of the BMT, and repeating it on every completion would starve the

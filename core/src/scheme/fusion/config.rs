@@ -139,6 +139,8 @@ pub struct ConversionPolicy {
     pub rebuild_bytes_per_sec: f64,
     /// Rebuild moves in flight per volume; 0 = one per member.
     pub rebuild_concurrent: usize,
+    /// Pace of a scrub: bytes read per second per member.
+    pub scrub_bytes_per_sec: f64,
 }
 
 impl Default for ConversionPolicy {
@@ -152,6 +154,7 @@ impl Default for ConversionPolicy {
             max_concurrent: 2,
             rebuild_bytes_per_sec: 50e6,
             rebuild_concurrent: 0,
+            scrub_bytes_per_sec: 20e6,
         }
     }
 }

@@ -12,6 +12,7 @@ pub enum Job {
     Convert(ConvertJob),
     Reloc(RelocJob),
     Commit(super::durable::CommitJob),
+    Scrub(super::scrub::ScrubJob),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -22,6 +23,7 @@ pub enum Kind {
     Convert,
     Reloc,
     Commit,
+    Scrub,
 }
 
 impl Job {
@@ -33,6 +35,7 @@ impl Job {
             Job::Convert(_) => Kind::Convert,
             Job::Reloc(_) => Kind::Reloc,
             Job::Commit(_) => Kind::Commit,
+            Job::Scrub(_) => Kind::Scrub,
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod pairs;
 mod read;
 pub mod rebuild;
 mod relocate;
+pub mod scrub;
 pub mod vol;
 mod write;
 
@@ -257,6 +258,7 @@ impl Scheme for FusionScheme {
             jobs::Kind::Convert => self.convert_io_done(ctx, tag, result),
             jobs::Kind::Reloc => self.reloc_io_done(ctx, tag, result),
             jobs::Kind::Commit => self.commit_io_done(ctx, tag, result),
+            jobs::Kind::Scrub => self.scrub_io_done(ctx, tag, result),
         }
         self.kick_background(ctx);
         self.after_event(ctx);
@@ -271,6 +273,9 @@ impl Scheme for FusionScheme {
     fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
         let mut d = self.hedge_deadline(now);
         if let Some(r) = self.rebuild_deadline(now) {
+            d = Some(d.map_or(r, |x| x.min(r)));
+        }
+        if let Some(r) = self.scrub_deadline(now) {
             d = Some(d.map_or(r, |x| x.min(r)));
         }
         if let Some(c) = self.durable_deadline() {
@@ -308,6 +313,13 @@ impl Scheme for FusionScheme {
         self.after_event(ctx);
     }
 
+    fn start_scrub(&mut self, ctx: &mut Ctx) -> Result<(), String> {
+        self.begin_scrub(ctx.now)?;
+        self.kick_background(ctx);
+        self.after_event(ctx);
+        Ok(())
+    }
+
     fn disk_in_use(&self, disk: DiskId) -> bool {
         self.stored_on(disk)
     }
@@ -337,6 +349,10 @@ impl Scheme for FusionScheme {
             conversion_backlog: vol.pairs.set_count() as u64,
             mapped_bytes: vol.mapped_bytes(),
             rebuild: vol.rebuild.as_ref().map(|r| r.describe(vol.blocks)),
+            scrub: vol
+                .scrub
+                .as_ref()
+                .map(|s| s.describe(vol.blocks, vol.zone.stripes())),
             metadata_bytes: vol.metadata_bytes(),
         })
     }
@@ -344,7 +360,9 @@ impl Scheme for FusionScheme {
     fn is_idle(&self) -> bool {
         self.jobs.is_empty()
             && self.durable.as_ref().is_none_or(|d| d.waiting() == 0)
-            && self.vols.iter().all(|v| v.repair.is_empty())
+            && self.vols.iter().all(|v| {
+                v.repair.is_empty() && v.scrub.as_ref().is_none_or(|s| s.done_at.is_some())
+            })
     }
 
     fn check_invariants(&self) {
@@ -388,6 +406,7 @@ impl Scheme for FusionScheme {
                     r.reads_left, r.pending, r.writing
                 ),
                 Job::Commit(_) => "commit".to_string(),
+                Job::Scrub(_) => "scrub".to_string(),
             })
             .collect();
         format!("jobs: {kinds:?}\n") + &self

@@ -134,8 +134,11 @@ impl FusionScheme {
             r.cursor = (r.cursor + 1) % blocks;
             r.clean_scan += 1;
             if block_on_failed(v, ub, &failed) {
-                picked.push(ub);
                 r.clean_scan = 0;
+                if v.relocating.contains(&ub) {
+                    continue; // being moved already; the sweep looks again where it lands
+                }
+                picked.push(ub);
                 if picked.len() == dcols {
                     break;
                 }

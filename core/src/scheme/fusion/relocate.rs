@@ -72,10 +72,14 @@ impl FusionScheme {
                     // anything else could use them all up and leave nothing to clean into.
                     continue;
                 }
-                // Drop blocks that no longer need a move (rewritten whole since the sweep).
+                // Drop blocks that no longer need a move (rewritten whole since the sweep)
+                // or are being moved already.
                 let v = &self.vols[vol];
                 picked.retain(|&u| {
                     let e = v.bmt.get(u);
+                    if v.relocating.contains(&u) {
+                        return false;
+                    }
                     e.patched
                         || match e.base {
                             Loc::Raid(f) => {
@@ -113,7 +117,7 @@ impl FusionScheme {
         let mut picked: Vec<u64> = v.repair.drain(..n).collect();
         picked.retain(|&u| {
             let e = v.bmt.get(u);
-            e.base != Loc::Unmapped || e.patched
+            (e.base != Loc::Unmapped || e.patched) && !v.relocating.contains(&u)
         });
         if picked.is_empty() || v.stripes.available() <= v.cleaner_reserve() {
             return false;
@@ -140,6 +144,11 @@ impl FusionScheme {
         for _ in 0..budget {
             let ub = v.sweep_cursor;
             v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
+            if v.relocating.contains(&ub) {
+                // Already on its way: planning it again would move it twice, and the
+                // slower move would only leave a hole behind.
+                continue;
+            }
             let e = v.bmt.get(ub);
             locs.clear();
             locs.push(e.base);
@@ -272,6 +281,9 @@ impl FusionScheme {
         };
         v.bg_running += 1;
         v.rebuild_running += rebuild as usize;
+        for &u in &picked {
+            assert!(v.relocating.insert(u), "block {u} relocated twice at once");
+        }
         let mut snapshot = Vec::with_capacity(picked.len());
         let mut pins = Vec::new();
         for &ub in &picked {
@@ -419,6 +431,9 @@ impl FusionScheme {
         v.bg_running -= 1;
         v.next_bg_scan = 0; // a finished task changes what can start
         v.rebuild_running -= j.rebuild as usize;
+        for u in &j.blocks {
+            v.relocating.remove(u);
+        }
         let now = ctx.now;
         let mut moved = 0;
         if ok {

@@ -59,6 +59,8 @@ pub struct Vol {
     pub bg_running: usize,
     /// Of those, rebuild relocations.
     pub rebuild_running: usize,
+    /// User blocks a relocation (cleaning, rebuild or repair) is moving right now.
+    pub relocating: crate::fasthash::FastSet<u64>,
     /// Where the relocation sweeper resumes its scan of the BMT.
     pub sweep_cursor: u64,
     /// Relocations the last sweep planned and not yet started (best last), good until
@@ -78,6 +80,8 @@ pub struct Vol {
     pub next_bg_scan: crate::types::Nanos,
     /// Moving data off failed members (None: nothing has failed).
     pub rebuild: Option<super::rebuild::Rebuild>,
+    /// The last scrub (None: never scrubbed since the pool came up).
+    pub scrub: Option<super::scrub::Scrub>,
 }
 
 impl Vol {
@@ -106,6 +110,7 @@ impl Vol {
             raid_valid_blocks: 0,
             bg_running: 0,
             rebuild_running: 0,
+            relocating: Default::default(),
             sweep_cursor: 0,
             reloc_batches: Vec::new(),
             reloc_batches_until: 0,
@@ -114,6 +119,7 @@ impl Vol {
             writes_in_flight: 0,
             next_bg_scan: 0,
             rebuild: None,
+            scrub: None,
             cfg,
             zone,
         }

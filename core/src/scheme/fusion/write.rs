@@ -168,11 +168,13 @@ impl FusionScheme {
                 + v.packs
                     .slots_needed(raw.iter().filter(|r| r.2 < ppb).map(|&(_, f, c)| (f, c)));
             if !use_stripe && !ensure_slots(ctx, v, needed, redirect) {
-                // The replicated area is at its configured size: wait for conversion to
-                // make room. A zero-padded stripe (the write that needs no reads) would spend
-                // a whole stripe on a few blocks or pages, and relocation would have to
-                // compact it again; it is the fallback when waiting can not help.
-                if may_wait {
+                // The replicated area is at its configured size (or spare stripes are
+                // short): wait for conversion to make room. A zero-padded stripe (the write
+                // that needs no reads) would spend a whole stripe on a few blocks or pages,
+                // and relocation would have to compact it again; it is the fallback when
+                // waiting can not help, as when no pair set could be formed from the spare
+                // stripes there are (their disks could not be matched).
+                if may_wait && replicated_area_full(v) {
                     no_space = true;
                     break;
                 }
@@ -646,12 +648,16 @@ fn ensure_slots(ctx: &mut Ctx, v: &mut Vol, needed: usize, redirect: bool) -> bo
     true
 }
 
+/// Does the replicated area's cap (or the spare-stripe reserve) keep new pair sets out?
+fn replicated_area_full(v: &Vol) -> bool {
+    let copies = v.copies() as u64;
+    v.stripes.count(StripeState::Replica) + copies > v.max_replica_stripes
+        || !v.user_may_take(copies)
+}
+
 /// Open one more pair set if the replicated area and the reserve allow it.
 fn open_pair_set_if_room(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
-    let copies = v.copies() as u64;
-    v.stripes.count(StripeState::Replica) + copies <= v.max_replica_stripes
-        && v.user_may_take(copies)
-        && open_pair_set(ctx, v, redirect)
+    !replicated_area_full(v) && open_pair_set(ctx, v, redirect)
 }
 
 /// Open a new pair set: draw 4 random spare stripes, keep the 2 (or 3) whose data columns

@@ -1,0 +1,446 @@
+//! Scrub: read everything the pool stores and check it, in the background, paced.
+//!
+//! Two passes per volume:
+//! 1. **Blocks.** Every mapped page of every user block is read from *every* copy that holds
+//!    it (both or all three replicas, or the RAID block) and checked against its checksum.
+//!    A bad copy queues the block for repair (`Vol::repair`: a relocation rewrites it from
+//!    a good copy or from parity). Reads alone never look at the second replica; this does.
+//! 2. **Parity.** Every RAID stripe is read whole and its parity recomputed. A parity that
+//!    disagrees with the data columns is rewritten from them, unless a live block of the
+//!    stripe is known bad (pass 1 found it and it has not been moved yet): then the parity
+//!    is what will rebuild it and stays. A rewritten parity also covers holes whose content
+//!    changed (a repaired block's old, bad copy), which later reconstructions of the other
+//!    columns depend on.
+//!
+//! The parity rewrite is the one in-place write in FusionRAID. It is safe because a RAID
+//! stripe's columns never change while the stripe is in use (all writes go to free
+//! stripes) and the scrub pins the stripe from its reads to the end of its write, so it
+//! can not be freed and reused meanwhile. A torn parity write leaves the stripe no worse
+//! than it was, and the next scrub finds it again. No metadata changes.
+//!
+//! Paced by `ConversionPolicy::scrub_bytes_per_sec` per member, at most `SCRUB_JOBS` checks
+//! in flight per volume.
+
+use super::FusionScheme;
+use super::jobs::Job;
+use super::write::fill_parity;
+use crate::engine::api::{Data, DevOp, IoResult};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::fasthash::FastMap;
+use crate::space::StripeState;
+use crate::types::{Nanos, PAGE_SIZE};
+use crate::volume::patch::segments;
+use crate::volume::{Loc, PageSums};
+
+/// Checks in flight per volume at most.
+const SCRUB_JOBS: usize = 4;
+/// User blocks one block check reads.
+const BLOCKS_PER_CHECK: u64 = 8;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Pass {
+    #[default]
+    Blocks,
+    Parity,
+    Done,
+}
+
+/// Progress and findings of one volume's scrub.
+#[derive(Clone, Debug, Default)]
+pub struct Scrub {
+    pub started_at: Nanos,
+    pub done_at: Option<Nanos>,
+    pass: Pass,
+    cursor: u64,
+    next_at: Nanos,
+    running: usize,
+    /// Mapped pages checked (each copy counts).
+    pub pages_checked: u64,
+    /// Copies that failed their checksum (their blocks were queued for repair).
+    pub bad_copies: u64,
+    /// RAID stripes whose parity was checked, and of those rewritten.
+    pub stripes_checked: u64,
+    pub parity_rewritten: u64,
+    /// Stripes whose parity check was skipped: a member failed, or a live block of the
+    /// stripe was bad and not moved yet.
+    pub stripes_skipped: u64,
+    /// RAID blocks found bad: (user block, FLBN), by stripe. Their stripe's parity is kept
+    /// while the block still lives there.
+    bad_raid: FastMap<u32, Vec<(u64, u64)>>,
+}
+
+impl Scrub {
+    pub fn describe(&self, blocks: u64, stripes: u64) -> String {
+        let found = format!(
+            "{} pages checked, {} bad copies (queued for repair), {} of {} stripes' parity \
+             checked, {} rewritten, {} skipped",
+            self.pages_checked,
+            self.bad_copies,
+            self.stripes_checked,
+            stripes,
+            self.parity_rewritten,
+            self.stripes_skipped
+        );
+        match (self.done_at, self.pass) {
+            (Some(t), _) => format!(
+                "done in {:.3} s: {found}",
+                (t - self.started_at) as f64 / 1e9
+            ),
+            (None, Pass::Blocks) => format!(
+                "scrubbing blocks {}%: {found}",
+                self.cursor * 100 / blocks.max(1)
+            ),
+            (None, _) => format!(
+                "scrubbing parity {}%: {found}",
+                self.cursor * 100 / stripes.max(1)
+            ),
+        }
+    }
+}
+
+/// A device read: member, offset, length.
+type DevRead = (crate::types::DiskId, u64, u64);
+/// A check ready to issue.
+type Check = (ScrubJob, Vec<DevRead>);
+
+/// One device read of a check.
+struct CheckRead {
+    ub: u64,
+    stripe: u32,
+    /// The FLBN read when it is a RAID block (None: a replica).
+    raid: Option<u64>,
+    /// Checksums of the pages read, captured with the location.
+    expect: Vec<u32>,
+}
+
+/// A scrub check in flight: the copies of a few user blocks, or one RAID stripe.
+pub struct ScrubJob {
+    vol: usize,
+    reads: Vec<CheckRead>,
+    /// The stripe of a parity check (its columns arrive in `cols`).
+    parity_of: Option<u32>,
+    cols: Vec<Option<Vec<u8>>>,
+    pending: u32,
+    writing: bool,
+    failed: bool,
+    pins: Vec<u32>,
+}
+
+impl FusionScheme {
+    /// Start scrubbing every volume (again, if one ran before). Refused while one runs.
+    pub(super) fn begin_scrub(&mut self, now: Nanos) -> Result<(), String> {
+        if self
+            .vols
+            .iter()
+            .any(|v| v.scrub.as_ref().is_some_and(|s| s.done_at.is_none()))
+        {
+            return Err("a scrub is already running".into());
+        }
+        for v in &mut self.vols {
+            v.scrub = Some(Scrub {
+                started_at: now,
+                next_at: now,
+                ..Default::default()
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn scrub_deadline(&self, now: Nanos) -> Option<Nanos> {
+        self.vols
+            .iter()
+            .filter_map(|v| v.scrub.as_ref())
+            .filter(|s| s.done_at.is_none() && s.pass != Pass::Done && s.running < SCRUB_JOBS)
+            .map(|s| s.next_at.max(now + 1_000_000))
+            .min()
+    }
+
+    /// Start scrub checks where the pace allows.
+    pub(super) fn kick_scrub(&mut self, ctx: &mut Ctx, vol: usize) {
+        while let Some(s) = self.vols[vol].scrub.as_ref() {
+            if s.done_at.is_some() || s.running >= SCRUB_JOBS || ctx.now < s.next_at {
+                return;
+            }
+            if !self.start_scrub_check(ctx, vol) {
+                return;
+            }
+        }
+    }
+
+    /// Launch the next check of `vol`'s scrub. Returns false when there is none now.
+    fn start_scrub_check(&mut self, ctx: &mut Ctx, vol: usize) -> bool {
+        let mut s = self.vols[vol].scrub.take().expect("scrub");
+        let next = match s.pass {
+            Pass::Blocks => self.check_blocks(ctx, vol, &mut s),
+            Pass::Parity => self.check_parity(ctx, vol, &mut s),
+            Pass::Done => None,
+        };
+        if s.pass == Pass::Done && s.running == 0 && s.done_at.is_none() {
+            s.done_at = Some(ctx.now);
+        }
+        let more = s.done_at.is_none() && s.pass != Pass::Done;
+        let Some((job, ios)) = next else {
+            self.vols[vol].scrub = Some(s);
+            return more; // the pass moved on (or ended)
+        };
+        if ios.is_empty() {
+            // Every copy of these blocks is on a failed member: nothing to read.
+            self.vols[vol].scrub = Some(s);
+            for st in job.pins {
+                self.vols[vol].stripes.unpin(st);
+            }
+            return true;
+        }
+        let bytes: u64 = ios.iter().map(|x| x.2).sum();
+        let members = ctx.disk_count().max(1) as f64;
+        let rate = (self.cfg.conversion.scrub_bytes_per_sec * members).max(1.0);
+        s.next_at = s.next_at.max(ctx.now) + (bytes as f64 / rate * 1e9) as Nanos;
+        s.running += 1;
+        self.vols[vol].scrub = Some(s);
+        self.issue_check(ctx, job, ios);
+        true
+    }
+
+    /// Plan reads of every copy of the next few mapped blocks (None: the pass is over).
+    fn check_blocks(&mut self, ctx: &mut Ctx, vol: usize, s: &mut Scrub) -> Option<Check> {
+        let v = &mut self.vols[vol];
+        let ppb = v.pages_per_block;
+        let mut reads = Vec::new();
+        let mut ios: Vec<DevRead> = Vec::new();
+        let mut pins = Vec::new();
+        let mut picked = 0;
+        while picked < BLOCKS_PER_CHECK && s.cursor < v.blocks {
+            let ub = s.cursor;
+            s.cursor += 1;
+            let e = v.bmt.get(ub);
+            if e.base == Loc::Unmapped && !e.patched {
+                continue;
+            }
+            picked += 1;
+            for (f, c, loc) in segments(e.base, v.patches.get(ub), 0, ppb) {
+                let copies: Vec<(u32, usize)> = match loc {
+                    Loc::Unmapped => continue,
+                    Loc::Raid(fl) => vec![v.zone.split(fl)],
+                    Loc::Rep(key) => {
+                        let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
+                        v.pairs.copies(r)
+                    }
+                };
+                let expect = if ctx.size_only {
+                    Vec::new()
+                } else {
+                    v.sums.get(ub, f, c)
+                };
+                for (stripe, col) in copies {
+                    let (disk, off) = v.zone.device_offset(stripe, col, f as u64 * PAGE_SIZE);
+                    if ctx.is_failed(disk) {
+                        continue;
+                    }
+                    v.stripes.pin(stripe);
+                    pins.push(stripe);
+                    ios.push((disk, off, c as u64 * PAGE_SIZE));
+                    reads.push(CheckRead {
+                        ub,
+                        stripe,
+                        raid: match loc {
+                            Loc::Raid(fl) => Some(fl),
+                            _ => None,
+                        },
+                        expect: expect.clone(),
+                    });
+                }
+            }
+        }
+        if s.cursor >= v.blocks && reads.is_empty() {
+            s.pass = Pass::Parity;
+            s.cursor = 0;
+            return None;
+        }
+        Some((
+            ScrubJob {
+                vol,
+                reads,
+                parity_of: None,
+                cols: Vec::new(),
+                pending: 0,
+                writing: false,
+                failed: false,
+                pins,
+            },
+            ios,
+        ))
+    }
+
+    /// Plan reading the next RAID stripe whole to check its parity (None: the pass is over).
+    fn check_parity(&mut self, ctx: &mut Ctx, vol: usize, s: &mut Scrub) -> Option<Check> {
+        let v = &mut self.vols[vol];
+        let nstripes = v.zone.stripes();
+        while s.cursor < nstripes {
+            let stripe = s.cursor as u32;
+            s.cursor += 1;
+            if v.stripes.state(stripe) != StripeState::Raid {
+                continue;
+            }
+            let width = v.zone.width();
+            if (0..width).any(|c| ctx.is_failed(v.zone.disk(stripe, c))) {
+                s.stripes_skipped += 1;
+                continue;
+            }
+            let bs = v.zone.block_size();
+            let ios: Vec<_> = (0..width)
+                .map(|c| {
+                    let (disk, off) = v.zone.device_offset(stripe, c, 0);
+                    (disk, off, bs)
+                })
+                .collect();
+            v.stripes.pin(stripe);
+            return Some((
+                ScrubJob {
+                    vol,
+                    reads: Vec::new(),
+                    parity_of: Some(stripe),
+                    cols: vec![None; width],
+                    pending: 0,
+                    writing: false,
+                    failed: false,
+                    pins: vec![stripe],
+                },
+                ios,
+            ));
+        }
+        s.pass = Pass::Done;
+        None
+    }
+
+    fn issue_check(&mut self, ctx: &mut Ctx, mut job: ScrubJob, ios: Vec<DevRead>) {
+        job.pending = ios.len() as u32;
+        let h = self.jobs.insert(Job::Scrub(job));
+        for (i, (disk, offset, len)) in ios.into_iter().enumerate() {
+            ctx.issue(
+                disk,
+                DevOp::Read { offset, len },
+                IoTag {
+                    job: h,
+                    part: i as u32,
+                },
+                true,
+            );
+        }
+    }
+
+    pub(super) fn scrub_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let Some(Job::Scrub(j)) = self.jobs.get_mut(tag.job) else {
+            unreachable!("scrub job")
+        };
+        j.pending -= 1;
+        let i = tag.part as usize;
+        let vol = j.vol;
+        match result {
+            // A member error fails the member (the engine does that); the rebuild, not the
+            // scrub, deals with what it held.
+            Err(_) => j.failed = true,
+            Ok(Some(Data::Bytes(b))) if !j.writing => {
+                if j.parity_of.is_some() {
+                    j.cols[i] = Some(b);
+                } else {
+                    let r = &j.reads[i];
+                    let (ub, raid, stripe) = (r.ub, r.raid, r.stripe);
+                    let bad = PageSums::first_mismatch(&r.expect, &b).is_some();
+                    let pages = r.expect.len() as u64;
+                    let v = &mut self.vols[vol];
+                    let s = v.scrub.as_mut().expect("scrub");
+                    s.pages_checked += pages;
+                    if bad {
+                        s.bad_copies += 1;
+                        if let Some(f) = raid {
+                            s.bad_raid.entry(stripe).or_default().push((ub, f));
+                        }
+                        ctx.stats.checksum_errors += 1;
+                        v.queue_repair(ub);
+                    }
+                }
+            }
+            Ok(_) => {}
+        }
+        let Some(Job::Scrub(j)) = self.jobs.get(tag.job) else {
+            unreachable!()
+        };
+        if j.pending > 0 {
+            return;
+        }
+        if j.writing || j.failed || j.parity_of.is_none() || ctx.size_only {
+            return self.finish_check(ctx, tag.job);
+        }
+        self.compare_parity(ctx, tag.job);
+    }
+
+    /// All columns of a stripe are in: recompute its parity, rewrite it if it differs.
+    fn compare_parity(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Scrub(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        let stripe = j.parity_of.expect("parity check");
+        let v = &mut self.vols[j.vol];
+        let (width, dcols) = (v.zone.width(), v.zone.dcols());
+        let mut cols: Vec<Vec<u8>> = j.cols.iter_mut().map(|c| c.take().unwrap()).collect();
+        let on_disk: Vec<Vec<u8>> = cols[dcols..].to_vec();
+        fill_parity(&mut cols, width - dcols);
+        let s = v.scrub.as_mut().expect("scrub");
+        s.stripes_checked += 1;
+        if cols[dcols..] == on_disk[..] {
+            return self.finish_check(ctx, h);
+        }
+        // A bad block still living here is rebuilt from this parity: keep it for now.
+        let bad = s.bad_raid.get(&stripe).cloned().unwrap_or_default();
+        let known_bad = bad.iter().any(|&(ub, f)| v.references(ub, Loc::Raid(f)));
+        let s = v.scrub.as_mut().expect("scrub");
+        if known_bad {
+            s.stripes_skipped += 1;
+            return self.finish_check(ctx, h);
+        }
+        s.parity_rewritten += 1;
+        ctx.stats.parity_rewrites += 1;
+        let mut n = 0;
+        for (k, p) in cols.drain(dcols..).enumerate() {
+            let (disk, off) = v.zone.device_offset(stripe, dcols + k, 0);
+            if ctx.is_failed(disk) {
+                continue;
+            }
+            ctx.issue(
+                disk,
+                DevOp::Write {
+                    offset: off,
+                    data: Data::Bytes(p),
+                    fua: false,
+                },
+                IoTag { job: h, part: n },
+                true,
+            );
+            n += 1;
+        }
+        j.writing = true;
+        j.pending = n;
+        if n == 0 {
+            self.finish_check(ctx, h);
+        }
+    }
+
+    fn finish_check(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Scrub(j)) = self.jobs.remove(h) else {
+            unreachable!("scrub job")
+        };
+        let v = &mut self.vols[j.vol];
+        for s in j.pins {
+            v.stripes.unpin(s);
+        }
+        let s = v.scrub.as_mut().expect("scrub");
+        s.running -= 1;
+        if let Some(st) = j.parity_of {
+            s.bad_raid.remove(&st);
+        }
+        if s.pass == Pass::Done && s.running == 0 && s.done_at.is_none() {
+            s.done_at = Some(ctx.now);
+        }
+    }
+}
