@@ -11,7 +11,9 @@
 # Environment: BENCH_DIR (scratch, default a temp dir under /var/tmp: part B needs a disk,
 # not tmpfs), KEEP=1 keeps it, FR_BIN=path benches that fusionraid binary instead of
 # building this tree's (to compare two builds side by side), PARTS=A or B runs one part,
-# ONLY=REGEX runs the part A jobs whose name (randread, randwrite, read, write) matches.
+# ONLY=REGEX runs the part A jobs whose name (randread, randwrite, read, write) matches,
+# POOL_EXTRA=TOML is appended to part A's pool file (e.g. "[metadata]\njournal = false" to
+# measure what durability costs).
 #
 # Besides IOPS and median latency, part A prints each server's CPU time per request
 # (user + system, from /proc/PID/stat around the job): on a shared machine the rates move
@@ -81,6 +83,7 @@ level = "raid5"
 width = 5
 size = "$VOL"
 EOF
+printf "%b\n" "${POOL_EXTRA:-}" >> "$WORK/a/pool.toml"
 "$BIN" serve "$WORK/a/pool.toml" --unix "$WORK/a/fr.sock" --status "$WORK/a/st.sock" >/dev/null 2>"$WORK/a/serve.err" &
 FR_PID=$!
 PIDS+=($FR_PID)

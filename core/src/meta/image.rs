@@ -8,7 +8,7 @@
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
-//!         | checksums present u8 | (crc32c u32 per page of the volume, when present)
+//!         | checksum chunks u32 | (chunk u32, crc32c u32 per page of its 256 blocks)...
 //! ```
 
 use std::collections::HashMap;
@@ -342,18 +342,9 @@ impl Image {
                 }
                 v.add_set(SetImage { stripes, cols });
             }
-            match c.u8()? {
-                0 => {}
-                1 => {
-                    let n = (blocks as usize)
-                        .saturating_mul(ppb as usize)
-                        .saturating_mul(4);
-                    v.sums
-                        .load(c.take(n)?)
-                        .map_err(|e| format!("volume {i}: {e}"))?;
-                }
-                x => return Err(format!("volume {i}: checksum table flag {x}")),
-            }
+            v.sums
+                .decode(|n| c.take(n))
+                .map_err(|e| format!("volume {i}: {e}"))?;
             vols.push(v);
         }
         if c.at != b.len() {

@@ -33,11 +33,17 @@ pub fn zero_page_sum() -> u32 {
     page_sum(&[0u8; PAGE_SIZE as usize])
 }
 
+/// User blocks per chunk of the table: chunks are allocated when first written, so the
+/// table costs 0.1% of the data *written*, not of the volume's size.
+const CHUNK_BLOCKS: u64 = 256;
+
 pub struct PageSums {
     blocks: u64,
     pages_per_block: u16,
-    /// Empty until the first checksum is set.
-    sums: Vec<u32>,
+    /// Per chunk of `CHUNK_BLOCKS` user blocks, its pages' checksums (None: nothing in the
+    /// chunk has a checksum yet). Empty until the first checksum is set.
+    chunks: Vec<Option<Box<[u32]>>>,
+    allocated: usize,
 }
 
 impl PageSums {
@@ -45,86 +51,126 @@ impl PageSums {
         PageSums {
             blocks,
             pages_per_block,
-            sums: Vec::new(),
+            chunks: Vec::new(),
+            allocated: 0,
         }
     }
 
     /// Does the table hold any checksum (has data ever been written)?
     pub fn active(&self) -> bool {
-        !self.sums.is_empty()
+        self.allocated > 0
     }
 
-    fn index(&self, ub: u64, page: u16) -> usize {
+    fn chunk_pages(&self) -> usize {
+        (CHUNK_BLOCKS * self.pages_per_block as u64) as usize
+    }
+
+    /// (chunk, index in the chunk) of page `page` of `ub`.
+    fn place(&self, ub: u64, page: u16) -> (usize, usize) {
         assert!(ub < self.blocks && page < self.pages_per_block);
-        (ub * self.pages_per_block as u64 + page as u64) as usize
+        let c = (ub / CHUNK_BLOCKS) as usize;
+        let i = ((ub % CHUNK_BLOCKS) * self.pages_per_block as u64 + page as u64) as usize;
+        (c, i)
     }
 
-    /// The checksums of pages `[first, first + count)` of `ub` (zeros when unknown).
+    /// The checksums of pages `[first, first + count)` of `ub` (zeros when unknown; empty
+    /// when the table holds nothing at all).
     pub fn get(&self, ub: u64, first: u16, count: u16) -> Vec<u32> {
         if !self.active() {
             return Vec::new();
         }
-        let i = self.index(ub, first);
-        self.sums[i..i + count as usize].to_vec()
+        let (c, i) = self.place(ub, first);
+        match &self.chunks[c] {
+            Some(ch) => ch[i..i + count as usize].to_vec(),
+            None => vec![0; count as usize],
+        }
     }
 
     /// Pages `first..` of `ub` now hold data with these checksums.
     pub fn set(&mut self, ub: u64, first: u16, sums: &[u32]) {
         assert!(first as usize + sums.len() <= self.pages_per_block as usize);
-        if !self.active() {
+        let (c, i) = self.place(ub, first);
+        if self.chunks.get(c).is_none_or(|ch| ch.is_none()) {
             if sums.iter().all(|&s| s == 0) {
                 return;
             }
-            self.sums = vec![0; (self.blocks * self.pages_per_block as u64) as usize];
+            if self.chunks.is_empty() {
+                self.chunks = vec![None; self.blocks.div_ceil(CHUNK_BLOCKS) as usize];
+            }
+            self.chunks[c] = Some(vec![0; self.chunk_pages()].into_boxed_slice());
+            self.allocated += 1;
         }
-        let i = self.index(ub, first);
-        self.sums[i..i + sums.len()].copy_from_slice(sums);
+        let ch = self.chunks[c].as_mut().expect("allocated");
+        ch[i..i + sums.len()].copy_from_slice(sums);
     }
 
     /// Every page of `ub` is unmapped: nothing to verify.
     pub fn clear_block(&mut self, ub: u64) {
-        if self.active() {
-            let i = self.index(ub, 0);
-            self.sums[i..i + self.pages_per_block as usize].fill(0);
+        if !self.active() {
+            return;
+        }
+        let (c, i) = self.place(ub, 0);
+        if let Some(ch) = self.chunks[c].as_mut() {
+            ch[i..i + self.pages_per_block as usize].fill(0);
         }
     }
 
     pub fn memory_bytes(&self) -> u64 {
-        self.sums.capacity() as u64 * 4
+        (self.chunks.capacity() * 16 + self.allocated * self.chunk_pages() * 4) as u64
     }
 
-    /// Checkpoint form: `present u8`, then (if 1) one little-endian u32 per page.
+    /// Checkpoint form: `chunks present u32`, then per allocated chunk its index u32 and
+    /// one little-endian u32 per page of it (`CHUNK_BLOCKS` blocks; the last chunk of a
+    /// volume is stored whole too).
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.active() as u8);
-        if self.active() {
-            out.reserve(self.sums.len() * 4);
-            for s in &self.sums {
-                out.extend_from_slice(&s.to_le_bytes());
+        out.extend_from_slice(&(self.allocated as u32).to_le_bytes());
+        for (c, ch) in self.chunks.iter().enumerate() {
+            if let Some(ch) = ch {
+                out.extend_from_slice(&(c as u32).to_le_bytes());
+                out.reserve(ch.len() * 4);
+                for s in ch.iter() {
+                    out.extend_from_slice(&s.to_le_bytes());
+                }
             }
         }
     }
 
     /// Bytes `encode` may produce for a volume of this shape.
     pub fn max_encoded_len(blocks: u64, pages_per_block: u64) -> u64 {
-        blocks
-            .saturating_mul(pages_per_block)
-            .saturating_mul(4)
-            .saturating_add(1)
+        let chunks = blocks.div_ceil(CHUNK_BLOCKS);
+        chunks
+            .saturating_mul(
+                CHUNK_BLOCKS
+                    .saturating_mul(pages_per_block)
+                    .saturating_mul(4)
+                    + 4,
+            )
+            .saturating_add(4)
     }
 
-    /// Install the table of a checkpoint (`bytes`: exactly one u32 per page).
-    pub fn load(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let n = (self.blocks * self.pages_per_block as u64) as usize;
-        if bytes.len() != n * 4 {
-            return Err(format!(
-                "checksum table of {} bytes for {n} pages",
-                bytes.len()
-            ));
+    /// Read what `encode` wrote from `take` (which hands out the next n bytes).
+    pub fn decode<'a>(
+        &mut self,
+        mut take: impl FnMut(usize) -> Result<&'a [u8], String>,
+    ) -> Result<(), String> {
+        let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4"));
+        let n = u32_of(take(4)?) as usize;
+        let total = self.blocks.div_ceil(CHUNK_BLOCKS) as usize;
+        if n > total {
+            return Err(format!("{n} checksum chunks for a volume of {total}"));
         }
-        self.sums = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
-            .collect();
+        for _ in 0..n {
+            let c = u32_of(take(4)?) as usize;
+            if c >= total || self.chunks.get(c).is_some_and(|x| x.is_some()) {
+                return Err(format!("checksum chunk {c} out of range or repeated"));
+            }
+            let bytes = take(self.chunk_pages() * 4)?;
+            if self.chunks.is_empty() {
+                self.chunks = vec![None; total];
+            }
+            self.chunks[c] = Some(bytes.chunks_exact(4).map(u32_of).collect());
+            self.allocated += 1;
+        }
         Ok(())
     }
 
@@ -144,22 +190,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lazily_allocated_and_cleared_per_block() {
-        let mut s = PageSums::new(4, 16);
+    fn lazily_allocated_by_chunk_and_cleared_per_block() {
+        let mut s = PageSums::new(1000, 16);
         assert!(!s.active());
         s.set(1, 3, &[0, 0]);
         assert!(!s.active(), "unknown checksums allocate nothing");
         s.set(1, 3, &[7, 8]);
+        s.set(999, 15, &[9]);
         assert_eq!(s.get(1, 2, 3), vec![0, 7, 8]);
-        s.clear_block(1);
-        assert_eq!(s.get(1, 3, 2), vec![0, 0]);
+        assert_eq!(s.get(600, 0, 2), vec![0, 0], "a chunk never written");
+        assert_eq!(s.allocated, 2);
         let mut out = Vec::new();
         s.encode(&mut out);
-        assert_eq!(out.len() as u64, PageSums::max_encoded_len(4, 16));
-        let mut t = PageSums::new(4, 16);
-        t.load(&out[1..]).unwrap();
-        assert_eq!(t.sums, s.sums);
-        assert!(t.load(&out[2..]).is_err());
+        assert!(out.len() as u64 <= PageSums::max_encoded_len(1000, 16));
+        let mut t = PageSums::new(1000, 16);
+        let mut at = 0;
+        t.decode(|n| {
+            let r = out.get(at..at + n).ok_or("short".to_string());
+            at += n;
+            r
+        })
+        .unwrap();
+        assert_eq!(at, out.len());
+        assert_eq!(t.get(999, 15, 1), vec![9]);
+        assert_eq!(t.get(1, 3, 2), vec![7, 8]);
+        let mut u = PageSums::new(1000, 16);
+        let short = &out[..out.len() - 1];
+        let mut at = 0;
+        assert!(
+            u.decode(|n| {
+                let r = short.get(at..at + n).ok_or("short".to_string());
+                at += n;
+                r
+            })
+            .is_err()
+        );
+        s.clear_block(1);
+        assert_eq!(s.get(1, 3, 2), vec![0, 0]);
     }
 
     #[test]

@@ -15,6 +15,8 @@ use crate::volume::Loc;
 
 /// How long to wait before scanning again for background work after a scan found none.
 const BG_RESCAN_NS: Nanos = 1_000_000;
+/// How long a set whose conversion found a bad page waits before it is tried again.
+const CONVERT_RETRY_NS: Nanos = 100_000_000;
 
 impl FusionScheme {
     /// Could any background task (running or startable) free stripes in `vol`?
@@ -174,6 +176,9 @@ impl FusionScheme {
         let mut memo = vec![0u8; ctx.disk_count()];
         for id in ids {
             let set = v.pairs.set(id);
+            if set.convert_after > ctx.now {
+                continue;
+            }
             // Keep the stripe with the fewest failed members (at most what parity covers),
             // then the fewest slow ones.
             let score = |i: usize| {
@@ -313,7 +318,9 @@ impl FusionScheme {
             let v = &mut self.vols[vol];
             v.bg_running -= 1;
             v.next_bg_scan = 0;
-            v.pairs.set_mut(id).converting = false;
+            let set = v.pairs.set_mut(id);
+            set.converting = false;
+            set.convert_after = ctx.now + CONVERT_RETRY_NS;
             v.settle_set(id, ctx.now);
         } else {
             self.convert_write_parity(ctx, tag.job);

@@ -542,6 +542,7 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
                 .collect(),
             last_access: now,
             converting: false,
+            convert_after: 0,
             in_lru: false,
         });
     }

@@ -57,6 +57,9 @@ pub struct PairSet {
     pub slots: Vec<Slot>,
     pub last_access: Nanos,
     pub converting: bool,
+    /// No conversion before then: the last one found a bad page in the copy it would keep
+    /// (the blocks are being repaired; retrying at once would only find it again).
+    pub convert_after: Nanos,
     pub(crate) in_lru: bool,
 }
 

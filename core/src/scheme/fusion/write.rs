@@ -761,6 +761,7 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
             .collect(),
         last_access: ctx.now,
         converting: false,
+        convert_after: 0,
         in_lru: false,
     };
     v.pairs.insert(set, ctx.now);
