@@ -81,6 +81,28 @@ fn nbdfuse(dir: &Path, uri: &str, size: u64) -> (Guard, Mount, PathBuf) {
     (fuse, m, disk)
 }
 
+fn fsck_clean(disk: &str, when: &str) {
+    let fsck = run("fsck.ext4", &["-f", "-n", disk], T);
+    assert!(
+        fsck.status.success(),
+        "fsck {when} found problems:\n{}\n{}",
+        fsck.stdout,
+        fsck.stderr
+    );
+}
+
+/// Detach nbdfuse, check the server saw no data errors, stop it.
+fn finish(s: Serve, mut fuse: Guard, fuse_dir: &Path) {
+    run("fusermount3", &["-u", fuse_dir.to_str().unwrap()], T).ok("fusermount3 -u");
+    assert!(
+        fuse.wait_timeout(Duration::from_secs(30)).is_some(),
+        "nbdfuse did not exit"
+    );
+    let text = s.status_text(false);
+    assert!(text.contains("No known data errors"), "{text}");
+    s.stop();
+}
+
 #[test]
 fn ext4_survives_kill_9_of_serve_mid_write() {
     if !need("ext4 after kill -9", &EXT4_TOOLS) {
@@ -162,7 +184,7 @@ fn ext4_survives_kill_9_of_serve_mid_write() {
     let s = Serve::start(&p, &[]);
     let status = s.status_text(false);
     assert!(status.contains("recovery: checkpoint"), "{status}");
-    let (mut fuse, _fuse_mount, disk) = nbdfuse(&fuse_dir, &s.uri("fs"), 96 << 20);
+    let (fuse, _fuse_mount, disk) = nbdfuse(&fuse_dir, &s.uri("fs"), 96 << 20);
     let disk_s = disk.to_str().unwrap().to_string();
     {
         run("mount", &["-o", "loop", &disk_s, &mnt_s], T).ok("mount after the crash");
@@ -173,36 +195,13 @@ fn ext4_survives_kill_9_of_serve_mid_write() {
         }
         run("umount", &[&mnt_s], T).ok("umount");
     }
-    let fsck = run("fsck.ext4", &["-f", "-n", &disk_s], T);
-    assert!(
-        fsck.status.success(),
-        "fsck after the crash found problems:\n{}\n{}",
-        fsck.stdout,
-        fsck.stderr
-    );
-    run("fusermount3", &["-u", fuse_dir.to_str().unwrap()], T).ok("fusermount3 -u");
-    assert!(
-        fuse.wait_timeout(Duration::from_secs(30)).is_some(),
-        "nbdfuse did not exit"
-    );
-    let text = s.status_text(false);
-    assert!(text.contains("No known data errors"), "{text}");
-    s.stop();
+    fsck_clean(&disk_s, "after the crash");
+    finish(s, fuse, &fuse_dir);
 }
 
 #[test]
 fn ext4_over_nbdfuse_survives_fsck_and_remount() {
-    if !need(
-        "ext4 over nbdfuse",
-        &[
-            "nbdfuse",
-            "mkfs.ext4",
-            "fsck.ext4",
-            "mount",
-            "umount",
-            "fusermount3",
-        ],
-    ) {
+    if !need("ext4 over nbdfuse", &EXT4_TOOLS) {
         return;
     }
     if let Err(why) = can_mount() {
@@ -221,19 +220,7 @@ fn ext4_over_nbdfuse_survives_fsck_and_remount() {
     let mnt = dir.path().join("mnt");
     std::fs::create_dir_all(&fuse_dir).unwrap();
     std::fs::create_dir_all(&mnt).unwrap();
-    let disk = fuse_dir.join("disk");
-
-    let mut cmd = Command::new("nbdfuse");
-    cmd.arg(&disk)
-        .arg(s.uri("fs"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    let mut fuse = Guard::spawn(cmd, "nbdfuse");
-    let _fuse_mount = Mount(fuse_dir.clone(), "fusermount3");
-    wait_for("the nbdfuse file", Duration::from_secs(30), || {
-        std::fs::metadata(&disk).is_ok_and(|m| m.len() == 512 << 20)
-    });
+    let (fuse, _fuse_mount, disk) = nbdfuse(&fuse_dir, &s.uri("fs"), 512 << 20);
     let disk_s = disk.to_str().unwrap();
     let mnt_s = mnt.to_str().unwrap();
     run("mkfs.ext4", &["-q", "-F", "-E", "nodiscard", disk_s], T).ok("mkfs.ext4");
@@ -254,13 +241,7 @@ fn ext4_over_nbdfuse_survives_fsck_and_remount() {
         }
         run("umount", &[mnt_s], T).ok("umount");
     }
-    let fsck = run("fsck.ext4", &["-f", "-n", disk_s], T);
-    assert!(
-        fsck.status.success(),
-        "fsck found problems:\n{}\n{}",
-        fsck.stdout,
-        fsck.stderr
-    );
+    fsck_clean(disk_s, "after unmount");
     {
         run("mount", &["-o", "loop,ro", disk_s, mnt_s], T).ok("remount");
         let _m = Mount(mnt.clone(), "umount");
@@ -270,12 +251,5 @@ fn ext4_over_nbdfuse_survives_fsck_and_remount() {
         }
         run("umount", &[mnt_s], T).ok("umount");
     }
-    run("fusermount3", &["-u", fuse_dir.to_str().unwrap()], T).ok("fusermount3 -u");
-    assert!(
-        fuse.wait_timeout(Duration::from_secs(30)).is_some(),
-        "nbdfuse did not exit"
-    );
-    let text = s.status_text(false);
-    assert!(text.contains("No known data errors"), "{text}");
-    s.stop();
+    finish(s, fuse, &fuse_dir);
 }

@@ -200,6 +200,22 @@ impl<'a> Reader<'a> {
         }
         Ok(Loc::unpack(raw))
     }
+    /// `ub u64, loc u40, first u16, count u16` of a run of pages of a block (at most 256
+    /// pages: a 1 MiB block).
+    fn pages(&mut self) -> Result<(u64, Loc, u16, u16), RecordError> {
+        let ub = self.u64()?;
+        let loc = self.loc()?;
+        let first = self.u16()?;
+        let count = self.u16()?;
+        if count == 0 || first as u32 + count as u32 > 256 {
+            return Err(RecordError {
+                at: self.at,
+                what: "page range out of bounds",
+            });
+        }
+        Ok((ub, loc, first, count))
+    }
+
     fn record(&mut self) -> Result<Record, RecordError> {
         let tag = self.u8()?;
         let vol = self.u8()?;
@@ -210,16 +226,7 @@ impl<'a> Reader<'a> {
                 loc: self.loc()?,
             },
             2 => {
-                let ub = self.u64()?;
-                let loc = self.loc()?;
-                let first = self.u16()?;
-                let count = self.u16()?;
-                if count == 0 || first as u32 + count as u32 > 256 {
-                    return Err(RecordError {
-                        at: self.at,
-                        what: "patch page range out of bounds",
-                    });
-                }
+                let (ub, loc, first, count) = self.pages()?;
                 Record::Patch {
                     vol,
                     ub,
@@ -256,16 +263,7 @@ impl<'a> Reader<'a> {
                 Record::SetCreate { vol, stripes, cols }
             }
             5 => {
-                let ub = self.u64()?;
-                let loc = self.loc()?;
-                let first = self.u16()?;
-                let count = self.u16()?;
-                if count == 0 || first as u32 + count as u32 > 256 {
-                    return Err(RecordError {
-                        at: self.at,
-                        what: "written page range out of bounds",
-                    });
-                }
+                let (ub, loc, first, count) = self.pages()?;
                 let mut sums = Vec::with_capacity(count as usize);
                 for _ in 0..count {
                     sums.push(self.u32()?);
