@@ -344,11 +344,11 @@ impl FusionScheme {
         let i = (tag.part / PART_STRIDE) as usize;
         let col = tag.part % PART_STRIDE;
         let vol = self.read_job_vol(tag.job);
-        let bytes_of = |r: &IoResult| -> Option<Vec<u8>> {
-            match r {
-                Ok(Some(Data::Bytes(b))) => Some(b.clone()),
-                _ => None,
-            }
+        // The device's buffer moves into the job (no copy): the result is ours.
+        let ok = result.is_ok();
+        let mut bytes = match result {
+            Ok(Some(Data::Bytes(b))) => Some(b),
+            _ => None,
         };
         let job = self.read_job(tag.job);
         let p = &mut job.parts[i];
@@ -375,8 +375,8 @@ impl FusionScheme {
                 return;
             }
             PartMode::Direct { .. } => {
-                if result.is_ok() {
-                    done_bytes = Some(bytes_of(&result));
+                if ok {
+                    done_bytes = Some(bytes.take());
                 } else if p.inflight == 0 {
                     replan = true;
                 } else {
@@ -393,10 +393,7 @@ impl FusionScheme {
                     return; // a stale direct read from before this part was re-planned
                 }
                 *waiting -= 1;
-                match &result {
-                    Ok(_) => cols[col as usize] = Some(bytes_of(&result).unwrap_or_default()),
-                    Err(_) => cols[col as usize] = None,
-                }
+                cols[col as usize] = ok.then(|| bytes.take().unwrap_or_default());
                 if *waiting > 0 {
                     return;
                 }

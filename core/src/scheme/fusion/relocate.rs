@@ -372,9 +372,8 @@ impl FusionScheme {
             let mut cols: Vec<Vec<u8>> = (0..width)
                 .map(|c| {
                     j.data
-                        .get(c)
-                        .cloned()
-                        .flatten()
+                        .get_mut(c)
+                        .and_then(Option::take)
                         .unwrap_or_else(|| vec![0u8; bs as usize])
                 })
                 .collect();
