@@ -341,8 +341,10 @@ impl FusionScheme {
         // Under a journal the commit flushes the data before the FUA write is answered, so
         // the device writes need no FUA of their own.
         let fua = self.write_job(h).fua && self.durable().is_none();
-        let data = match &self.write_job(h).kind {
-            WriteKind::Data(Data::Bytes(b)) => Some(b.clone()),
+        // The payload leaves the job while the device writes are built (no copy of it) and
+        // goes back below: completion computes the checksums from it.
+        let data = match &mut self.write_job(h).kind {
+            WriteKind::Data(Data::Bytes(b)) => Some(std::mem::take(b)),
             WriteKind::Zeroes(n) if !ctx.size_only => Some(vec![0u8; *n as usize]),
             _ => None,
         };
@@ -426,6 +428,9 @@ impl FusionScheme {
             v.writes_in_flight += 1;
         }
         let w = self.write_job(h);
+        if let (WriteKind::Data(Data::Bytes(b)), Some(d)) = (&mut w.kind, data) {
+            *b = d;
+        }
         w.pieces = pieces;
         w.stripes = stripes;
         w.pending = n_io;
