@@ -37,6 +37,11 @@ use crate::volume::{Loc, PageSums};
 const SCRUB_JOBS: usize = 4;
 /// User blocks one block check reads.
 const BLOCKS_PER_CHECK: u64 = 8;
+/// BMT entries (or stripes) one step looks at at most, and the pause after a step that
+/// found nothing to read: a sparse volume of millions of blocks is scrubbed in slices
+/// instead of in one long event.
+const SCAN_BUDGET: u64 = 65_536;
+const SCAN_PAUSE_NS: Nanos = 1_000_000;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Pass {
@@ -185,12 +190,14 @@ impl FusionScheme {
             return more; // the pass moved on (or ended)
         };
         if ios.is_empty() {
-            // Every copy of these blocks is on a failed member: nothing to read.
+            // Every copy of these blocks is on a failed member: nothing to read. Go on at
+            // the next tick (a long stretch of such blocks must not hold up the loop).
+            s.next_at = s.next_at.max(ctx.now + SCAN_PAUSE_NS);
             self.vols[vol].scrub = Some(s);
             for st in job.pins {
                 self.vols[vol].stripes.unpin(st);
             }
-            return true;
+            return false;
         }
         let bytes: u64 = ios.iter().map(|x| x.2).sum();
         let members = ctx.disk_count().max(1) as f64;
@@ -210,7 +217,9 @@ impl FusionScheme {
         let mut ios: Vec<DevRead> = Vec::new();
         let mut pins = Vec::new();
         let mut picked = 0;
-        while picked < BLOCKS_PER_CHECK && s.cursor < v.blocks {
+        let mut scanned = 0;
+        while picked < BLOCKS_PER_CHECK && s.cursor < v.blocks && scanned < SCAN_BUDGET {
+            scanned += 1;
             let ub = s.cursor;
             s.cursor += 1;
             let e = v.bmt.get(ub);
@@ -257,6 +266,11 @@ impl FusionScheme {
             s.cursor = 0;
             return None;
         }
+        if picked == 0 {
+            // A long unmapped stretch: go on at the next tick rather than hold up the loop.
+            s.next_at = s.next_at.max(ctx.now + SCAN_PAUSE_NS);
+            return None;
+        }
         Some((
             ScrubJob {
                 vol,
@@ -276,7 +290,13 @@ impl FusionScheme {
     fn check_parity(&mut self, ctx: &mut Ctx, vol: usize, s: &mut Scrub) -> Option<Check> {
         let v = &mut self.vols[vol];
         let nstripes = v.zone.stripes();
+        let mut scanned = 0;
         while s.cursor < nstripes {
+            if scanned == SCAN_BUDGET {
+                s.next_at = s.next_at.max(ctx.now + SCAN_PAUSE_NS);
+                return None;
+            }
+            scanned += 1;
             let stripe = s.cursor as u32;
             s.cursor += 1;
             if v.stripes.state(stripe) != StripeState::Raid {
