@@ -7,7 +7,7 @@ use common::{Driver, OpRecord};
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
 };
-use fusionraid_core::{Data, Engine, EngineConfig, Op, Request};
+use fusionraid_core::{Engine, EngineConfig};
 
 const BS: u64 = 65536;
 
@@ -43,32 +43,12 @@ fn pattern(tag: u8, len: u64) -> Vec<u8> {
 /// Write and return the device writes it issued.
 fn write(d: &mut Driver, id: u64, offset: u64, data: Vec<u8>) -> Vec<OpRecord> {
     d.log.clear();
-    assert!(d.submit(Request {
-        id,
-        volume: 0,
-        op: Op::Write {
-            offset,
-            data: Data::Bytes(data),
-            fua: false
-        }
-    }));
-    d.drain();
-    let r = d.take_replies();
-    assert!(r.iter().all(|r| r.result.is_ok()), "write failed: {r:?}");
+    d.write_ok(id, offset, data);
     d.log.iter().filter(|o| o.write).copied().collect()
 }
 
 fn read(d: &mut Driver, id: u64, offset: u64, len: u64) -> Result<Vec<u8>, String> {
-    assert!(d.submit(Request {
-        id,
-        volume: 0,
-        op: Op::Read { offset, len }
-    }));
-    d.drain();
-    let r = d.take_replies().pop().expect("reply");
-    r.result
-        .map(|b| b.expect("data").into_bytes().expect("bytes"))
-        .map_err(|e| e.to_string())
+    d.read_now(id, offset, len)
 }
 
 /// Flip a byte of a member, under the engine's feet (bit rot, a misdirected write).

@@ -45,33 +45,11 @@ fn pattern(tag: u8, len: u64) -> Vec<u8> {
 }
 
 fn write(d: &mut Driver, id: u64, offset: u64, data: Vec<u8>) {
-    assert!(d.submit(Request {
-        id,
-        volume: 0,
-        op: Op::Write {
-            offset,
-            data: Data::Bytes(data),
-            fua: false
-        }
-    }));
-    d.drain();
-    let r = d.take_replies();
-    assert!(r.iter().all(|r| r.result.is_ok()), "write failed: {r:?}");
+    d.write_ok(id, offset, data);
 }
 
 fn read(d: &mut Driver, id: u64, offset: u64, len: u64) -> Vec<u8> {
-    assert!(d.submit(Request {
-        id,
-        volume: 0,
-        op: Op::Read { offset, len }
-    }));
-    d.drain();
-    let r = d.take_replies().pop().expect("reply");
-    r.result
-        .expect("read ok")
-        .expect("data")
-        .into_bytes()
-        .expect("bytes")
+    d.read_now(id, offset, len).expect("read ok")
 }
 
 #[test]

@@ -64,6 +64,16 @@ fn put_loc(out: &mut Vec<u8>, l: Loc) {
     out.extend_from_slice(&l.pack().to_le_bytes()[..5]);
 }
 
+/// `tag, vol, ub u64, loc u40, first u16, count u16`: a run of pages of a block (what
+/// `Reader::pages` reads back).
+fn put_pages(out: &mut Vec<u8>, tag: u8, vol: u8, ub: u64, loc: Loc, first: u16, count: u16) {
+    out.extend_from_slice(&[tag, vol]);
+    out.extend_from_slice(&ub.to_le_bytes());
+    put_loc(out, loc);
+    out.extend_from_slice(&first.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+}
+
 impl Record {
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
@@ -78,13 +88,7 @@ impl Record {
                 loc,
                 first,
                 count,
-            } => {
-                out.extend_from_slice(&[2, *vol]);
-                out.extend_from_slice(&ub.to_le_bytes());
-                put_loc(out, *loc);
-                out.extend_from_slice(&first.to_le_bytes());
-                out.extend_from_slice(&count.to_le_bytes());
-            }
+            } => put_pages(out, 2, *vol, *ub, *loc, *first, *count),
             Record::Retarget { vol, ub, from, to } => {
                 out.extend_from_slice(&[3, *vol]);
                 out.extend_from_slice(&ub.to_le_bytes());
@@ -108,11 +112,7 @@ impl Record {
                 first,
                 sums,
             } => {
-                out.extend_from_slice(&[5, *vol]);
-                out.extend_from_slice(&ub.to_le_bytes());
-                put_loc(out, *loc);
-                out.extend_from_slice(&first.to_le_bytes());
-                out.extend_from_slice(&(sums.len() as u16).to_le_bytes());
+                put_pages(out, 5, *vol, *ub, *loc, *first, sums.len() as u16);
                 for s in sums {
                     out.extend_from_slice(&s.to_le_bytes());
                 }

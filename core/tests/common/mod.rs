@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use fusionraid_core::rng::Rng;
-use fusionraid_core::{Data, DevError, DevOp, Engine, IoId, IoResult, Nanos, Reply, Request};
+use fusionraid_core::{Data, DevError, DevOp, Engine, IoId, IoResult, Nanos, Op, Reply, Request};
 
 /// One device command as the driver saw it (for tests that check what the engine issued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,6 +332,36 @@ impl Driver {
             let next = self.events.peek().map(|r| r.0.0).expect("event");
             self.run_until(Some(next));
         }
+    }
+
+    /// Write `data` at `offset` of volume 0, wait for it, and check it succeeded.
+    pub fn write_ok(&mut self, id: u64, offset: u64, data: Vec<u8>) {
+        assert!(self.submit(Request {
+            id,
+            volume: 0,
+            op: Op::Write {
+                offset,
+                data: Data::Bytes(data),
+                fua: false,
+            },
+        }));
+        self.drain();
+        let r = self.take_replies();
+        assert!(r.iter().all(|r| r.result.is_ok()), "write failed: {r:?}");
+    }
+
+    /// Read `len` bytes at `offset` of volume 0 and wait for the answer.
+    pub fn read_now(&mut self, id: u64, offset: u64, len: u64) -> Result<Vec<u8>, String> {
+        assert!(self.submit(Request {
+            id,
+            volume: 0,
+            op: Op::Read { offset, len },
+        }));
+        self.drain();
+        let r = self.take_replies().pop().expect("reply");
+        r.result
+            .map(|b| b.expect("data").into_bytes().expect("bytes"))
+            .map_err(|e| e.to_string())
     }
 
     /// Run until the engine is idle, background work (conversion, repair, scrub) included.

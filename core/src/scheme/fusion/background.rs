@@ -5,7 +5,7 @@ use super::FusionScheme;
 use super::jobs::{ConvertJob, Job};
 use super::pairs::SlotState;
 use super::vol::Vol;
-use super::write::fill_parity;
+use super::write::{fill_parity, write_columns};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
@@ -380,27 +380,8 @@ impl FusionScheme {
             cols.drain(dcols..).map(Data::Bytes).collect()
         };
         j.writing = true;
-        let mut n = 0;
-        for (i, p) in payloads.into_iter().enumerate() {
-            let (disk, off) = v.zone.device_offset(stripe, dcols + i, 0);
-            if ctx.is_failed(disk) {
-                continue; // degraded: the data columns are all readable
-            }
-            ctx.issue(
-                disk,
-                DevOp::Write {
-                    offset: off,
-                    data: p,
-                    fua: false,
-                },
-                IoTag {
-                    job: h,
-                    part: (dcols + i) as u32,
-                },
-                true,
-            );
-            n += 1;
-        }
+        // Degraded parity columns are skipped: the data columns are all readable.
+        let n = write_columns(ctx, &v.zone, h, stripe, dcols, payloads);
         j.pending = n;
         if n == 0 {
             self.finish_conversion(ctx, h);

@@ -4,8 +4,8 @@
 
 use super::FusionScheme;
 use super::jobs::{Job, ReadPurpose, RelocJob};
-use super::write::fill_parity;
-use crate::engine::api::{Data, DevOp, IoResult};
+use super::write::{fill_parity, write_columns};
+use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::fasthash::{FastMap, FastSet};
@@ -144,11 +144,6 @@ impl FusionScheme {
         for _ in 0..budget {
             let ub = v.sweep_cursor;
             v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
-            if v.relocating.contains(&ub) {
-                // Already on its way: planning it again would move it twice, and the
-                // slower move would only leave a hole behind.
-                continue;
-            }
             let e = v.bmt.get(ub);
             locs.clear();
             locs.push(e.base);
@@ -165,7 +160,10 @@ impl FusionScheme {
                     let holes = (v.stripes.valid(s).count_ones() as usize) < dcols;
                     (holes || n as usize > dcols).then_some(n)
                 });
-                if r.is_some() {
+                // A block already on its way is left out: planning it again would move it
+                // twice, and the slower move would only leave a hole behind. (Looked up
+                // only for candidates: the sweep is the cleaner's hot loop.)
+                if r.is_some() && !v.relocating.contains(&ub) {
                     let g = by_stripe.entry(s).or_default();
                     // Blocks are swept in order, so a repeat can only be the last one.
                     if g.0.last() != Some(&ub) {
@@ -381,27 +379,8 @@ impl FusionScheme {
             cols.into_iter().map(Data::Bytes).collect()
         };
         j.writing = true;
-        let mut n = 0;
-        for (c, p) in payloads.into_iter().enumerate() {
-            let (disk, off) = v.zone.device_offset(stripe, c, 0);
-            if ctx.is_failed(disk) {
-                continue; // degraded target: parity covers the column
-            }
-            ctx.issue(
-                disk,
-                DevOp::Write {
-                    offset: off,
-                    data: p,
-                    fua: false,
-                },
-                IoTag {
-                    job: h,
-                    part: c as u32,
-                },
-                true,
-            );
-            n += 1;
-        }
+        // A degraded target's column on a failed member is covered by its parity.
+        let n = write_columns(ctx, &v.zone, h, stripe, 0, payloads);
         j.pending = n;
         if n == 0 {
             self.finish_reloc(ctx, h, true);

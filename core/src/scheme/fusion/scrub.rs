@@ -23,7 +23,7 @@
 
 use super::FusionScheme;
 use super::jobs::Job;
-use super::write::fill_parity;
+use super::write::{fill_parity, write_columns};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
@@ -421,24 +421,14 @@ impl FusionScheme {
         }
         s.parity_rewritten += 1;
         ctx.stats.parity_rewrites += 1;
-        let mut n = 0;
-        for (k, p) in cols.drain(dcols..).enumerate() {
-            let (disk, off) = v.zone.device_offset(stripe, dcols + k, 0);
-            if ctx.is_failed(disk) {
-                continue;
-            }
-            ctx.issue(
-                disk,
-                DevOp::Write {
-                    offset: off,
-                    data: Data::Bytes(p),
-                    fua: false,
-                },
-                IoTag { job: h, part: n },
-                true,
-            );
-            n += 1;
-        }
+        let n = write_columns(
+            ctx,
+            &v.zone,
+            h,
+            stripe,
+            dcols,
+            cols.drain(dcols..).map(Data::Bytes),
+        );
         j.writing = true;
         j.pending = n;
         if n == 0 {

@@ -630,6 +630,42 @@ impl FusionScheme {
     }
 }
 
+/// Background writes of whole blocks to columns `first_col..` of `stripe`, one payload each,
+/// tagged with their column. Columns on failed members are skipped: parity (or, for parity
+/// columns, the readable data columns) covers them. Returns the writes issued.
+pub(super) fn write_columns(
+    ctx: &mut Ctx,
+    zone: &crate::space::Zone,
+    job: u64,
+    stripe: u32,
+    first_col: usize,
+    payloads: impl IntoIterator<Item = Data>,
+) -> u32 {
+    let mut n = 0;
+    for (i, data) in payloads.into_iter().enumerate() {
+        let col = first_col + i;
+        let (disk, offset) = zone.device_offset(stripe, col, 0);
+        if ctx.is_failed(disk) {
+            continue;
+        }
+        ctx.issue(
+            disk,
+            DevOp::Write {
+                offset,
+                data,
+                fua: false,
+            },
+            IoTag {
+                job,
+                part: col as u32,
+            },
+            true,
+        );
+        n += 1;
+    }
+    n
+}
+
 /// Compute the parity columns (the last `nparity`) from the data columns in place.
 pub(super) fn fill_parity(cols: &mut [Vec<u8>], nparity: usize) {
     let dcols = cols.len() - nparity;
