@@ -107,7 +107,8 @@ fn fail(d: &mut Driver, disk: usize) {
     d.pump();
 }
 
-/// Run until every volume's rebuild reports done; returns the blocks it moved.
+/// Run until every volume's rebuild reports done; returns the blocks it moved plus the
+/// columns it rebuilt into spare space.
 fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
     let mut waited = 0;
     while !rebuild_state(d).starts_with("done") {
@@ -120,11 +121,16 @@ fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
             rebuild_state(d)
         );
     }
-    rebuild_state(d)
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    // "done: M blocks moved, C columns rebuilt into spare space in T s"
+    let state = rebuild_state(d);
+    let words: Vec<&str> = state.split_whitespace().collect();
+    let num = |i: usize| {
+        words
+            .get(i)
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    num(1) + num(4)
 }
 
 #[test]

@@ -34,6 +34,9 @@ pub struct EngineStats {
     pub repaired_blocks: u64,
     /// RAID stripes whose parity a scrub found wrong and rewrote.
     pub parity_rewrites: u64,
+    /// Columns of RAID stripes a rebuild reconstructed into donor blocks (distributed
+    /// spare space) after a member failed.
+    pub rebuilt_columns: u64,
 }
 
 impl EngineStats {

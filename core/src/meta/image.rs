@@ -4,19 +4,26 @@
 //! are derived from these on recovery (`scheme::fusion::durable`).
 //!
 //! ```text
-//! image:  magic "FRIMAGE2" | volumes u32 | volume...
+//! image:  magic "FRIMAGE3" | volumes u32 | volume...
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
 //!         | checksum chunks u32 | (chunk u32, crc32c u32 per page of its 256 blocks)...
+//!         | remaps u32 | (stripe u32, col u8, donor u32, dcol u8)...
 //! ```
+//! A "FRIMAGE2" image (before column remapping) is read as one with no remaps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::record::Record;
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE2";
+const MAGIC: [u8; 8] = *b"FRIMAGE3";
+/// The image before column remapping: no remap section.
+const MAGIC_V2: [u8; 8] = *b"FRIMAGE2";
+
+/// (stripe, column) -> (donor stripe, donor column): the zone's column remaps.
+pub type RemapImage = BTreeMap<(u32, u8), (u32, u8)>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetImage {
@@ -28,6 +35,7 @@ pub struct VolImage {
     pub bmt: Bmt,
     pub patches: PatchTable,
     pub sums: PageSums,
+    pub remaps: RemapImage,
     sets: Vec<Option<SetImage>>,
     /// stripe -> index in `sets`: a stripe is in at most one set at a time.
     owner: HashMap<u32, usize>,
@@ -39,6 +47,7 @@ impl VolImage {
             bmt: Bmt::new(blocks),
             patches: PatchTable::new(pages_per_block),
             sums: PageSums::new(blocks, pages_per_block),
+            remaps: RemapImage::new(),
             sets: Vec::new(),
             owner: HashMap::new(),
         }
@@ -171,6 +180,24 @@ impl VolImage {
                 })?;
                 self.sums.set(*ub, *first, sums);
             }
+            Record::Remap {
+                stripe,
+                col,
+                donor,
+                dcol,
+                ..
+            } => {
+                // A column remapped again replaces its earlier remap (that donor's member
+                // failed in turn).
+                self.remaps.insert((*stripe, *col), (*donor, *dcol));
+            }
+            Record::Unremap { stripe, col, .. } => {
+                if self.remaps.remove(&(*stripe, *col)).is_none() {
+                    return Err(format!(
+                        "unremap of column {col} of stripe {stripe}, which is not remapped"
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -187,6 +214,7 @@ pub fn encode_vol<'a>(
     patches: &PatchTable,
     sets: impl Iterator<Item = (&'a [u32], Vec<[u8; 3]>)>,
     sums: &PageSums,
+    remaps: &[(u32, u8, u32, u8)],
 ) {
     out.extend_from_slice(&bmt.blocks().to_le_bytes());
     out.extend_from_slice(&patches.pages_per_block().to_le_bytes());
@@ -216,6 +244,13 @@ pub fn encode_vol<'a>(
     }
     out[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
     sums.encode(out);
+    out.extend_from_slice(&(remaps.len() as u32).to_le_bytes());
+    for &(s, c, d, dc) in remaps {
+        out.extend_from_slice(&s.to_le_bytes());
+        out.push(c);
+        out.extend_from_slice(&d.to_le_bytes());
+        out.push(dc);
+    }
 }
 
 /// Start an image of `volumes` volumes (then `encode_vol` each).
@@ -271,6 +306,10 @@ impl Image {
                 &v.patches,
                 v.sets().map(|s| (s.stripes.as_slice(), s.cols.clone())),
                 &v.sums,
+                &v.remaps
+                    .iter()
+                    .map(|(&(s, c), &(d, dc))| (s, c, d, dc))
+                    .collect::<Vec<_>>(),
             );
         }
         out
@@ -279,10 +318,12 @@ impl Image {
     /// Decode an image; it must describe volumes of exactly these shapes.
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = Cursor { b, at: 0 };
-        if c.take(8)? != MAGIC {
+        let magic = c.take(8)?;
+        let has_remaps = magic == MAGIC;
+        if !has_remaps && magic != MAGIC_V2 {
             return Err(
-                "checkpoint image has no FRIMAGE2 magic (a pool created by an older fusionraid \
-                 must be created again)"
+                "checkpoint image has no FRIMAGE3 (or FRIMAGE2) magic (a pool created by an \
+                 older fusionraid must be created again)"
                     .into(),
             );
         }
@@ -307,6 +348,7 @@ impl Image {
                 bmt: Bmt::from_bytes(blocks, raw).map_err(String::from)?,
                 patches: PatchTable::new(ppb),
                 sums: PageSums::new(blocks, ppb),
+                remaps: RemapImage::new(),
                 sets: Vec::new(),
                 owner: HashMap::new(),
             };
@@ -345,6 +387,17 @@ impl Image {
             v.sums
                 .decode(|n| c.take(n))
                 .map_err(|e| format!("volume {i}: {e}"))?;
+            if has_remaps {
+                let n = c.u32()?;
+                for _ in 0..n {
+                    let (s, col, d, dc) = (c.u32()?, c.u8()?, c.u32()?, c.u8()?);
+                    if v.remaps.insert((s, col), (d, dc)).is_some() {
+                        return Err(format!(
+                            "volume {i}: column {col} of stripe {s} remapped twice"
+                        ));
+                    }
+                }
+            }
             vols.push(v);
         }
         if c.at != b.len() {

@@ -9,6 +9,11 @@
 //!   5 Written   ub u64, loc u40, first u16, count u16, crc32c u32 x count
 //!               a user write: pages [first, first+count) at loc (the whole block when they
 //!               are all of it), with the checksums of their new content
+//!   6 Remap     stripe u32, col u8, donor u32, dcol u8
+//!               rebuild: column col of the stripe now lives in column dcol of the donor
+//!               stripe (its rebuilt content is written and flushed before this record)
+//!   7 Unremap   stripe u32, col u8
+//!               rebalance: the column is back in its home block
 //! ```
 //! A `Written` record carries its checksums in the same record as the mapping change, so
 //! recovery never applies one without the other.
@@ -49,6 +54,18 @@ pub enum Record {
         first: u16,
         /// One per page written (`sums.len()` is the page count).
         sums: Vec<u32>,
+    },
+    Remap {
+        vol: u8,
+        stripe: u32,
+        col: u8,
+        donor: u32,
+        dcol: u8,
+    },
+    Unremap {
+        vol: u8,
+        stripe: u32,
+        col: u8,
     },
 }
 
@@ -117,6 +134,24 @@ impl Record {
                     out.extend_from_slice(&s.to_le_bytes());
                 }
             }
+            Record::Remap {
+                vol,
+                stripe,
+                col,
+                donor,
+                dcol,
+            } => {
+                out.extend_from_slice(&[6, *vol]);
+                out.extend_from_slice(&stripe.to_le_bytes());
+                out.push(*col);
+                out.extend_from_slice(&donor.to_le_bytes());
+                out.push(*dcol);
+            }
+            Record::Unremap { vol, stripe, col } => {
+                out.extend_from_slice(&[7, *vol]);
+                out.extend_from_slice(&stripe.to_le_bytes());
+                out.push(*col);
+            }
         }
     }
 
@@ -127,7 +162,9 @@ impl Record {
             | Record::Patch { vol, .. }
             | Record::Retarget { vol, .. }
             | Record::SetCreate { vol, .. }
-            | Record::Written { vol, .. } => *vol,
+            | Record::Written { vol, .. }
+            | Record::Remap { vol, .. }
+            | Record::Unremap { vol, .. } => *vol,
         }
     }
 
@@ -140,6 +177,8 @@ impl Record {
                 5 + 4 * stripes.len() + cols.len() * stripes.len()
             }
             Record::Written { sums, .. } => 19 + 4 * sums.len(),
+            Record::Remap { .. } => 12,
+            Record::Unremap { .. } => 7,
         }
     }
 
@@ -276,6 +315,18 @@ impl<'a> Reader<'a> {
                     sums,
                 }
             }
+            6 => Record::Remap {
+                vol,
+                stripe: self.u32()?,
+                col: self.u8()?,
+                donor: self.u32()?,
+                dcol: self.u8()?,
+            },
+            7 => Record::Unremap {
+                vol,
+                stripe: self.u32()?,
+                col: self.u8()?,
+            },
             _ => {
                 return Err(RecordError {
                     at: self.at,
@@ -349,6 +400,22 @@ mod tests {
                     first,
                     sums
                 }),
+            (
+                any::<u8>(),
+                any::<u32>(),
+                any::<u8>(),
+                any::<u32>(),
+                any::<u8>()
+            )
+                .prop_map(|(vol, stripe, col, donor, dcol)| Record::Remap {
+                    vol,
+                    stripe,
+                    col,
+                    donor,
+                    dcol
+                }),
+            (any::<u8>(), any::<u32>(), any::<u8>())
+                .prop_map(|(vol, stripe, col)| Record::Unremap { vol, stripe, col }),
         ]
     }
 

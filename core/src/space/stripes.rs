@@ -21,6 +21,9 @@ pub enum StripeState {
     Raid = 2,
     /// One of the stripes of a replica pair set (replicated area).
     Replica = 3,
+    /// Lends some of its columns to stripes rebuilt after a member failure (remap.rs); not
+    /// usable as a stripe until it lends nothing.
+    Donor = 4,
 }
 
 /// Most spare-list entries one allocation looks at.
@@ -31,7 +34,7 @@ pub struct StripeTable {
     valid: Vec<u32>,
     spare: VecDeque<u32>,
     pins: FastMap<u32, u32>,
-    counts: [u64; 4],
+    counts: [u64; 5],
     /// Durable-metadata mode: the journal commit generation that will record frees made now.
     /// A stripe freed while this is set is *held* (state Free, not in the spare list) until
     /// that generation is durable, so a crash can never find a durable mapping pointing into
@@ -48,7 +51,7 @@ impl StripeTable {
             valid: vec![0; n],
             spare: (0..stripes as u32).collect(),
             pins: FastMap::default(),
-            counts: [stripes, 0, 0, 0],
+            counts: [stripes, 0, 0, 0, 0],
             hold_gen: None,
             held: VecDeque::new(),
         }
@@ -57,7 +60,7 @@ impl StripeTable {
     /// Rebuild from recovered states and valid masks: every Free stripe is spare.
     pub fn restore(states: Vec<StripeState>, valid: Vec<u32>) -> Self {
         assert_eq!(states.len(), valid.len());
-        let mut counts = [0u64; 4];
+        let mut counts = [0u64; 5];
         for &st in &states {
             counts[st as usize] += 1;
         }

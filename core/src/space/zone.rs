@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 
+use super::remap::Remaps;
 use crate::layout::Layout;
 use crate::types::{DiskId, Placement};
 
@@ -41,6 +42,8 @@ pub struct Zone {
     block_size: u64,
     /// Bytes reserved at the start of every member (superblock, metadata regions).
     data_offset: u64,
+    /// Columns rebuilt into donor blocks after a member failure (remap.rs).
+    remaps: Remaps,
 }
 
 impl Zone {
@@ -79,7 +82,15 @@ impl Zone {
             first_block,
             block_size,
             data_offset,
+            remaps: Remaps::default(),
         }
+    }
+
+    pub fn remaps(&self) -> &Remaps {
+        &self.remaps
+    }
+    pub fn remaps_mut(&mut self) -> &mut Remaps {
+        &mut self.remaps
     }
 
     pub fn width(&self) -> usize {
@@ -116,9 +127,21 @@ impl Zone {
         (s as u32, (flbn % self.width as u64) as usize)
     }
 
-    /// Where column `col` of `stripe` lives (block counted from the zone's start).
+    /// Where column `col` of `stripe` lives (block counted from the zone's start): its
+    /// home block, or the donor block it was rebuilt into.
     #[inline(always)]
     fn locate(&self, stripe: u32, col: usize) -> Placement {
+        if !self.remaps.is_empty()
+            && let Some(m) = self.remaps.get(stripe, col)
+        {
+            return self.home(m.donor, m.dcol as usize);
+        }
+        self.home(stripe, col)
+    }
+
+    /// Where column `col` of `stripe` lives by the layout alone (ignoring remaps).
+    #[inline(always)]
+    pub fn home(&self, stripe: u32, col: usize) -> Placement {
         let Some(t) = &self.table else {
             return self.locate_untabulated(stripe, col);
         };
@@ -147,9 +170,15 @@ impl Zone {
     }
     /// Disk and byte offset of page `page` of column `col` of `stripe`.
     pub fn device_offset(&self, stripe: u32, col: usize, page_byte: u64) -> (DiskId, u64) {
-        let Placement { disk, block } = self.locate(stripe, col);
-        let off = self.data_offset + (self.first_block + block) * self.block_size + page_byte;
-        (disk, off)
+        self.offset_of(self.locate(stripe, col), page_byte)
+    }
+    /// Disk and byte offset of column `col` of `stripe`'s home block (ignoring remaps).
+    pub fn home_offset(&self, stripe: u32, col: usize) -> (DiskId, u64) {
+        self.offset_of(self.home(stripe, col), 0)
+    }
+    fn offset_of(&self, p: Placement, page_byte: u64) -> (DiskId, u64) {
+        let off = self.data_offset + (self.first_block + p.block) * self.block_size + page_byte;
+        (p.disk, off)
     }
     pub fn stripe_disks(&self, stripe: u32) -> Vec<DiskId> {
         self.stripe_disk_list(stripe).into_owned()
@@ -158,11 +187,11 @@ impl Zone {
     /// is one (no allocation: background scans look at many stripes per call).
     pub fn stripe_disk_list(&self, stripe: u32) -> Cow<'_, [DiskId]> {
         match &self.table {
-            Some(t) => {
+            Some(t) if self.remaps.is_empty() || !self.remaps.has(stripe) => {
                 let at = (stripe % t.stripes) as usize * self.width;
                 Cow::Borrowed(&t.disk[at..at + self.width])
             }
-            None => Cow::Owned((0..self.width).map(|c| self.disk(stripe, c)).collect()),
+            _ => Cow::Owned((0..self.width).map(|c| self.disk(stripe, c)).collect()),
         }
     }
     pub fn touches(&self, stripe: u32, disk: DiskId) -> bool {

@@ -36,6 +36,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         checksum_errors: now.checksum_errors - base.checksum_errors,
         unrecoverable_pages: now.unrecoverable_pages - base.unrecoverable_pages,
         repaired_blocks: now.repaired_blocks - base.repaired_blocks,
+        rebuilt_columns: now.rebuilt_columns - base.rebuilt_columns,
         parity_rewrites: now.parity_rewrites - base.parity_rewrites,
     }
 }

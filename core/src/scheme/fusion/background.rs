@@ -50,6 +50,10 @@ impl FusionScheme {
                 && self.rebuild_due(ctx, vol)
                 && self.start_rebuild(ctx, vol)
             {}
+            while self.vols[vol].rebuild_running < rebuild_limit
+                && self.rebalance_due(ctx, vol)
+                && self.start_rebalance(ctx, vol)
+            {}
             self.kick_scrub(ctx, vol);
             // A scan that found nothing startable is not repeated for a millisecond unless a
             // background task finished meanwhile, even while writes wait: each scan sweeps
@@ -564,7 +568,16 @@ pub(super) fn check_volume(v: &Vol) {
                 "replica stripe {s} in no pair set"
             ),
             StripeState::Busy => {}
+            StripeState::Donor => assert!(
+                v.zone.remaps().lent(s) != 0 && raid_refs.keys().all(|&(x, _)| x != s),
+                "donor stripe {s} lends nothing or holds data"
+            ),
         }
+        assert!(
+            v.zone.remaps().lent(s) == 0 || v.stripes.state(s) == StripeState::Donor,
+            "stripe {s} lends columns but is {:?}",
+            v.stripes.state(s)
+        );
     }
     assert_eq!(
         valid_total, v.raid_valid_blocks,

@@ -115,7 +115,9 @@ fn max_image_bytes(cfg: &FusionConfig) -> u64 {
             .saturating_add(blocks.saturating_mul(5))
             .saturating_add(patches)
             .saturating_add(sets)
-            .saturating_add(crate::volume::PageSums::max_encoded_len(blocks, ppb));
+            .saturating_add(crate::volume::PageSums::max_encoded_len(blocks, ppb))
+            // Column remaps: at most the parity count per stripe, 10 bytes each.
+            .saturating_add(4 + stripes.saturating_mul(v.level.nparity() as u64 * 10));
     }
     total
 }
@@ -236,7 +238,21 @@ impl FusionScheme {
         let mut out = Vec::new();
         encode_header(&mut out, self.vols.len());
         for v in &self.vols {
-            encode_vol(&mut out, &v.bmt, &v.patches, v.pairs.structures(), &v.sums);
+            let remaps: Vec<_> = v
+                .zone
+                .remaps()
+                .sorted()
+                .into_iter()
+                .map(|(s, m)| (s, m.col, m.donor, m.dcol))
+                .collect();
+            encode_vol(
+                &mut out,
+                &v.bmt,
+                &v.patches,
+                v.pairs.structures(),
+                &v.sums,
+                &remaps,
+            );
         }
         out
     }
@@ -549,6 +565,7 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
     v.bmt = img.bmt;
     v.patches = img.patches;
     v.sums = img.sums;
+    let img_remaps = img.remaps;
     let mut valid = vec![0u32; nstripes as usize];
     for ub in 0..v.blocks {
         let e = v.bmt.get(ub);
@@ -631,7 +648,48 @@ fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
         }
         v.pairs.refresh(id);
     }
+    install_remaps(v, &img_remaps, &mut states)?;
     v.raid_valid_blocks = valid.iter().map(|m| m.count_ones() as u64).sum();
     v.stripes = StripeTable::restore(states, valid);
+    Ok(())
+}
+
+/// Put the recovered column remaps back into the zone; their donor stripes lend and are
+/// no stripes of their own.
+fn install_remaps(
+    v: &mut Vol,
+    remaps: &crate::meta::image::RemapImage,
+    states: &mut [StripeState],
+) -> Result<(), String> {
+    let (nstripes, width) = (v.zone.stripes(), v.zone.width());
+    for (&(s, col), &(donor, dcol)) in remaps {
+        if s as u64 >= nstripes
+            || donor as u64 >= nstripes
+            || col as usize >= width
+            || dcol as usize >= width
+        {
+            return Err(format!(
+                "remap of stripe {s} column {col} to {donor}/{dcol} outside the zone"
+            ));
+        }
+        if states[donor as usize] != StripeState::Free
+            && states[donor as usize] != StripeState::Donor
+        {
+            return Err(format!("donor stripe {donor} also holds data"));
+        }
+        if remaps.range((donor, 0)..=(donor, u8::MAX)).next().is_some() {
+            return Err(format!("donor stripe {donor} is remapped itself"));
+        }
+        if v.zone.remaps().lent(s) != 0 {
+            return Err(format!("remapped stripe {s} also lends columns"));
+        }
+        if v.zone.remaps().lent(donor) & (1 << dcol) != 0 {
+            return Err(format!("column {dcol} of donor stripe {donor} lent twice"));
+        }
+        let r = v.zone.remaps_mut();
+        r.lend(donor, dcol as usize);
+        r.install(s, crate::space::Moved { col, donor, dcol });
+        states[donor as usize] = StripeState::Donor;
+    }
     Ok(())
 }

@@ -13,6 +13,7 @@ pub enum Job {
     Reloc(RelocJob),
     Commit(super::durable::CommitJob),
     Scrub(super::scrub::ScrubJob),
+    Column(super::column::ColumnJob),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -24,6 +25,7 @@ pub enum Kind {
     Reloc,
     Commit,
     Scrub,
+    Column,
 }
 
 impl Job {
@@ -36,6 +38,7 @@ impl Job {
             Job::Reloc(_) => Kind::Reloc,
             Job::Commit(_) => Kind::Commit,
             Job::Scrub(_) => Kind::Scrub,
+            Job::Column(_) => Kind::Column,
         }
     }
 }

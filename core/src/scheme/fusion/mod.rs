@@ -8,6 +8,7 @@
 //! requests in flight).
 
 mod background;
+pub mod column;
 pub mod config;
 pub mod durable;
 mod jobs;
@@ -259,6 +260,7 @@ impl Scheme for FusionScheme {
             jobs::Kind::Reloc => self.reloc_io_done(ctx, tag, result),
             jobs::Kind::Commit => self.commit_io_done(ctx, tag, result),
             jobs::Kind::Scrub => self.scrub_io_done(ctx, tag, result),
+            jobs::Kind::Column => self.column_io_done(ctx, tag, result),
         }
         self.kick_background(ctx);
         self.after_event(ctx);
@@ -327,6 +329,9 @@ impl Scheme for FusionScheme {
     fn on_disk_replaced(&mut self, ctx: &mut Ctx, _disk: DiskId) {
         // Metadata copies that lived on the old device are gone: write a full set again.
         self.force_checkpoint();
+        // Columns rebuilt into spare space go back to their home blocks on the new device.
+        self.begin_rebalance(ctx.now);
+        self.kick_background(ctx);
         self.after_event(ctx);
     }
 
@@ -348,7 +353,16 @@ impl Scheme for FusionScheme {
             free_bytes: vol.stripes.count(StripeState::Free) * w * bs,
             conversion_backlog: vol.pairs.set_count() as u64,
             mapped_bytes: vol.mapped_bytes(),
-            rebuild: vol.rebuild.as_ref().map(|r| r.describe(vol.blocks)),
+            rebuild: match (&vol.rebuild, &vol.rebalance) {
+                (Some(r), Some(b)) => Some(format!(
+                    "{}; {}",
+                    r.describe(vol.blocks),
+                    b.describe(vol.zone.remaps().len())
+                )),
+                (Some(r), None) => Some(r.describe(vol.blocks)),
+                (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
+                (None, None) => None,
+            },
             scrub: vol
                 .scrub
                 .as_ref()
@@ -407,6 +421,7 @@ impl Scheme for FusionScheme {
                 ),
                 Job::Commit(_) => "commit".to_string(),
                 Job::Scrub(_) => "scrub".to_string(),
+                Job::Column(_) => "column".to_string(),
             })
             .collect();
         format!("jobs: {kinds:?}\n") + &self

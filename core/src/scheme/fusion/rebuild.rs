@@ -1,18 +1,25 @@
 //! Rebuild after a member failure, onto distributed spare space.
 //!
-//! Every user block with a location on a stripe that touches a failed member (a RAID stripe
-//! with any column there, parity included, or a pair set with a stripe there) is moved by the
-//! relocation machinery into a fresh full stripe on survivors only. Its reads reconstruct
-//! from the surviving columns (or the surviving copy), and both reads and new stripes are
-//! spread over every survivor by the declustered layout, so the rebuild uses the whole pool:
-//! it gets faster as the pool grows instead of being bound by one replacement disk.
+//! The BMT is swept from a cursor (no reverse map) for user blocks with a location on a
+//! stripe that touches a failed member:
+//! - a RAID stripe gets its lost columns (data, parity or holes alike) reconstructed into
+//!   donor blocks on other members (column.rs, `space/remap.rs`): one free block per lost
+//!   block, like a dRAID distributed spare;
+//! - a block in the replicated area (or on a stripe no donor fits) is moved whole by the
+//!   relocation machinery into a fresh stripe on survivors only.
 //!
-//! The BMT is swept from a cursor (no reverse map); a rebuild is done when a whole sweep
-//! finds nothing left and no relocation is in flight. It is paced by
-//! `ConversionPolicy::rebuild_bytes_per_sec` and runs up to `rebuild_concurrent` moves at
+//! Reads for both are spread over every survivor by the declustered layout, and so are the
+//! donors and new stripes, so the rebuild uses the whole pool: it gets faster as the pool
+//! grows instead of being bound by one replacement disk. A rebuild is done when a whole
+//! sweep finds nothing left and no job is in flight. It is paced by
+//! `ConversionPolicy::rebuild_bytes_per_sec` and runs up to `rebuild_concurrent` jobs at
 //! once (default: one per member).
+//!
+//! Once a new device takes a failed member's slot, a *rebalance* copies every remapped
+//! column back to its home block there and frees the donors.
 
 use super::FusionScheme;
+use super::column::ColumnStart;
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
 use crate::types::{DiskId, Nanos};
@@ -25,6 +32,12 @@ pub struct Rebuild {
     pub done_at: Option<Nanos>,
     /// User blocks moved off failed members so far.
     pub moved: u64,
+    /// Stripe columns rebuilt into donor blocks so far.
+    pub columns: u64,
+    /// Blocks beyond their parity's reach (more members of their stripe failed than it
+    /// covers) seen in the last complete sweep, and in the current one.
+    lost: u64,
+    lost_now: u64,
     /// BMT entries swept since the last candidate was found.
     clean_scan: u64,
     cursor: u64,
@@ -35,10 +48,17 @@ pub struct Rebuild {
 
 impl Rebuild {
     pub fn describe(&self, blocks: u64) -> String {
+        let lost = self.lost.max(self.lost_now);
+        let lost = if lost > 0 {
+            format!(" ({lost} blocks lost: more members failed than their parity covers)")
+        } else {
+            String::new()
+        };
         match self.done_at {
             Some(t) => format!(
-                "done: {} blocks moved in {:.3} s",
+                "done: {} blocks moved, {} columns rebuilt into spare space in {:.3} s{lost}",
                 self.moved,
+                self.columns,
                 (t - self.started_at) as f64 / 1e9
             ),
             None if self.stalled => format!(
@@ -47,12 +67,84 @@ impl Rebuild {
                 self.moved
             ),
             None => format!(
-                "rebuilding: {} blocks moved, clean sweep {}%",
+                "rebuilding: {} blocks moved, {} columns rebuilt, clean sweep {}%{lost}",
                 self.moved,
+                self.columns,
                 (self.clean_scan * 100 / blocks.max(1)).min(100)
             ),
         }
     }
+}
+
+/// Copying remapped columns home after a failed member's slot got a new device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rebalance {
+    pub started_at: Nanos,
+    pub done_at: Option<Nanos>,
+    /// Columns copied back (or dropped, when their stripe held nothing).
+    pub copied: u64,
+    /// The current pass: (stripe, column) to bring home, last first.
+    queue: Vec<(u32, u8)>,
+    /// Columns the current pass could not copy yet (their stripe in a pair set or busy).
+    deferred: u64,
+    next_at: Nanos,
+}
+
+impl Rebalance {
+    pub fn describe(&self, left: usize) -> String {
+        match self.done_at {
+            Some(t) => format!(
+                "rebalance done: {} columns back home in {:.3} s",
+                self.copied,
+                (t - self.started_at) as f64 / 1e9
+            ),
+            None => format!(
+                "rebalancing: {} columns back home, {left} still on spare space",
+                self.copied
+            ),
+        }
+    }
+}
+
+/// What user block `ub` needs from a rebuild.
+enum Need {
+    Nothing,
+    /// Rebuild the lost columns of this RAID stripe.
+    Columns(u32),
+    /// Move the block (a replica on a failed member).
+    Move,
+    /// A location beyond its parity's reach.
+    Lost,
+}
+
+fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
+    let e = v.bmt.get(ub);
+    let patches = if e.patched { v.patches.get(ub) } else { &[] };
+    let mut need = Need::Nothing;
+    for loc in std::iter::once(e.base).chain(patches.iter().map(|n| n.loc())) {
+        if !on_failed(v, loc, failed) {
+            continue;
+        }
+        match loc {
+            Loc::Raid(f) => {
+                let s = v.zone.split(f).0;
+                let lost = v
+                    .zone
+                    .stripe_disk_list(s)
+                    .iter()
+                    .filter(|d| failed.contains(d))
+                    .count();
+                if lost <= v.zone.nparity() {
+                    return Need::Columns(s);
+                }
+                if matches!(need, Need::Nothing) {
+                    need = Need::Lost;
+                }
+            }
+            _ => need = Need::Move,
+        }
+    }
+    need
 }
 
 /// Does location `loc` of a volume sit on a stripe touching one of `failed`?
@@ -104,10 +196,19 @@ impl FusionScheme {
 
     /// When the next rebuild step may start (the background rescan period at the soonest).
     pub(super) fn rebuild_deadline(&self, now: Nanos) -> Option<Nanos> {
-        self.vols
+        let rebuilds = self
+            .vols
             .iter()
             .filter_map(|v| v.rebuild.as_ref().filter(|r| r.done_at.is_none()))
-            .map(|r| r.next_at.max(now + 1_000_000))
+            .map(|r| r.next_at);
+        let rebalances = self
+            .vols
+            .iter()
+            .filter_map(|v| v.rebalance.as_ref().filter(|r| r.done_at.is_none()))
+            .map(|r| r.next_at);
+        rebuilds
+            .chain(rebalances)
+            .map(|t| t.max(now + 1_000_000))
             .min()
     }
 
@@ -118,7 +219,8 @@ impl FusionScheme {
             .is_some_and(|r| r.done_at.is_none() && ctx.now >= r.next_at)
     }
 
-    /// Sweep for blocks on failed members and move up to one stripe's worth of them.
+    /// Sweep for blocks on failed members: rebuild the columns of the next RAID stripe
+    /// found, or move up to one stripe's worth of replicated blocks.
     pub(super) fn start_rebuild(&mut self, ctx: &mut Ctx, vol: usize) -> bool {
         let failed: Vec<DiskId> = (0..ctx.disk_count() as u32)
             .map(DiskId)
@@ -129,41 +231,140 @@ impl FusionScheme {
         let blocks = v.blocks;
         let mut r = v.rebuild.take().expect("rebuild in progress");
         let mut picked = Vec::with_capacity(dcols);
+        let mut column = None;
         for _ in 0..blocks.min(65_536) {
             let ub = r.cursor;
             r.cursor = (r.cursor + 1) % blocks;
+            if r.cursor == 0 {
+                r.lost = r.lost_now;
+                r.lost_now = 0;
+            }
             r.clean_scan += 1;
-            if block_on_failed(v, ub, &failed) {
-                r.clean_scan = 0;
-                if v.relocating.contains(&ub) {
-                    continue; // being moved already; the sweep looks again where it lands
+            match need(v, ub, &failed) {
+                Need::Nothing => {}
+                Need::Lost => r.lost_now += 1,
+                Need::Columns(s) => {
+                    r.clean_scan = 0;
+                    if !v.columns.contains(&s) {
+                        column = Some((s, ub));
+                        break;
+                    }
                 }
-                picked.push(ub);
-                if picked.len() == dcols {
-                    break;
+                Need::Move => {
+                    r.clean_scan = 0;
+                    if v.relocating.contains(&ub) {
+                        continue; // being moved already; the sweep looks again where it lands
+                    }
+                    picked.push(ub);
+                    if picked.len() == dcols {
+                        break;
+                    }
                 }
             }
         }
-        if picked.is_empty() {
+        if picked.is_empty() && column.is_none() {
             if r.clean_scan >= blocks && v.rebuild_running == 0 {
                 r.done_at = Some(ctx.now);
             }
             v.rebuild = Some(r);
             return false;
         }
-        let bytes = picked.len() as u64 * v.zone.block_size();
+        let bs = v.zone.block_size();
+        let bytes = (picked.len() as u64 + column.map_or(0, |_| v.zone.width() as u64)) * bs;
         let survivors = (ctx.disk_count() - failed.len()).max(1) as f64;
         let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
         r.next_at = r.next_at.max(ctx.now) + (bytes as f64 / rate * 1e9) as Nanos;
-        let n = picked.len() as u64;
         self.vols[vol].rebuild = Some(r);
-        let started = self.launch_relocation(ctx, vol, picked, true);
-        if let Some(r) = self.vols[vol].rebuild.as_mut() {
-            r.stalled = !started;
-            if started {
-                r.moved += n;
+        let mut started = false;
+        if let Some((s, ub)) = column {
+            match self.start_column_rebuild(ctx, vol, s) {
+                ColumnStart::Started => started = true,
+                ColumnStart::Running | ColumnStart::Lost => {}
+                // No spare block fits: move the block whole instead.
+                ColumnStart::NoDonor if !self.vols[vol].relocating.contains(&ub) => picked.push(ub),
+                ColumnStart::NoDonor => {}
             }
         }
+        let mut stalled = !started;
+        if !picked.is_empty() {
+            let n = picked.len() as u64;
+            let moved = self.launch_relocation(ctx, vol, picked, true);
+            if moved {
+                if let Some(r) = self.vols[vol].rebuild.as_mut() {
+                    r.moved += n;
+                }
+                stalled = false;
+            }
+            started |= moved;
+        }
+        if let Some(r) = self.vols[vol].rebuild.as_mut() {
+            r.stalled = stalled;
+        }
         started
+    }
+
+    /// A new device took a failed member's slot: bring remapped columns home.
+    pub(super) fn begin_rebalance(&mut self, now: Nanos) {
+        for v in &mut self.vols {
+            if !v.zone.remaps().is_empty() {
+                let copied = v.rebalance.as_ref().map_or(0, |r| r.copied);
+                v.rebalance = Some(Rebalance {
+                    started_at: now,
+                    next_at: now,
+                    copied,
+                    ..Default::default()
+                });
+            }
+        }
+    }
+
+    pub(super) fn rebalance_due(&self, ctx: &Ctx, vol: usize) -> bool {
+        let v = &self.vols[vol];
+        v.rebuild.as_ref().is_none_or(|r| r.done_at.is_some())
+            && v.rebalance
+                .as_ref()
+                .is_some_and(|r| r.done_at.is_none() && ctx.now >= r.next_at)
+    }
+
+    /// Copy the next remapped column home. Returns false when nothing more can start now.
+    pub(super) fn start_rebalance(&mut self, ctx: &mut Ctx, vol: usize) -> bool {
+        let v = &mut self.vols[vol];
+        let mut r = v.rebalance.take().expect("rebalance in progress");
+        if r.queue.is_empty() {
+            // A new pass over what is still remapped onto spare space with its home healthy.
+            let idle_pass = r.deferred > 0;
+            r.deferred = 0;
+            r.queue = v
+                .zone
+                .remaps()
+                .sorted()
+                .into_iter()
+                .rev()
+                .filter(|&(s, m)| !ctx.is_failed(v.zone.home(s, m.col as usize).disk))
+                .map(|(s, m)| (s, m.col))
+                .collect();
+            if r.queue.is_empty() && v.rebuild_running == 0 {
+                r.done_at = Some(ctx.now);
+            } else if idle_pass {
+                // The last pass found only stripes it could not copy: wait for them to
+                // settle (convert or free) rather than spin.
+                r.next_at = ctx.now + 10_000_000;
+            }
+            v.rebalance = Some(r);
+            return false;
+        }
+        let (s, c) = r.queue.pop().expect("non-empty");
+        let bs = v.zone.block_size();
+        let survivors = ctx.disk_count().max(1) as f64;
+        let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
+        v.rebalance = Some(r);
+        let went = self.start_column_home(ctx, vol, s, c as usize);
+        let r = self.vols[vol].rebalance.as_mut().expect("rebalance");
+        if went {
+            r.next_at = r.next_at.max(ctx.now) + ((2 * bs) as f64 / rate * 1e9) as Nanos;
+        } else {
+            r.deferred += 1;
+        }
+        true
     }
 }

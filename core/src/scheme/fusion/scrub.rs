@@ -302,6 +302,11 @@ impl FusionScheme {
             if v.stripes.state(stripe) != StripeState::Raid {
                 continue;
             }
+            if v.columns.contains(&stripe) {
+                // A rebuild or rebalance is moving one of its columns.
+                s.stripes_skipped += 1;
+                continue;
+            }
             let width = v.zone.width();
             if (0..width).any(|c| ctx.is_failed(v.zone.disk(stripe, c))) {
                 s.stripes_skipped += 1;

@@ -80,6 +80,12 @@ pub struct Vol {
     pub next_bg_scan: crate::types::Nanos,
     /// Moving data off failed members (None: nothing has failed).
     pub rebuild: Option<super::rebuild::Rebuild>,
+    /// Copying remapped columns back home after a member was replaced.
+    pub rebalance: Option<super::rebuild::Rebalance>,
+    /// Stripes with a column job in flight (column.rs).
+    pub columns: crate::fasthash::FastSet<u32>,
+    /// Donor stripes that may lend more columns (newest last).
+    pub donor_open: Vec<u32>,
     /// The last scrub (None: never scrubbed since the pool came up).
     pub scrub: Option<super::scrub::Scrub>,
 }
@@ -119,6 +125,9 @@ impl Vol {
             writes_in_flight: 0,
             next_bg_scan: 0,
             rebuild: None,
+            rebalance: None,
+            columns: Default::default(),
+            donor_open: Vec::new(),
             scrub: None,
             cfg,
             zone,
