@@ -10,6 +10,11 @@
 //! write after it. Several crash/recover cycles run per seed, so recovery after recovery is
 //! covered too.
 //!
+//! In half the seeds a member fails during one cycle: the rebuild (columns reconstructed into
+//! spare space, replicas moved) runs under the workload and across power cuts; in a later
+//! cycle, once the rebuild is done and durable, a blank device takes the member's slot and
+//! the rebalance copies columns home, again under load and power cuts.
+//!
 //! Seeds: `FUSIONRAID_CRASH_SEEDS=N` runs seeds 0..N (default 100); `FUSIONRAID_CRASH_SEED=S`
 //! replays one.
 
@@ -25,7 +30,7 @@ use fusionraid_core::scheme::fusion::durable::meta_layout;
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
 };
-use fusionraid_core::{Data, Engine, EngineConfig, Nanos, Op, PAGE_SIZE, Request};
+use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Nanos, Op, PAGE_SIZE, Request};
 
 #[derive(Debug, Clone)]
 struct Scenario {
@@ -39,6 +44,8 @@ struct Scenario {
     queue_depth: usize,
     journal_bytes: u64,
     commit_interval_ns: Nanos,
+    /// (cycle, member): the member fails during that cycle.
+    failure: Option<(usize, usize)>,
 }
 
 fn scenario(seed: u64) -> Scenario {
@@ -65,13 +72,21 @@ fn scenario(seed: u64) -> Scenario {
         let width = min_w + r.below((max_w - min_w + 1) as u64) as usize;
         volumes.push((level, width, 24 + r.below(40)));
     }
+    let cycles = 2 + r.below(3) as usize;
+    let failure = (r.below(2) == 0).then(|| {
+        (
+            r.below(cycles as u64 - 1) as usize,
+            r.below(disks as u64) as usize,
+        )
+    });
     Scenario {
         seed,
         disks,
         layout,
         block_size,
         volumes,
-        cycles: 2 + r.below(3) as usize,
+        cycles,
+        failure,
         ops: 60 + r.below(240) as usize,
         queue_depth: 1 + r.below(8) as usize,
         // Small rings wrap and force checkpoints within a run.
@@ -113,13 +128,20 @@ fn config(sc: &Scenario) -> FusionConfig {
     cfg
 }
 
-/// Bring a pool up from members' bytes, as `serve` does.
-fn boot(sc: &Scenario, cfg: &FusionConfig, disks: Vec<Vec<u8>>, now: Nanos) -> Driver {
+/// Bring a pool up from members' bytes, as `serve` does; member `failed` is missing.
+fn boot(
+    sc: &Scenario,
+    cfg: &FusionConfig,
+    disks: Vec<Vec<u8>>,
+    now: Nanos,
+    failed: Option<usize>,
+) -> Driver {
     let layout = meta_layout(cfg).expect("journaled");
     let (off, len) = region(&layout);
     let regions: Vec<Option<&[u8]>> = disks
         .iter()
-        .map(|b| Some(&b[off as usize..(off + len) as usize]))
+        .enumerate()
+        .map(|(i, b)| (failed != Some(i)).then(|| &b[off as usize..(off + len) as usize]))
         .collect();
     let (scheme, _report) = FusionScheme::recover(cfg.clone(), &regions, now)
         .unwrap_or_else(|e| panic!("{sc:?}: recovery failed: {e}"));
@@ -134,7 +156,30 @@ fn boot(sc: &Scenario, cfg: &FusionConfig, disks: Vec<Vec<u8>>, now: Nanos) -> D
         m.bytes = b;
     }
     d.enable_volatile_caches();
+    if let Some(x) = failed {
+        d.disks[x].failed = true;
+        d.engine.fail_disk(DiskId(x as u32), now);
+        d.pump();
+    }
     d
+}
+
+/// Wait (no load) for the rebuild to finish and become durable, then put a blank device in
+/// member `x`'s slot. Returns false when the rebuild can not finish (the survivors can not
+/// hold the volume's stripes): the member stays failed.
+fn replace_when_rebuilt(d: &mut Driver, x: usize) -> bool {
+    for _ in 0..4000 {
+        let t = d.now + 5_000_000;
+        d.run_until(Some(t));
+        if d.engine.inflight_requests() == 0
+            && d.engine.replace_disk(DiskId(x as u32), d.now).is_ok()
+        {
+            d.blank_disk(x, 0x5A);
+            d.pump();
+            return true;
+        }
+    }
+    false
 }
 
 /// The writes one page has seen since the last recovery, oldest first.
@@ -173,7 +218,8 @@ struct Pending {
     at: Nanos,
 }
 
-fn run(sc: &Scenario) {
+/// Returns (columns rebuilt into spare space, members replaced) over all cycles.
+fn run(sc: &Scenario) -> (u64, u64) {
     let cfg = config(sc);
     let scheme = FusionScheme::new(cfg.clone()).expect("config");
     let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * sc.block_size;
@@ -201,13 +247,34 @@ fn run(sc: &Scenario) {
     let mut next_id = 1u64;
     let mut tag_seq = 1u64;
     let bs = sc.block_size;
+    let mut failed: Option<usize> = None;
+    let (mut rebuilt, mut replaced) = (0, 0);
     for cycle in 0..sc.cycles {
-        let mut d = boot(sc, &cfg, disks, now);
+        let mut d = boot(sc, &cfg, disks, now, failed);
         verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, cycle);
+        if let Some(x) = failed
+            && replace_when_rebuilt(&mut d, x)
+        {
+            failed = None;
+            replaced += 1;
+        }
         let mut pending: HashMap<u64, Pending> = HashMap::new();
         let cut_after = r.below(sc.ops as u64) as usize;
+        let fail_at = match sc.failure {
+            Some((c, x)) if c == cycle => Some((cut_after / 2, x)),
+            _ => None,
+        };
         let mut issued = 0;
         while issued < cut_after {
+            if let Some((at, x)) = fail_at
+                && issued == at
+                && failed.is_none()
+            {
+                d.disks[x].failed = true;
+                d.engine.fail_disk(DiskId(x as u32), d.now);
+                d.pump();
+                failed = Some(x);
+            }
             d.run_until(Some(d.now + r.below(200_000)));
             settle(&mut d, &mut pending, &mut pages);
             if pending.len() >= sc.queue_depth {
@@ -313,11 +380,12 @@ fn run(sc: &Scenario) {
         d.run_until(Some(d.now + r.below(5_000_000)));
         settle(&mut d, &mut pending, &mut pages);
         now = d.now + 1;
+        rebuilt += d.engine.stats().rebuilt_columns;
         disks = d.power_cut(&mut r);
     }
-    let d = boot(sc, &cfg, disks, now);
-    let mut d = d;
+    let mut d = boot(sc, &cfg, disks, now, failed);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
+    (rebuilt, replaced)
 }
 
 /// Apply replies to the page histories.
@@ -445,14 +513,31 @@ fn verify_after_recovery(
 #[test]
 fn power_cuts_lose_nothing_acknowledged() {
     let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
+    let (mut rebuilt, mut replaced) = (0, 0);
     for &seed in &seeds {
         let sc = scenario(seed);
-        if let Err(e) = std::panic::catch_unwind(|| run(&sc)) {
-            eprintln!(
-                "FAILED seed {seed}: replay with FUSIONRAID_CRASH_SEED={seed} cargo test -p fusionraid-core --test crash\nscenario: {sc:?}"
-            );
-            std::panic::resume_unwind(e);
+        match std::panic::catch_unwind(|| run(&sc)) {
+            Ok((c, m)) => {
+                rebuilt += c;
+                replaced += m;
+            }
+            Err(e) => {
+                eprintln!(
+                    "FAILED seed {seed}: replay with FUSIONRAID_CRASH_SEED={seed} cargo test -p fusionraid-core --test crash\nscenario: {sc:?}"
+                );
+                std::panic::resume_unwind(e);
+            }
         }
     }
-    eprintln!("crash test: {} seeds passed", seeds.len());
+    eprintln!(
+        "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {replaced} \
+         members replaced",
+        seeds.len()
+    );
+    if seeds.len() >= 50 {
+        assert!(
+            rebuilt > 0 && replaced > 0,
+            "no seed rebuilt a column or replaced a member"
+        );
+    }
 }

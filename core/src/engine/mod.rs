@@ -252,8 +252,8 @@ impl Engine {
         }
         if self.scheme.disk_in_use(disk) {
             return Err(format!(
-                "scheme {} still has data on member {} (rebuild not finished, or the scheme \
-                 can not rebuild onto spare space)",
+                "scheme {} still has data on member {} (rebuild not finished or not yet \
+                 durable, or the scheme can not rebuild onto spare space); try again later",
                 self.scheme.name(),
                 disk.index()
             ));

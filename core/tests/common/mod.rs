@@ -108,6 +108,18 @@ impl Driver {
     /// Cut the power: each member keeps its durable bytes plus, for every cached write, at
     /// random nothing, all of it, or a random subset of its 4 KiB pages (a torn write).
     /// Returns the members' contents as they would be found on restart.
+    /// A blank device takes the slot of member `i`: every byte `fill`, nothing cached.
+    pub fn blank_disk(&mut self, i: usize, fill: u8) {
+        let d = &mut self.disks[i];
+        d.bytes.fill(fill);
+        if let Some(img) = d.durable.as_mut() {
+            img.fill(fill);
+        }
+        d.cache.clear();
+        d.flushes.clear();
+        d.failed = false;
+    }
+
     pub fn power_cut(&mut self, rng: &mut Rng) -> Vec<Vec<u8>> {
         self.disks
             .iter_mut()

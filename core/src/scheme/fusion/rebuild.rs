@@ -44,6 +44,10 @@ pub struct Rebuild {
     next_at: Nanos,
     /// The last move found no free stripe clear of the failed members.
     stalled: bool,
+    /// Journal generation holding the rebuild's last records (journaled pools): the
+    /// failed member may be replaced once it is durable, not before, or a crash could bring
+    /// back a mapping into the replaced device.
+    pub done_generation: u64,
 }
 
 impl Rebuild {
@@ -62,9 +66,10 @@ impl Rebuild {
                 (t - self.started_at) as f64 / 1e9
             ),
             None if self.stalled => format!(
-                "stalled after {} blocks: no free stripe avoids the failed members (the zone \
-                 needs more spare space; serving degraded meanwhile)",
-                self.moved
+                "stalled after {} blocks moved, {} columns rebuilt: no spare block and no free \
+                 stripe clear of the failed members (the zone needs more spare space; serving \
+                 degraded meanwhile){lost}",
+                self.moved, self.columns
             ),
             None => format!(
                 "rebuilding: {} blocks moved, {} columns rebuilt, clean sweep {}%{lost}",
@@ -173,11 +178,19 @@ fn block_on_failed(v: &Vol, ub: u64, failed: &[DiskId]) -> bool {
 
 impl FusionScheme {
     /// Is any user block stored on a stripe touching `disk`? (Spare slots of open pair sets
-    /// there hold nothing and may stay.)
+    /// there hold nothing and may stay.) Also true while the records of a finished rebuild
+    /// are not durable yet: recovery would find the old mappings.
     pub(super) fn stored_on(&self, disk: DiskId) -> bool {
-        self.vols
-            .iter()
-            .any(|v| (0..v.blocks).any(|ub| block_on_failed(v, ub, &[disk])))
+        let durable = self
+            .durable
+            .as_ref()
+            .map_or(u64::MAX, |d| d.journal.durable_generation());
+        self.vols.iter().any(|v| {
+            v.rebuild
+                .as_ref()
+                .is_some_and(|r| r.done_at.is_some() && r.done_generation > durable)
+                || (0..v.blocks).any(|ub| block_on_failed(v, ub, &[disk]))
+        })
     }
 
     /// A member failed: every volume (re)starts a rebuild sweep.
@@ -226,6 +239,10 @@ impl FusionScheme {
             .map(DiskId)
             .filter(|&d| ctx.is_failed(d))
             .collect();
+        let open_generation = self
+            .durable
+            .as_ref()
+            .map_or(0, |d| d.journal.open_generation());
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         let blocks = v.blocks;
@@ -265,6 +282,7 @@ impl FusionScheme {
         if picked.is_empty() && column.is_none() {
             if r.clean_scan >= blocks && v.rebuild_running == 0 {
                 r.done_at = Some(ctx.now);
+                r.done_generation = open_generation;
             }
             v.rebuild = Some(r);
             return false;
@@ -319,11 +337,12 @@ impl FusionScheme {
     }
 
     pub(super) fn rebalance_due(&self, ctx: &Ctx, vol: usize) -> bool {
-        let v = &self.vols[vol];
-        v.rebuild.as_ref().is_none_or(|r| r.done_at.is_some())
-            && v.rebalance
-                .as_ref()
-                .is_some_and(|r| r.done_at.is_none() && ctx.now >= r.next_at)
+        // Runs alongside a rebuild after another failure: the donors it frees may be what
+        // that rebuild needs. (A column whose donor failed is the rebuild's to move.)
+        self.vols[vol]
+            .rebalance
+            .as_ref()
+            .is_some_and(|r| r.done_at.is_none() && ctx.now >= r.next_at)
     }
 
     /// Copy the next remapped column home. Returns false when nothing more can start now.
