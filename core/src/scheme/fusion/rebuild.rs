@@ -111,6 +111,16 @@ impl Rebalance {
     }
 }
 
+/// Credit a pace may bank while it waits for its next wake-up (deadlines come at least
+/// 1 ms apart): without it a job costing less than that would run once per millisecond at
+/// most, whatever the configured rate.
+const PACE_SLACK_NS: Nanos = 2_000_000;
+
+/// When the next job may start after one of `bytes` at `rate` bytes per second.
+fn paced(next_at: Nanos, now: Nanos, bytes: u64, rate: f64) -> Nanos {
+    next_at.max(now.saturating_sub(PACE_SLACK_NS)) + (bytes as f64 / rate * 1e9) as Nanos
+}
+
 /// What user block `ub` needs from a rebuild.
 enum Need {
     Nothing,
@@ -291,7 +301,7 @@ impl FusionScheme {
         let bytes = (picked.len() as u64 + column.map_or(0, |_| v.zone.width() as u64)) * bs;
         let survivors = (ctx.disk_count() - failed.len()).max(1) as f64;
         let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
-        r.next_at = r.next_at.max(ctx.now) + (bytes as f64 / rate * 1e9) as Nanos;
+        r.next_at = paced(r.next_at, ctx.now, bytes, rate);
         self.vols[vol].rebuild = Some(r);
         let mut started = false;
         if let Some((s, ub)) = column {
@@ -380,7 +390,7 @@ impl FusionScheme {
         let went = self.start_column_home(ctx, vol, s, c as usize);
         let r = self.vols[vol].rebalance.as_mut().expect("rebalance");
         if went {
-            r.next_at = r.next_at.max(ctx.now) + ((2 * bs) as f64 / rate * 1e9) as Nanos;
+            r.next_at = paced(r.next_at, ctx.now, 2 * bs, rate);
         } else {
             r.deferred += 1;
         }
