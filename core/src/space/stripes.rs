@@ -170,6 +170,14 @@ impl StripeTable {
     pub fn is_pinned(&self, s: u32) -> bool {
         self.pins.contains_key(&s)
     }
+    /// Is a free stripe pinned (a read or scrub in flight on a stripe freed since)? It
+    /// becomes spare again when that I/O completes, so writes waiting for room need not
+    /// give up yet.
+    pub fn pinned_free(&self) -> bool {
+        self.pins
+            .keys()
+            .any(|&s| self.state[s as usize] == StripeState::Free)
+    }
 
     /// Take the first spare stripe that `ok` accepts, walking the list in order; skipped
     /// stripes go to the tail (paper §4.3). Returns the stripe and how many were skipped.

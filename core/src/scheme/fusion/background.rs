@@ -65,8 +65,10 @@ impl FusionScheme {
             let stuck = |v: &Vol| {
                 !v.space_waiters.is_empty()
                     && v.bg_running == 0
+                    && v.rebuild_running == 0
                     && v.writes_in_flight == 0
                     && v.stripes.held() == 0
+                    && !v.stripes.pinned_free()
             };
             for _round in 0..2 {
                 self.scan_background(ctx, vol);
@@ -76,6 +78,10 @@ impl FusionScheme {
                 }
                 // The scan itself made room (closing a set with nothing live frees it at
                 // once): try the waiters again, and scan once more for what they need.
+                self.retry_space_waiters(ctx, vol);
+            }
+            if stuck(&self.vols[vol]) && self.remap_free_stripes(ctx, vol, 64) > 0 {
+                // Free stripes touching a failed member became usable.
                 self.retry_space_waiters(ctx, vol);
             }
             if stuck(&self.vols[vol]) {
@@ -230,6 +236,10 @@ impl FusionScheme {
         let width = v.zone.width();
         let dcols = v.zone.dcols();
         let bs = v.zone.block_size();
+        // A kept stripe on a failed member becomes a degraded RAID stripe: the rebuild
+        // must look at it.
+        let cols: Vec<(u32, usize)> = (0..width).map(|c| (stripe, c)).collect();
+        v.note_placement(ctx, &cols);
         let h = self.jobs.insert(Job::Convert(ConvertJob {
             vol,
             set: id,
@@ -431,6 +441,7 @@ impl FusionScheme {
             }
         }
         v.stripes.set_state(stripe, StripeState::Raid);
+        v.note_stripe(ctx, stripe);
         v.stripes.set_valid_mask(stripe, mask);
         v.raid_valid_blocks += mask.count_ones() as u64;
         // The retargets of one conversion are one journal group: replayed all or none.

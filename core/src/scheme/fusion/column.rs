@@ -73,8 +73,17 @@ fn fits(z: &Zone, ctx: &Ctx, forbidden: &[DiskId], t: u32, c: usize) -> bool {
     z.remaps().lent(t) & (1 << c) == 0 && !ctx.is_failed(d) && !forbidden.contains(&d)
 }
 
-/// Reserve a donor column on a healthy member not in `forbidden` (which it joins).
-fn pick_donor(v: &mut Vol, ctx: &Ctx, forbidden: &mut Vec<DiskId>) -> Option<(u32, u8)> {
+/// Reserve a donor column on a healthy member not in `forbidden` (which it joins). New
+/// donor stripes are taken only while the volume keeps twice its write reserve, so
+/// rebuilding never starves user writes of room (the caller then moves blocks instead, or
+/// waits), and one clear of the failed members (which writes could use whole) only when
+/// `clear_ok`.
+fn pick_donor(
+    v: &mut Vol,
+    ctx: &Ctx,
+    forbidden: &mut Vec<DiskId>,
+    clear_ok: bool,
+) -> Option<(u32, u8)> {
     let width = v.zone.width();
     let mut i = v.donor_open.len();
     let mut looked = 0;
@@ -98,7 +107,13 @@ fn pick_donor(v: &mut Vol, ctx: &Ctx, forbidden: &mut Vec<DiskId>) -> Option<(u3
     let ok =
         |z: &Zone, t: u32| !z.remaps().has(t) && (0..width).any(|c| fits(z, ctx, forbidden, t, c));
     let touches_failed = |z: &Zone, t: u32| (0..width).any(|c| ctx.is_failed(z.home(t, c).disk));
-    let t = take_donor(v, |z, t| ok(z, t) && touches_failed(z, t)).or_else(|| take_donor(v, ok))?;
+    // Even a stripe touching a failed member may take degraded writes when nothing else is
+    // left: new donors only while the volume keeps twice its write reserve.
+    if v.stripes.available() < 2 * v.reserve_stripes() {
+        return None;
+    }
+    let t = take_donor(v, |z, t| ok(z, t) && touches_failed(z, t))
+        .or_else(|| clear_ok.then(|| take_donor(v, ok)).flatten())?;
     v.donor_open.push(t);
     let c = (0..width)
         .find(|&c| fits(&v.zone, ctx, forbidden, t, c))
@@ -155,7 +170,7 @@ impl FusionScheme {
         let mut forbidden = v.zone.stripe_disks(stripe);
         let mut moves = Vec::with_capacity(lost.len());
         for &col in &lost {
-            match pick_donor(v, ctx, &mut forbidden) {
+            match pick_donor(v, ctx, &mut forbidden, true) {
                 Some((donor, dcol)) => moves.push(Moved {
                     col: col as u8,
                     donor,
@@ -200,7 +215,7 @@ impl FusionScheme {
         let Some(m) = v.zone.remaps().get(stripe, col) else {
             return true; // dropped meanwhile
         };
-        if v.columns.contains(&stripe) || ctx.is_failed(v.zone.disk(stripe, col)) {
+        if v.columns.contains(&stripe) {
             return false;
         }
         match v.stripes.state(stripe) {
@@ -209,6 +224,8 @@ impl FusionScheme {
                 drop_remap(v, stripe, m);
                 true
             }
+            // The donor's member failed too: the rebuild moves the column first.
+            _ if ctx.is_failed(v.zone.disk(stripe, col)) => false,
             StripeState::Raid => {
                 let width = v.zone.width();
                 self.launch_column(
@@ -437,4 +454,80 @@ fn drop_remap(v: &mut Vol, stripe: u32, m: Moved) {
     });
     v.donor_open.retain(|&t| t != m.donor);
     unlend(v, m.donor, m.dcol);
+}
+
+impl FusionScheme {
+    /// Make free stripes that touch a failed member usable again by remapping their lost
+    /// columns onto donor blocks: no data moves (they hold none), one donor block buys a
+    /// whole stripe of free space clear of the failed members. Takes at most `max` stripes
+    /// off the spare list (never a held one, so no durable mapping can still name them) and
+    /// puts them back at its head. Returns how many it remapped.
+    pub(super) fn remap_free_stripes(&mut self, ctx: &mut Ctx, vol: usize, max: usize) -> usize {
+        let failed: Vec<DiskId> = (0..ctx.disk_count() as u32)
+            .map(DiskId)
+            .filter(|&d| ctx.is_failed(d))
+            .collect();
+        if failed.is_empty() {
+            return 0;
+        }
+        let v = &mut self.vols[vol];
+        let width = v.zone.width();
+        let mut done = 0;
+        while done < max {
+            let Vol { zone, stripes, .. } = &mut *v;
+            let lost_cols = |z: &Zone, t: u32| {
+                (0..width)
+                    .filter(|&c| failed.contains(&z.disk(t, c)))
+                    .collect::<Vec<_>>()
+            };
+            let Some((s, _)) = stripes.take_spare(|t| {
+                z_ok(zone, t) && !lost_cols(zone, t).is_empty() && !zone.remaps().has(t)
+            }) else {
+                break;
+            };
+            let lost = lost_cols(&v.zone, s);
+            let mut forbidden = v.zone.stripe_disks(s);
+            let mut moves = Vec::with_capacity(lost.len());
+            for &col in &lost {
+                // Only donors no write could use: a free stripe clear of the failed members is
+                // worth as much as the one this would win back.
+                match pick_donor(v, ctx, &mut forbidden, false) {
+                    Some((donor, dcol)) => moves.push(Moved {
+                        col: col as u8,
+                        donor,
+                        dcol,
+                    }),
+                    None => break,
+                }
+            }
+            if moves.len() < lost.len() {
+                for m in moves {
+                    unlend(v, m.donor, m.dcol);
+                }
+                v.stripes.untake(s);
+                break;
+            }
+            for m in moves {
+                v.zone.remaps_mut().install(s, m);
+                v.record(|vol| Record::Remap {
+                    vol,
+                    stripe: s,
+                    col: m.col,
+                    donor: m.donor,
+                    dcol: m.dcol,
+                });
+            }
+            v.stripes.untake(s);
+            if let Some(r) = v.rebuild.as_mut() {
+                r.free_remapped += 1;
+            }
+            done += 1;
+        }
+        done
+    }
+}
+
+/// May free stripe `t` be remapped (it lends nothing itself)?
+fn z_ok(z: &Zone, t: u32) -> bool {
+    z.remaps().lent(t) == 0
 }

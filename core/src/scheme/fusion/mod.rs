@@ -429,7 +429,7 @@ impl Scheme for FusionScheme {
             .iter()
             .map(|v| {
                 format!(
-                    "{}: jobs {} locks held {} waiting {} space_waiters {} bg {} spare stripes {} free {} raid {} replica {} busy {} sets {} lru {} spare slots {} holes {}\n",
+                    "{}: jobs {} locks held {} waiting {} space_waiters {} bg {} spare stripes {} free {} raid {} replica {} busy {} sets {} lru {} spare slots {} holes {} donors {} remaps {} reserve {} rebuild {:?}\n",
                     v.cfg.name,
                     self.jobs.len(),
                     v.locks.held(),
@@ -444,7 +444,11 @@ impl Scheme for FusionScheme {
                     v.pairs.set_count(),
                     v.pairs.lru_len(),
                     v.pairs.spare_slots(),
-                    v.holes()
+                    v.holes(),
+                    v.stripes.count(StripeState::Donor),
+                    v.zone.remaps().len(),
+                    v.reserve_stripes(),
+                    v.rebuild.as_ref().map(|r| r.describe(v.blocks))
                 )
             })
             .collect::<String>()

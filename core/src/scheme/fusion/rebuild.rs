@@ -34,6 +34,10 @@ pub struct Rebuild {
     pub moved: u64,
     /// Stripe columns rebuilt into donor blocks so far.
     pub columns: u64,
+    /// Free stripes touching a failed member made usable by remapping (no data moved).
+    pub free_remapped: u64,
+    /// `Vol::degraded_placements` when last looked at.
+    degraded_seen: u64,
     /// Blocks beyond their parity's reach (more members of their stripe failed than it
     /// covers) seen in the last complete sweep, and in the current one.
     lost: u64,
@@ -60,10 +64,12 @@ impl Rebuild {
         };
         match self.done_at {
             Some(t) => format!(
-                "done: {} blocks moved, {} columns rebuilt into spare space in {:.3} s{lost}",
+                "done: {} blocks moved, {} columns rebuilt into spare space in {:.3} s, {} \
+                 free stripes remapped{lost}",
                 self.moved,
                 self.columns,
-                (t - self.started_at) as f64 / 1e9
+                (t - self.started_at) as f64 / 1e9,
+                self.free_remapped
             ),
             None if self.stalled => format!(
                 "stalled after {} blocks moved, {} columns rebuilt: no spare block and no free \
@@ -235,11 +241,20 @@ impl FusionScheme {
             .min()
     }
 
-    pub(super) fn rebuild_due(&self, ctx: &Ctx, vol: usize) -> bool {
-        self.vols[vol]
-            .rebuild
-            .as_ref()
-            .is_some_and(|r| r.done_at.is_none() && ctx.now >= r.next_at)
+    pub(super) fn rebuild_due(&mut self, ctx: &Ctx, vol: usize) -> bool {
+        let v = &mut self.vols[vol];
+        let degraded = v.degraded_placements;
+        let Some(r) = v.rebuild.as_mut() else {
+            return false;
+        };
+        if r.done_at.is_some() && r.degraded_seen != degraded {
+            // Data landed on a failed member after the rebuild finished (a degraded write
+            // when no room clear of it was left): sweep again.
+            r.done_at = None;
+            r.clean_scan = 0;
+        }
+        r.degraded_seen = degraded;
+        r.done_at.is_none() && ctx.now >= r.next_at
     }
 
     /// Sweep for blocks on failed members: rebuild the columns of the next RAID stripe

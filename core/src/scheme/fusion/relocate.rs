@@ -277,6 +277,8 @@ impl FusionScheme {
         let Some((stripe, _)) = target else {
             return false;
         };
+        let cols: Vec<(u32, usize)> = (0..width).map(|c| (stripe, c)).collect();
+        v.note_placement(ctx, &cols);
         v.bg_running += 1;
         v.rebuild_running += rebuild as usize;
         for &u in &picked {
@@ -416,6 +418,7 @@ impl FusionScheme {
         let mut moved = 0;
         if ok {
             v.stripes.set_state(j.stripe, StripeState::Raid);
+            v.note_stripe(ctx, j.stripe);
             for (c, (&ub, (entry, nodes))) in j.blocks.iter().zip(&j.snapshot).enumerate() {
                 // Compare-and-swap: only a block nobody rewrote since the read moves; its new
                 // column otherwise stays a hole.

@@ -80,6 +80,9 @@ pub struct Vol {
     pub next_bg_scan: crate::types::Nanos,
     /// Moving data off failed members (None: nothing has failed).
     pub rebuild: Option<super::rebuild::Rebuild>,
+    /// Placements onto a failed member (degraded writes, when no room clear of it was
+    /// left): a finished rebuild looks again when this moves.
+    pub degraded_placements: u64,
     /// Copying remapped columns back home after a member was replaced.
     pub rebalance: Option<super::rebuild::Rebalance>,
     /// Stripes with a column job in flight (column.rs).
@@ -125,6 +128,7 @@ impl Vol {
             writes_in_flight: 0,
             next_bg_scan: 0,
             rebuild: None,
+            degraded_placements: 0,
             rebalance: None,
             columns: Default::default(),
             donor_open: Vec::new(),
@@ -291,6 +295,27 @@ impl Vol {
         }
         self.pairs.refresh(id);
         false
+    }
+
+    /// Data is about to be placed at these (stripe, column)s: count it when one is on a
+    /// failed member, so a finished rebuild takes it up again.
+    pub fn note_placement(&mut self, ctx: &crate::engine::ctx::Ctx, cols: &[(u32, usize)]) {
+        if self.rebuild.is_some()
+            && cols
+                .iter()
+                .any(|&(s, c)| ctx.is_failed(self.zone.disk(s, c)))
+        {
+            self.degraded_placements += 1;
+        }
+    }
+
+    /// Data of stripe `s` is being mapped: see `note_placement`.
+    pub fn note_stripe(&mut self, ctx: &crate::engine::ctx::Ctx, s: u32) {
+        if self.rebuild.is_some()
+            && (0..self.zone.width()).any(|c| ctx.is_failed(self.zone.disk(s, c)))
+        {
+            self.degraded_placements += 1;
+        }
     }
 
     /// Queue a journal record (when the metadata is journaled).

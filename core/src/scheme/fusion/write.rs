@@ -85,6 +85,7 @@ impl FusionScheme {
                 if !self.background_possible(vol)
                     && self.vols[vol].writes_in_flight == 0
                     && self.vols[vol].stripes.held() == 0
+                    && !self.vols[vol].stripes.pinned_free()
                 {
                     // Nothing running or startable can free a stripe: fail rather than hang.
                     self.vols[vol].space_waiters.retain(|&x| x != h);
@@ -239,6 +240,7 @@ impl FusionScheme {
                         placed = false;
                         break;
                     };
+                    v.note_placement(ctx, &v.pairs.copies(r));
                     if partial {
                         // A new pack for this piece and the patches that follow it.
                         if v.packs.open_count() >= pack::MAX_OPEN
@@ -311,6 +313,8 @@ impl FusionScheme {
                     no_space = true;
                     break;
                 };
+                let cols: Vec<(u32, usize)> = (0..v.zone.width()).map(|c| (s, c)).collect();
+                v.note_placement(ctx, &cols);
                 stripes.push(s);
                 for &(b, first, count) in &raw {
                     pieces.push(Piece {
@@ -516,6 +520,7 @@ impl FusionScheme {
         };
         for &s in &w.stripes {
             v.stripes.set_state(s, StripeState::Raid);
+            v.note_stripe(ctx, s);
         }
         for p in &w.pieces {
             match p.dest {
@@ -525,6 +530,9 @@ impl FusionScheme {
                     v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
                 }
                 Dest::Slot(r) => {
+                    // Noted again at the mapping: a rebuild sweep may have passed the block
+                    // between the placement and now.
+                    v.note_placement(ctx, &v.pairs.copies(r));
                     let key = v.pairs.key(&v.zone, r);
                     let loc = Loc::Rep(key);
                     if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
