@@ -486,9 +486,21 @@ fn replace_failed(d: &mut Driver, vols: usize) -> u64 {
     rebuilt
 }
 
+const REGRESSION_SEEDS: &[u64] = &[2533];
+
 #[test]
 fn fusion_model_random_seeds() {
-    let seeds = common::seeds("FUSIONRAID_SEED", "FUSIONRAID_SEEDS", 200);
+    let mut seeds = common::seeds("FUSIONRAID_SEED", "FUSIONRAID_SEEDS", 200);
+    if std::env::var("FUSIONRAID_SEED").is_err() {
+        // Seeds past the usual range that once failed, always replayed:
+        // 2533: a write whose second chunk waited for replica slots its first chunk held,
+        // in a replicated area too small for both, waited forever.
+        for &s in REGRESSION_SEEDS {
+            if !seeds.contains(&s) {
+                seeds.push(s);
+            }
+        }
+    }
     let mut rebuilt = 0;
     for &seed in &seeds {
         let sc = scenario(seed);

@@ -175,7 +175,11 @@ impl FusionScheme {
                 // and relocation would have to compact it again; it is the fallback when
                 // waiting can not help, as when no pair set could be formed from the spare
                 // stripes there are (their disks could not be matched).
-                if may_wait && replicated_area_full(v) {
+                // Waiting helps only the first chunk of a write: slots that earlier chunks
+                // hold would be given back, and the replicated area may be too small to
+                // hold them all at once, so the write would wait forever.
+                let holds_slots = !slots_taken.is_empty() || !packed.is_empty();
+                if may_wait && !holds_slots && replicated_area_full(v) {
                     no_space = true;
                     break;
                 }
