@@ -55,9 +55,6 @@ impl Remaps {
             .find(|m| m.col as usize == col)
             .copied()
     }
-    pub fn of(&self, stripe: u32) -> &[Moved] {
-        self.by_stripe.get(&stripe).map_or(&[], |v| v.as_slice())
-    }
     pub fn has(&self, stripe: u32) -> bool {
         self.by_stripe.contains_key(&stripe)
     }

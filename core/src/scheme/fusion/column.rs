@@ -142,6 +142,59 @@ pub(super) fn unlend(v: &mut Vol, donor: u32, dcol: u8) {
     }
 }
 
+/// The columns of `stripe` that sit on failed members (wherever they live now).
+fn lost_columns(z: &Zone, ctx: &Ctx, stripe: u32) -> Vec<usize> {
+    (0..z.width())
+        .filter(|&c| ctx.is_failed(z.disk(stripe, c)))
+        .collect()
+}
+
+/// Reserve a donor column for each of `lost` columns of `stripe` (see `pick_donor`), or
+/// none at all.
+fn reserve_donors(
+    v: &mut Vol,
+    ctx: &Ctx,
+    stripe: u32,
+    lost: &[usize],
+    clear_ok: bool,
+) -> Option<Vec<Moved>> {
+    let mut forbidden = v.zone.stripe_disks(stripe);
+    let mut moves: Vec<Moved> = Vec::with_capacity(lost.len());
+    for &col in lost {
+        let Some((donor, dcol)) = pick_donor(v, ctx, &mut forbidden, clear_ok) else {
+            for m in moves {
+                unlend(v, m.donor, m.dcol);
+            }
+            return None;
+        };
+        moves.push(Moved {
+            col: col as u8,
+            donor,
+            dcol,
+        });
+    }
+    Some(moves)
+}
+
+/// Point a column of `stripe` at the donor column reserved for it, and journal that. An
+/// earlier remap of the column (its donor's member failed in turn) is replaced: that donor
+/// block is dead.
+fn install_remap(v: &mut Vol, stripe: u32, m: Moved) {
+    if let Some(old) = v.zone.remaps().get(stripe, m.col as usize) {
+        v.zone.remaps_mut().remove(stripe, m.col as usize);
+        v.donor_open.retain(|&t| t != old.donor);
+        unlend(v, old.donor, old.dcol);
+    }
+    v.zone.remaps_mut().install(stripe, m);
+    v.record(|vol| Record::Remap {
+        vol,
+        stripe,
+        col: m.col,
+        donor: m.donor,
+        dcol: m.dcol,
+    });
+}
+
 impl FusionScheme {
     /// Rebuild the columns of RAID stripe `stripe` that sit on failed members into donor
     /// blocks.
@@ -157,9 +210,7 @@ impl FusionScheme {
         }
         debug_assert_eq!(v.stripes.state(stripe), StripeState::Raid);
         let width = v.zone.width();
-        let lost: Vec<usize> = (0..width)
-            .filter(|&c| ctx.is_failed(v.zone.disk(stripe, c)))
-            .collect();
+        let lost = lost_columns(&v.zone, ctx, stripe);
         if lost.len() > v.zone.nparity() {
             return ColumnStart::Lost;
         }
@@ -167,23 +218,9 @@ impl FusionScheme {
             !lost.is_empty(),
             "column rebuild of a whole stripe {stripe}"
         );
-        let mut forbidden = v.zone.stripe_disks(stripe);
-        let mut moves = Vec::with_capacity(lost.len());
-        for &col in &lost {
-            match pick_donor(v, ctx, &mut forbidden, true) {
-                Some((donor, dcol)) => moves.push(Moved {
-                    col: col as u8,
-                    donor,
-                    dcol,
-                }),
-                None => {
-                    for m in moves {
-                        unlend(v, m.donor, m.dcol);
-                    }
-                    return ColumnStart::NoDonor;
-                }
-            }
-        }
+        let Some(moves) = reserve_donors(v, ctx, stripe, &lost, true) else {
+            return ColumnStart::NoDonor;
+        };
         let reads: Vec<usize> = (0..width).filter(|c| !lost.contains(c)).collect();
         self.launch_column(
             ctx,
@@ -403,21 +440,8 @@ impl FusionScheme {
         v.next_bg_scan = 0;
         match (j.mode, ok) {
             (ColumnMode::Rebuild, true) => {
-                for m in &j.moves {
-                    if let Some(old) = v.zone.remaps().get(j.stripe, m.col as usize) {
-                        // Its donor's member failed in turn: that donor block is dead.
-                        v.zone.remaps_mut().remove(j.stripe, m.col as usize);
-                        v.donor_open.retain(|&t| t != old.donor);
-                        unlend(v, old.donor, old.dcol);
-                    }
-                    v.zone.remaps_mut().install(j.stripe, *m);
-                    v.record(|vol| Record::Remap {
-                        vol,
-                        stripe: j.stripe,
-                        col: m.col,
-                        donor: m.donor,
-                        dcol: m.dcol,
-                    });
+                for &m in &j.moves {
+                    install_remap(v, j.stripe, m);
                 }
                 ctx.stats.rebuilt_columns += j.moves.len() as u64;
                 if let Some(r) = v.rebuild.as_mut() {
@@ -463,59 +487,27 @@ impl FusionScheme {
     /// off the spare list (never a held one, so no durable mapping can still name them) and
     /// puts them back at its head. Returns how many it remapped.
     pub(super) fn remap_free_stripes(&mut self, ctx: &mut Ctx, vol: usize, max: usize) -> usize {
-        let failed: Vec<DiskId> = (0..ctx.disk_count() as u32)
-            .map(DiskId)
-            .filter(|&d| ctx.is_failed(d))
-            .collect();
-        if failed.is_empty() {
+        if !(0..ctx.disk_count() as u32).any(|d| ctx.is_failed(DiskId(d))) {
             return 0;
         }
         let v = &mut self.vols[vol];
-        let width = v.zone.width();
         let mut done = 0;
         while done < max {
             let Vol { zone, stripes, .. } = &mut *v;
-            let lost_cols = |z: &Zone, t: u32| {
-                (0..width)
-                    .filter(|&c| failed.contains(&z.disk(t, c)))
-                    .collect::<Vec<_>>()
-            };
-            let Some((s, _)) = stripes.take_spare(|t| {
-                z_ok(zone, t) && !lost_cols(zone, t).is_empty() && !zone.remaps().has(t)
-            }) else {
+            let Some((s, _)) = stripes
+                .take_spare(|t| !zone.remaps().has(t) && !lost_columns(zone, ctx, t).is_empty())
+            else {
                 break;
             };
-            let lost = lost_cols(&v.zone, s);
-            let mut forbidden = v.zone.stripe_disks(s);
-            let mut moves = Vec::with_capacity(lost.len());
-            for &col in &lost {
-                // Only donors no write could use: a free stripe clear of the failed members is
-                // worth as much as the one this would win back.
-                match pick_donor(v, ctx, &mut forbidden, false) {
-                    Some((donor, dcol)) => moves.push(Moved {
-                        col: col as u8,
-                        donor,
-                        dcol,
-                    }),
-                    None => break,
-                }
-            }
-            if moves.len() < lost.len() {
-                for m in moves {
-                    unlend(v, m.donor, m.dcol);
-                }
+            let lost = lost_columns(&v.zone, ctx, s);
+            // Only donors no write could use: a free stripe clear of the failed members is
+            // worth as much as the one this would win back.
+            let Some(moves) = reserve_donors(v, ctx, s, &lost, false) else {
                 v.stripes.untake(s);
                 break;
-            }
+            };
             for m in moves {
-                v.zone.remaps_mut().install(s, m);
-                v.record(|vol| Record::Remap {
-                    vol,
-                    stripe: s,
-                    col: m.col,
-                    donor: m.donor,
-                    dcol: m.dcol,
-                });
+                install_remap(v, s, m);
             }
             v.stripes.untake(s);
             if let Some(r) = v.rebuild.as_mut() {
@@ -525,9 +517,4 @@ impl FusionScheme {
         }
         done
     }
-}
-
-/// May free stripe `t` be remapped (it lends nothing itself)?
-fn z_ok(z: &Zone, t: u32) -> bool {
-    z.remaps().lent(t) == 0
 }

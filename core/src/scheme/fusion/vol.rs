@@ -493,5 +493,6 @@ impl Vol {
             + self.sums.memory_bytes()
             + self.raid_extra.len() as u64 * 16
             + self.stripes.memory_bytes()
+            + self.zone.remaps().memory_bytes()
     }
 }
