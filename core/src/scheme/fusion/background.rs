@@ -236,10 +236,6 @@ impl FusionScheme {
         let width = v.zone.width();
         let dcols = v.zone.dcols();
         let bs = v.zone.block_size();
-        // A kept stripe on a failed member becomes a degraded RAID stripe: the rebuild
-        // must look at it.
-        let cols: Vec<(u32, usize)> = (0..width).map(|c| (stripe, c)).collect();
-        v.note_placement(ctx, &cols);
         let h = self.jobs.insert(Job::Convert(ConvertJob {
             vol,
             set: id,

@@ -277,8 +277,6 @@ impl FusionScheme {
         let Some((stripe, _)) = target else {
             return false;
         };
-        let cols: Vec<(u32, usize)> = (0..width).map(|c| (stripe, c)).collect();
-        v.note_placement(ctx, &cols);
         v.bg_running += 1;
         v.rebuild_running += rebuild as usize;
         for &u in &picked {

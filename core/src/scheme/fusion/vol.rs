@@ -80,8 +80,8 @@ pub struct Vol {
     pub next_bg_scan: crate::types::Nanos,
     /// Moving data off failed members (None: nothing has failed).
     pub rebuild: Option<super::rebuild::Rebuild>,
-    /// Placements onto a failed member (degraded writes, when no room clear of it was
-    /// left): a finished rebuild looks again when this moves.
+    /// Data mapped onto a failed member (degraded writes, relocations and conversions,
+    /// when no room clear of it was left): a finished rebuild looks again when this moves.
     pub degraded_placements: u64,
     /// Copying remapped columns back home after a member was replaced.
     pub rebalance: Option<super::rebuild::Rebalance>,
@@ -297,8 +297,9 @@ impl Vol {
         false
     }
 
-    /// Data is about to be placed at these (stripe, column)s: count it when one is on a
-    /// failed member, so a finished rebuild takes it up again.
+    /// Data is being mapped at these (stripe, column)s: count it when one is on a failed
+    /// member, so a finished rebuild takes it up again. Counted at the mapping, not at the
+    /// placement: a sweep that ran in between would have found nothing yet.
     pub fn note_placement(&mut self, ctx: &crate::engine::ctx::Ctx, cols: &[(u32, usize)]) {
         if self.rebuild.is_some()
             && cols

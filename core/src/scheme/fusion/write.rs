@@ -244,7 +244,6 @@ impl FusionScheme {
                         placed = false;
                         break;
                     };
-                    v.note_placement(ctx, &v.pairs.copies(r));
                     if partial {
                         // A new pack for this piece and the patches that follow it.
                         if v.packs.open_count() >= pack::MAX_OPEN
@@ -317,8 +316,6 @@ impl FusionScheme {
                     no_space = true;
                     break;
                 };
-                let cols: Vec<(u32, usize)> = (0..v.zone.width()).map(|c| (s, c)).collect();
-                v.note_placement(ctx, &cols);
                 stripes.push(s);
                 for &(b, first, count) in &raw {
                     pieces.push(Piece {
@@ -534,8 +531,6 @@ impl FusionScheme {
                     v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
                 }
                 Dest::Slot(r) => {
-                    // Noted again at the mapping: a rebuild sweep may have passed the block
-                    // between the placement and now.
                     v.note_placement(ctx, &v.pairs.copies(r));
                     let key = v.pairs.key(&v.zone, r);
                     let loc = Loc::Rep(key);
