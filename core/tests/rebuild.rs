@@ -111,20 +111,23 @@ fn fail(d: &mut Driver, disk: usize) {
     d.pump();
 }
 
-/// Run until every volume's rebuild reports done; returns the blocks it moved plus the
-/// columns it rebuilt into spare space.
-fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
+/// Run in 5 ms steps while `busy` says so (at most 100 s of virtual time).
+fn run_while(d: &mut Driver, what: &str, mut busy: impl FnMut(&mut Driver) -> bool) {
     let mut waited = 0;
-    while !rebuild_state(d).starts_with("done") {
+    while busy(d) {
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
         waited += 1;
-        assert!(
-            waited < 20_000,
-            "{what}: rebuild never finished: {}",
-            rebuild_state(d)
-        );
+        assert!(waited < 20_000, "{what}: {}", rebuild_state(d));
     }
+}
+
+/// Run until every volume's rebuild reports done; returns the blocks it moved plus the
+/// columns it rebuilt into spare space.
+fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
+    run_while(d, &format!("{what}: rebuild never finished"), |d| {
+        !rebuild_state(d).starts_with("done")
+    });
     // "done: M blocks moved, C columns rebuilt into spare space in T s"
     let state = rebuild_state(d);
     let words: Vec<&str> = state.split_whitespace().collect();
@@ -246,13 +249,11 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
         // still running, so it has to wait).
         d.disks[2].failed = false;
         d.disks[2].bytes.fill(0x5A);
-        let mut waited = 0;
-        while d.engine.replace_disk(DiskId(2), d.now).is_err() {
-            let t = d.now + 5_000_000;
-            d.run_until(Some(t));
-            waited += 1;
-            assert!(waited < 20_000, "seed {seed}: member 2 never replaceable");
-        }
+        run_while(
+            &mut d,
+            &format!("seed {seed}: member 2 never replaceable"),
+            |d| d.engine.replace_disk(DiskId(2), d.now).is_err(),
+        );
         d.pump();
         wait_rebuild(&mut d, &format!("seed {seed}, member 4"));
         d.disks[4].bytes.fill(0x5A);
@@ -260,17 +261,11 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
             .replace_disk(DiskId(4), d.now)
             .unwrap_or_else(|e| panic!("seed {seed}: member 4: {e}"));
         d.pump();
-        let mut waited = 0;
-        while rebuild_state(&d).contains("rebalancing") {
-            let t = d.now + 5_000_000;
-            d.run_until(Some(t));
-            waited += 1;
-            assert!(
-                waited < 20_000,
-                "seed {seed}: rebalance never finished: {}",
-                rebuild_state(&d)
-            );
-        }
+        run_while(
+            &mut d,
+            &format!("seed {seed}: rebalance never finished"),
+            |d| rebuild_state(d).contains("rebalancing"),
+        );
         assert!(
             rebuild_state(&d).contains("rebalance done"),
             "seed {seed}: {}",
