@@ -198,6 +198,24 @@ impl FusionScheme {
         true
     }
 
+    /// The journal generation holding the newest records so far: the open one if it has
+    /// any (queued in a volume's log or in the journal), else the last sealed one. 0 when
+    /// the metadata is not journaled.
+    pub(super) fn records_generation(&self) -> u64 {
+        let logged = self
+            .vols
+            .iter()
+            .any(|v| v.log.as_ref().is_some_and(|l| !l.is_empty()));
+        self.durable.as_ref().map_or(0, |d| {
+            let open = d.journal.open_generation();
+            if logged || d.journal.pending_records() > 0 {
+                open
+            } else {
+                open - 1
+            }
+        })
+    }
+
     fn held_stripes(&self) -> u64 {
         self.vols.iter().map(|v| v.stripes.held()).sum()
     }

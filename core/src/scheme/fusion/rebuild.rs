@@ -264,20 +264,6 @@ impl FusionScheme {
             .map(DiskId)
             .filter(|&d| ctx.is_failed(d))
             .collect();
-        // The generation holding the newest records so far: the open one if it has any
-        // (queued in a volume's log or in the journal), else the last sealed one.
-        let logged = self
-            .vols
-            .iter()
-            .any(|v| v.log.as_ref().is_some_and(|l| !l.is_empty()));
-        let records_generation = self.durable.as_ref().map_or(0, |d| {
-            let open = d.journal.open_generation();
-            if logged || d.journal.pending_records() > 0 {
-                open
-            } else {
-                open - 1
-            }
-        });
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         let blocks = v.blocks;
@@ -315,11 +301,17 @@ impl FusionScheme {
             }
         }
         if picked.is_empty() && column.is_none() {
-            if r.clean_scan >= blocks && v.rebuild_running == 0 {
-                r.done_at = Some(ctx.now);
-                r.done_generation = records_generation;
-            }
+            let done = r.clean_scan >= blocks && v.rebuild_running == 0;
             v.rebuild = Some(r);
+            if done {
+                let generation = self.records_generation();
+                let r = self.vols[vol]
+                    .rebuild
+                    .as_mut()
+                    .expect("rebuild in progress");
+                r.done_at = Some(ctx.now);
+                r.done_generation = generation;
+            }
             return false;
         }
         let bs = v.zone.block_size();
