@@ -66,9 +66,7 @@ impl FusionScheme {
                 !v.space_waiters.is_empty()
                     && v.bg_running == 0
                     && v.rebuild_running == 0
-                    && v.writes_in_flight == 0
-                    && v.stripes.held() == 0
-                    && !v.stripes.pinned_free()
+                    && !v.room_on_the_way()
             };
             for _round in 0..2 {
                 self.scan_background(ctx, vol);

@@ -81,12 +81,8 @@ impl FusionScheme {
                 self.vols[vol].space_waiters.push(h);
                 self.vols[vol].waiters_mark = self.vols[vol].space_mark();
                 // Held stripes come back with the next journal commit (which waiting writes
-                // trigger at once), so they count as space on the way.
-                if !self.background_possible(vol)
-                    && self.vols[vol].writes_in_flight == 0
-                    && self.vols[vol].stripes.held() == 0
-                    && !self.vols[vol].stripes.pinned_free()
-                {
+                // trigger at once): see `Vol::room_on_the_way`.
+                if !self.background_possible(vol) && !self.vols[vol].room_on_the_way() {
                     // Nothing running or startable can free a stripe: fail rather than hang.
                     self.vols[vol].space_waiters.retain(|&x| x != h);
                     self.fail_write(ctx, h, ReqError::NoSpace);
