@@ -1,0 +1,238 @@
+//! Engine CPU per 4 KiB random write with real data (issue 5's NBD write benchmark without
+//! the NBD server, the driver or the kernel): the pool of `scripts/bench-nbd.sh` part A
+//! (7 members of 1 GiB, one RAID5 4+1 volume of 1 GiB, 64 KiB blocks, journal on), members
+//! held in memory by this file and completing at once, the volume written once in full,
+//! then uniformly random 4 KiB writes over all of it, 16 in flight.
+//!
+//! `cargo bench -p fusionraid-core --bench small_writes [-- WRITES [SPARE_FRACTION]]` prints
+//! ns of engine CPU per write (thread CPU time, so other load on the machine matters less),
+//! device bytes per user byte, and what the background did. The copies into and out of the
+//! memory members are counted separately: a real member does them in the kernel or the
+//! device. For instruction counts that do not move with the machine's load, run the binary
+//! under `valgrind --tool=callgrind --toggle-collect='*small_writes*measure*'`.
+
+use std::time::Instant;
+
+use fusionraid_core::meta::JournalConfig;
+use fusionraid_core::rng::Rng;
+use fusionraid_core::scheme::fusion::{
+    FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
+};
+use fusionraid_core::{Data, DevOp, Engine, EngineConfig, Op, Request};
+
+const BS: u64 = 64 * 1024;
+const DISKS: usize = 7;
+const DISK_BYTES: u64 = 1 << 30;
+const VOLUME: u64 = 1 << 30;
+const DATA_OFFSET: u64 = 8 << 20;
+const QD: usize = 16;
+
+/// Members in memory; copies in and out are timed apart from the engine.
+struct Members {
+    disks: Vec<Vec<u8>>,
+    copy_ns: u64,
+    bytes_written: u64,
+    /// Of `bytes_written`, the metadata area's (journal and checkpoints).
+    meta_written: u64,
+    bytes_read: u64,
+}
+
+impl Members {
+    fn new() -> Members {
+        Members {
+            disks: (0..DISKS).map(|_| vec![0u8; DISK_BYTES as usize]).collect(),
+            copy_ns: 0,
+            bytes_written: 0,
+            meta_written: 0,
+            bytes_read: 0,
+        }
+    }
+
+    /// Complete every device I/O at once; returns the replies seen.
+    fn pump(&mut self, e: &mut Engine, now: u64) -> usize {
+        let mut replies = 0;
+        loop {
+            let mut any = false;
+            while let Some(io) = e.poll_device_io() {
+                any = true;
+                let t = Instant::now();
+                let disk = &mut self.disks[io.disk.index()];
+                let r = match io.op {
+                    DevOp::Read { offset, len } => {
+                        self.bytes_read += len;
+                        let (o, l) = (offset as usize, len as usize);
+                        Ok(Some(Data::Bytes(disk[o..o + l].to_vec())))
+                    }
+                    DevOp::Write { offset, data, .. } => {
+                        if let Data::Bytes(b) = data {
+                            self.bytes_written += b.len() as u64;
+                            if offset < DATA_OFFSET {
+                                self.meta_written += b.len() as u64;
+                            }
+                            disk[offset as usize..offset as usize + b.len()].copy_from_slice(&b);
+                        }
+                        Ok(None)
+                    }
+                    _ => Ok(None),
+                };
+                self.copy_ns += t.elapsed().as_nanos() as u64;
+                e.handle_completion(io.id, r, now).expect("known I/O");
+            }
+            while let Some(r) = e.poll_reply() {
+                assert!(r.result.is_ok(), "request failed: {:?}", r.result);
+                replies += 1;
+                any = true;
+            }
+            if !any {
+                return replies;
+            }
+        }
+    }
+}
+
+fn engine(spare: f64, low_water: Option<f64>) -> Engine {
+    let pool = PoolGeometry {
+        disks: DISKS,
+        disk_bytes: DISK_BYTES,
+        block_size: BS,
+        data_offset: DATA_OFFSET,
+        layout: LayoutKind::Mols,
+    };
+    let mut vol = VolumeConfig::new("bench", Level::Raid5, 5, VOLUME);
+    vol.spare_fraction = spare;
+    let mut cfg = FusionConfig::new(pool, vec![vol]);
+    cfg.journal = Some(JournalConfig::default());
+    if let Some(w) = low_water {
+        cfg.conversion.spare_low_water = w;
+    }
+    let scheme = FusionScheme::new(cfg).expect("config");
+    Engine::new(EngineConfig::new(DISKS), Box::new(scheme), 0)
+}
+
+/// CPU time of this thread: the other load of a shared machine moves it much less than
+/// wall time.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec for the kernel to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `n` random 4 KiB writes, `QD` in flight, `gap` ns of virtual time between submissions.
+#[inline(never)]
+fn measure(e: &mut Engine, m: &mut Members, now: &mut u64, n: u64, rng: &mut Rng) -> u64 {
+    let pages = VOLUME / 4096;
+    let mut in_flight = 0usize;
+    let mut done = 0u64;
+    let mut sent = 0u64;
+    let mut payload = vec![0u8; 4096];
+    while done < n {
+        while in_flight < QD && sent < n {
+            *now += 30_000; // 33K writes per second offered, as over NBD
+            payload[..8].copy_from_slice(&sent.to_le_bytes());
+            let r = Request {
+                id: sent,
+                volume: 0,
+                op: Op::Write {
+                    offset: rng.below(pages) * 4096,
+                    data: Data::Bytes(payload.clone()),
+                    fua: false,
+                },
+            };
+            e.submit(r, *now).expect("not busy");
+            sent += 1;
+            in_flight += 1;
+        }
+        let got = m.pump(e, *now);
+        in_flight -= got;
+        done += got as u64;
+        if got == 0 {
+            // Every write in flight waits for the background: let time pass.
+            *now += 100_000;
+        }
+        if let Some(d) = e.poll_timeout()
+            && d <= *now
+        {
+            e.handle_timeout(*now);
+        }
+    }
+    done
+}
+
+#[inline(never)]
+fn warm_up(e: &mut Engine, m: &mut Members, now: &mut u64, n: u64, rng: &mut Rng) {
+    if n > 0 {
+        measure(e, m, now, n, rng);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let writes: u64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(300_000);
+    let spare: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0.25);
+    let low_water: Option<f64> = args.get(2).and_then(|s| s.parse().ok());
+    let mut e = engine(spare, low_water);
+    let mut m = Members::new();
+    let mut now = 0u64;
+    // Write the volume once in full stripes, as the NBD benchmark's fill does.
+    let stripe = 4 * BS;
+    for i in 0..VOLUME / stripe {
+        now += 100_000;
+        let r = Request {
+            id: u64::MAX - i,
+            volume: 0,
+            op: Op::Write {
+                offset: i * stripe,
+                data: Data::Bytes(vec![i as u8; stripe as usize]),
+                fua: false,
+            },
+        };
+        e.submit(r, now).expect("not busy");
+        m.pump(&mut e, now);
+        e.handle_timeout(now);
+        m.pump(&mut e, now);
+    }
+    // Optionally reach the steady state of cleaning first (WARM=N writes), outside the
+    // measured function, so a callgrind run counts only the steady state.
+    let mut rng = Rng::new(2);
+    let warm: u64 = std::env::var("WARM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    warm_up(&mut e, &mut m, &mut now, warm, &mut rng);
+    let before = e.stats().clone();
+    let (w0, r0, mw0) = (m.bytes_written, m.bytes_read, m.meta_written);
+    m.copy_ns = 0;
+    let cpu = thread_cpu_ns();
+    let done = measure(&mut e, &mut m, &mut now, writes, &mut rng);
+    let cpu = thread_cpu_ns() - cpu;
+    let st = e.stats();
+    let user = done * 4096;
+    println!(
+        "4 KiB random writes, 7 x 1 GiB members in memory, RAID5 4+1 1 GiB volume, spare {spare}, QD {QD}, journal on:"
+    );
+    println!(
+        "  {done} writes: engine {:.0} ns/write, member copies {:.0} ns/write (thread CPU, total {:.2} s)",
+        (cpu - m.copy_ns) as f64 / done as f64,
+        m.copy_ns as f64 / done as f64,
+        cpu as f64 / 1e9
+    );
+    println!(
+        "  device bytes per user byte: written {:.2} (metadata {:.2}), read {:.2}",
+        (m.bytes_written - w0) as f64 / user as f64,
+        (m.meta_written - mw0) as f64 / user as f64,
+        (m.bytes_read - r0) as f64 / user as f64
+    );
+    println!(
+        "  conversions {} relocations {} (virtual time {:.1} s)",
+        st.conversions - before.conversions,
+        st.relocations - before.relocations,
+        now as f64 / 1e9
+    );
+}
