@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: temp dirs, deterministic random
-//! data, external tools with time limits, and test backends.
+//! data, external tools with time limits, test backends, raw protocol helpers,
+//! and our server on a Unix socket (the loopback tests' fixture).
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -392,4 +393,55 @@ pub fn at_eof(s: &mut impl Read) -> bool {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
         Err(e) => panic!("waiting for the server to close: {e}"),
     }
+}
+
+// ---- Our server on a Unix socket in a temp dir (the loopback tests) ---------
+
+use fusionraid_nbd::{Client, Server, ServerConfig, ServerHandle};
+use std::os::unix::net::UnixStream;
+
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Fixture {
+    pub handle: Option<ServerHandle>,
+    pub sock: PathBuf,
+    _dir: TempDir,
+}
+
+impl Fixture {
+    pub fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> Fixture {
+        let dir = TempDir::new("loop");
+        let sock = dir.join("nbd.sock");
+        let handle = Server::new(backend)
+            .with_config(config)
+            .bind_unix(&sock)
+            .unwrap()
+            .start()
+            .unwrap();
+        Fixture {
+            handle: Some(handle),
+            sock,
+            _dir: dir,
+        }
+    }
+
+    pub fn client(&self, export: &str) -> Client {
+        Client::connect_unix(&self.sock, export).expect("connect")
+    }
+
+    pub fn raw(&self) -> UnixStream {
+        let s = UnixStream::connect(&self.sock).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s
+    }
+
+    pub fn shutdown(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.shutdown();
+        }
+    }
+}
+
+pub fn mem(size: u64) -> Arc<MemBackend> {
+    Arc::new(MemBackend::new(ExportInfo::new("disk", size)))
 }

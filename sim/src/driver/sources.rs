@@ -80,6 +80,30 @@ impl Source {
     }
 }
 
+/// The trace's source (volume 0) replayed in `mode` from `start`, with no arrival from
+/// `stop_at` on; trace replay and trace-mix both build it here.
+fn trace_source(
+    mode: ReplayMode,
+    records: Records,
+    start: Nanos,
+    stop_at: Option<Nanos>,
+    remap: &impl Fn(usize) -> Result<VolumeRemap, String>,
+) -> Result<Source, String> {
+    let replayer = Replayer::new(mode, records, start).map_err(|e| e.to_string())?;
+    Ok(Source {
+        name: "trace".into(),
+        volume: 0,
+        remap: remap(0)?,
+        replayer,
+        closed_loop: matches!(mode, ReplayMode::ClosedLoop { .. }),
+        in_flight: 0,
+        waiting: false,
+        done: false,
+        stop_at,
+        scheduled: None,
+    })
+}
+
 /// The sources a scenario describes, starting at virtual time `start`.
 pub fn build_sources(
     sc: &Scenario,
@@ -137,20 +161,13 @@ pub fn build_sources(
                 }
             }
             let mode = ReplayMode::Timestamp { speed: *speed };
-            let replayer = Replayer::new(mode, Box::new(Looped::new(records)) as Records, start)
-                .map_err(|e| e.to_string())?;
-            out.push(Source {
-                name: "trace".into(),
-                volume: 0,
-                remap: remap(0)?,
-                replayer,
-                closed_loop: false,
-                in_flight: 0,
-                waiting: false,
-                done: false,
-                stop_at: sc.duration_ns.map(|d| start + d),
-                scheduled: None,
-            });
+            out.push(trace_source(
+                mode,
+                Box::new(Looped::new(records)),
+                start,
+                sc.duration_ns.map(|d| start + d),
+                &remap,
+            )?);
             generators(&mut out, list, *scale, 1)?;
         }
         Load::Trace { path, format, mode } => {
@@ -163,20 +180,13 @@ pub fn build_sources(
                     None
                 }
             });
-            let replayer = Replayer::new(*mode, Box::new(records) as Records, start)
-                .map_err(|e| e.to_string())?;
-            out.push(Source {
-                name: "trace".into(),
-                volume: 0,
-                remap: remap(0)?,
-                replayer,
-                closed_loop: matches!(mode, ReplayMode::ClosedLoop { .. }),
-                in_flight: 0,
-                waiting: false,
-                done: false,
-                stop_at: sc.duration_ns.map(|d| start + d),
-                scheduled: None,
-            });
+            out.push(trace_source(
+                *mode,
+                Box::new(records),
+                start,
+                sc.duration_ns.map(|d| start + d),
+                &remap,
+            )?);
         }
     }
     Ok((out, errors))

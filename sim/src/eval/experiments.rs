@@ -196,16 +196,21 @@ impl Plan {
         r
     }
 
-    /// Fig. 13b-c: one workload alone, no prefill (so space and write amplification count
-    /// only what the run wrote).
-    pub fn alone_wa_run(&self, scheme: &str, w: Workload, conversion: bool) -> RunSpec {
-        let mut r = RunSpec::new(
+    /// `scheme` running workload `w` alone for the alone-run length (Fig. 11b, Fig. 13b-c).
+    fn alone_run(&self, scheme: &str, w: Workload) -> RunSpec {
+        RunSpec::new(
             scheme,
             self.mix(&[w]),
             self.size.alone_ms,
             self.seed,
             self.size.pool,
-        );
+        )
+    }
+
+    /// Fig. 13b-c: one workload alone, no prefill (so space and write amplification count
+    /// only what the run wrote).
+    pub fn alone_wa_run(&self, scheme: &str, w: Workload, conversion: bool) -> RunSpec {
+        let mut r = self.alone_run(scheme, w);
         r.prefill = false;
         r.conversion = conversion;
         r.settle_ms = self.size.settle_ms;
@@ -244,13 +249,7 @@ impl Plan {
         } else {
             "fusionraid"
         };
-        let mut r = RunSpec::new(
-            scheme,
-            self.mix(&[w]),
-            self.size.alone_ms,
-            self.seed,
-            self.size.pool,
-        );
+        let mut r = self.alone_run(scheme, w);
         r.nvram_bytes = mib.map(|m| m << 20);
         r
     }

@@ -34,6 +34,15 @@ fn lat(us: f64) -> String {
     }
 }
 
+/// " at Nx load" after a list of workloads, nothing at the nominal load.
+fn load_suffix(load_scale: f64) -> String {
+    if load_scale == 1.0 {
+        String::new()
+    } else {
+        format!(" at {load_scale}x load")
+    }
+}
+
 fn row(out: &mut String, name: &str, iops: Option<f64>, s: &LatencySummary) {
     let iops = iops.map_or(String::new(), |x| format!("{x:.0}"));
     let _ = writeln!(
@@ -59,11 +68,7 @@ impl Report {
                 workloads,
                 load_scale,
             } => {
-                let scale = if *load_scale == 1.0 {
-                    String::new()
-                } else {
-                    format!(" at {load_scale}x load")
-                };
+                let scale = load_suffix(*load_scale);
                 format!("workloads {}{scale}", workloads.join("+"))
             }
             SourceSummary::Trace { path, format, mode } => {
@@ -76,11 +81,7 @@ impl Report {
                 workloads,
                 load_scale,
             } => {
-                let scale = if *load_scale == 1.0 {
-                    String::new()
-                } else {
-                    format!(" at {load_scale}x load")
-                };
+                let scale = load_suffix(*load_scale);
                 let with = if workloads.is_empty() {
                     String::new()
                 } else {
