@@ -120,7 +120,10 @@ impl FusionScheme {
             if v.bg_running >= limit {
                 break;
             }
-            let starving = !v.space_waiters.is_empty();
+            // Writes wait for room, or the rebuild found no spare block to rebuild into:
+            // conversion and cleaning run whatever the other triggers say.
+            let starving =
+                !v.space_waiters.is_empty() || v.rebuild.as_ref().is_some_and(|r| r.stalled);
             let low_space = v.free_share() < pol.spare_low_water;
             let rep_full = v.stripes.count(StripeState::Replica) as f64
                 >= pol.replicated_high_water * v.max_replica_stripes as f64;

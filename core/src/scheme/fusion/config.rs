@@ -123,7 +123,11 @@ impl VolumeConfig {
 #[derive(Clone, Debug)]
 pub struct ConversionPolicy {
     pub enabled: bool,
-    /// Convert when spare stripes fall below this share of the zone.
+    /// Convert, and clean (relocate), when spare stripes fall below this share of the zone.
+    /// Free space kept above this is slack the cleaner can not use for garbage, so a lower
+    /// mark makes cleaning cheaper: sustained 4 KiB random writes over a whole volume with
+    /// 25% spare cost 9.3 device bytes per user byte at 0.10, 7.4 at 0.05 and 6.9 at 0.03
+    /// (`cargo bench -p fusionraid-core --bench small_writes`).
     pub spare_low_water: f64,
     /// Convert when the replicated area exceeds this share of its configured size.
     pub replicated_high_water: f64,
@@ -147,7 +151,7 @@ impl Default for ConversionPolicy {
     fn default() -> Self {
         ConversionPolicy {
             enabled: true,
-            spare_low_water: 0.10,
+            spare_low_water: 0.05,
             replicated_high_water: 0.5,
             idle_ns: Some(50_000_000),
             pause_fg_bytes_per_sec: 40e6,

@@ -110,7 +110,12 @@ pub const BAD_REBUILD: u8 = 1 << 6;
 pub struct ReadJob {
     pub vol: usize,
     pub purpose: ReadPurpose,
+    /// The assembled result, allocated when the first part arrives (a job served whole by
+    /// one device read takes that read's buffer instead: no zeroing, no copy).
     pub buf: Option<Vec<u8>>,
+    /// Bytes the job reads, and whether it carries data (false in size-only mode).
+    pub len: usize,
+    pub with_data: bool,
     pub parts: Vec<ReadPart>,
     pub pending: usize,
     pub error: Option<String>,

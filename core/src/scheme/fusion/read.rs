@@ -78,7 +78,9 @@ impl FusionScheme {
         let job = ReadJob {
             vol,
             purpose,
-            buf: (!ctx.size_only).then(|| vec![0u8; len as usize]),
+            buf: None,
+            len: len as usize,
+            with_data: !ctx.size_only,
             parts,
             pending: n,
             error: None,
@@ -490,8 +492,14 @@ impl FusionScheme {
             let p = &mut job.parts[i];
             p.mode = PartMode::Done;
             let off = p.buf_off;
-            if let (Some(buf), Some(b)) = (job.buf.as_mut(), bytes) {
-                buf[off..off + b.len()].copy_from_slice(&b);
+            if let Some(b) = bytes {
+                if job.buf.is_none() && off == 0 && b.len() == job.len {
+                    job.buf = Some(b); // the whole job in one read: keep its buffer
+                } else {
+                    let len = job.len;
+                    let buf = job.buf.get_or_insert_with(|| vec![0u8; len]);
+                    buf[off..off + b.len()].copy_from_slice(&b);
+                }
             }
             job.pending -= 1;
         }
@@ -508,7 +516,11 @@ impl FusionScheme {
         let purpose = std::mem::replace(&mut job.purpose, ReadPurpose::Delivered);
         let len: u64 = job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum();
         let error = job.error.take();
-        let buf = job.buf.take();
+        // Parts that were not read (unmapped, trimmed) read as zeros.
+        let buf = job
+            .buf
+            .take()
+            .or_else(|| job.with_data.then(|| vec![0u8; job.len]));
         if job.parts.iter().all(|p| p.inflight == 0) {
             let _ = self.jobs.remove(h);
         }

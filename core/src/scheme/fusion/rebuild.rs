@@ -47,7 +47,7 @@ pub struct Rebuild {
     cursor: u64,
     next_at: Nanos,
     /// The last move found no free stripe clear of the failed members.
-    stalled: bool,
+    pub(super) stalled: bool,
     /// Journal generation holding the rebuild's last records (journaled pools): the
     /// failed member may be replaced once it is durable, not before, or a crash could bring
     /// back a mapping into the replaced device.
