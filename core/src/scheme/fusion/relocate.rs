@@ -46,7 +46,13 @@ impl FusionScheme {
         if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
             return false;
         }
-        if ctx.now >= v.reloc_batches_until || v.stripes.available() <= v.cleaner_reserve() {
+        // Plans stay good while the space is tight too: the stripes a batch empties can only
+        // have lost references since the sweep (new data never lands in a RAID stripe with
+        // holes), so a batch that freed space then frees at least as much now, as long as
+        // none of its blocks dropped out. (Dropping plans at the reserve made a sweep of the
+        // whole BMT every few milliseconds under sustained small writes, most of its batches
+        // thrown away unused: 16% of the engine's time.)
+        if ctx.now >= v.reloc_batches_until {
             v.reloc_batches.clear();
         }
         let mut started = 0;
@@ -66,14 +72,9 @@ impl FusionScheme {
                 else {
                     break;
                 };
-                let v = &self.vols[vol];
-                if v.stripes.available() <= v.cleaner_reserve() && !(fresh && frees) {
-                    // The last stripes go only to moves sure to empty more than they take:
-                    // anything else could use them all up and leave nothing to clean into.
-                    continue;
-                }
                 // Drop blocks that no longer need a move (rewritten whole since the sweep)
                 // or are being moved already.
+                let planned = picked.len();
                 let v = &self.vols[vol];
                 picked.retain(|&u| {
                     let e = v.bmt.get(u);
@@ -90,6 +91,13 @@ impl FusionScheme {
                         }
                 });
                 if picked.is_empty() {
+                    continue;
+                }
+                if v.stripes.available() <= v.cleaner_reserve()
+                    && !(frees && picked.len() == planned)
+                {
+                    // The last stripes go only to moves sure to empty more than they take:
+                    // anything else could use them all up and leave nothing to clean into.
                     continue;
                 }
                 if !self.launch_relocation(ctx, vol, picked, false) {
