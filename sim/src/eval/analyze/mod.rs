@@ -3,6 +3,7 @@
 //! One file per experiment; the shared pieces are here.
 
 mod aging;
+mod consumer;
 mod conversion;
 mod detector;
 mod incremental;
@@ -239,6 +240,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Fig13 => conversion::analyze(plan, res),
         ExpId::Detector => detector::analyze(plan, res),
         ExpId::Fig14 => aging::analyze(plan, res),
+        ExpId::Consumer => consumer::analyze(plan, res),
         ExpId::Fig11b => nvram::analyze(plan, res),
         ExpId::Trace => trace::analyze(plan, res),
     };
