@@ -14,8 +14,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 ///
 /// Experiments: fig10 (20 random 4-workload mixes, five systems), fig12 (techniques one at
 /// a time), fig13 (conversion: latency, write amplification, space), detector (Table 6 and
-/// the x̂ x t sweep of Fig. 13d), fig14 (clean vs aged), fig11b (NV-RAID buffer sizes),
-/// trace (the real TPC-C trace alone and in a mix). Results do not depend on --jobs.
+/// the x̂ x t sweep of Fig. 13d), fig14 (clean vs aged), consumer (not a paper figure:
+/// Fig. 12's systems on consumer SSD members), fig11b (NV-RAID buffer sizes), trace (the
+/// real TPC-C trace alone and in a mix). Results do not depend on --jobs.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = "Examples:\n  \
     fusionraid eval --quick                 # every experiment, a few minutes\n  \
@@ -40,7 +41,7 @@ pub struct Args {
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these experiments (comma-separated): fig10, fig12, fig13, detector, fig14,
-    /// fig11b, trace.
+    /// consumer, fig11b, trace.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The TPC-C trace in DiskSim format (default: shared/data/traces/tpcc-small.trace
@@ -240,14 +241,17 @@ mod tests {
         let p = plan(&[
             "--quick",
             "--only",
-            "fig12,fig10",
+            "fig12,fig10,consumer",
             "--seed",
             "7",
             "--no-trace",
         ])
         .unwrap();
         assert_eq!(p.size.name, SizeName::Quick);
-        assert_eq!(p.experiments, vec![ExpId::Fig12, ExpId::Fig10]);
+        assert_eq!(
+            p.experiments,
+            vec![ExpId::Fig12, ExpId::Fig10, ExpId::Consumer]
+        );
         assert_eq!(p.seed, 7);
         assert!(p.trace.is_none());
         let full = plan(&["--no-trace"]).unwrap();

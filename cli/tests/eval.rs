@@ -9,8 +9,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const EXPERIMENTS: [&str; 7] = [
-    "fig10", "fig12", "fig13", "detector", "fig14", "fig11b", "trace",
+const EXPERIMENTS: [&str; 8] = [
+    "fig10", "fig12", "fig13", "detector", "fig14", "consumer", "fig11b", "trace",
 ];
 
 fn eval(out: &Path, extra: &[&str]) {
@@ -157,8 +157,9 @@ fn tiny_eval_writes_a_complete_well_formed_report() {
         "## 3. In-position conversion",
         "## 4. Spike detection and redirection",
         "## 5. Clean vs aged",
-        "## 6. NV-RAID buffer-size sweep",
-        "## 7. The real TPC-C trace",
+        "## 6. Consumer SSD members",
+        "## 7. NV-RAID buffer-size sweep",
+        "## 8. The real TPC-C trace",
         "## Failed runs",
         "## Files",
     ] {
@@ -190,7 +191,8 @@ fn tiny_eval_writes_a_complete_well_formed_report() {
 fn results_do_not_depend_on_the_worker_count() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    let only = ["--only", "fig10,trace"];
+    // consumer: its fleets (another preset, same seeds as dc runs) must not mix with dc ones.
+    let only = ["--only", "fig10,consumer,trace"];
     eval(&a, &[&only[..], &["--jobs", "1"]].concat());
     eval(&b, &[&only[..], &["--jobs", "2"]].concat());
     let (fa, fb) = (files(&a), files(&b));

@@ -25,6 +25,9 @@ pub enum ExpId {
     Detector,
     /// Fig. 14: clean vs aged members.
     Fig14,
+    /// Not in the paper: Fig. 12's systems on consumer SSD members, whose device model
+    /// spikes (buffer flushes, blocking GC) where the aged `dc` model hardly does.
+    Consumer,
     /// Fig. 11b: NV-RAID buffer-size sweep.
     Fig11b,
     /// The real TPC-C trace, alone and as one tenant of a mix.
@@ -32,12 +35,13 @@ pub enum ExpId {
 }
 
 impl ExpId {
-    pub const ALL: [ExpId; 7] = [
+    pub const ALL: [ExpId; 8] = [
         ExpId::Fig10,
         ExpId::Fig12,
         ExpId::Fig13,
         ExpId::Detector,
         ExpId::Fig14,
+        ExpId::Consumer,
         ExpId::Fig11b,
         ExpId::Trace,
     ];
@@ -49,6 +53,7 @@ impl ExpId {
             ExpId::Fig13 => "fig13",
             ExpId::Detector => "detector",
             ExpId::Fig14 => "fig14",
+            ExpId::Consumer => "consumer",
             ExpId::Fig11b => "fig11b",
             ExpId::Trace => "trace",
         }
@@ -73,6 +78,8 @@ pub const FIG12_SCHEMES: [&str; 5] = ["4-raid5", "raid50", "4-raidm", "fusion-nd
 pub const FIG13_SCHEMES: [&str; 3] = ["4-raid5", "4-raidm", "fusionraid"];
 /// Fig. 14's systems.
 pub const FIG14_SCHEMES: [&str; 3] = ["raid50", "lograid", "fusionraid"];
+/// The device preset of the `consumer` experiment (Intel 545s class).
+pub const CONSUMER_DEVICE: &str = "consumer";
 /// Fig. 11b's workloads (each alone on the pool).
 pub const FIG11B_WORKLOADS: [Workload; 2] = [Workload::YcsbA, Workload::Tpcc];
 
@@ -180,6 +187,15 @@ impl Plan {
             self.seed + rep as u64,
             self.size.pool,
         )
+    }
+
+    /// The `consumer` experiment: [`Self::main_run`] on consumer members. Aged like every
+    /// other run (the consumer model supports the paper's ageing: it rests between its GC
+    /// watermarks), and with no detector given, so the scenario picks the consumer setting.
+    pub fn consumer_run(&self, scheme: &str, rep: usize) -> RunSpec {
+        let mut r = self.main_run(scheme, rep);
+        r.device = CONSUMER_DEVICE.to_string();
+        r
     }
 
     /// Fig. 13a: FusionRAID with conversion off on the main mix.
@@ -326,6 +342,11 @@ impl Plan {
                     }
                 }
             }
+            ExpId::Consumer => {
+                for r in reps {
+                    v.extend(FIG12_SCHEMES.iter().map(|s| self.consumer_run(s, r)));
+                }
+            }
             ExpId::Fig11b => {
                 for w in FIG11B_WORKLOADS {
                     v.push(self.nvram_run(w, None));
@@ -407,9 +428,34 @@ mod tests {
         for e in [ExpId::Fig12, ExpId::Fig13, ExpId::Detector, ExpId::Fig14] {
             assert!(p.runs_of(e).iter().any(|r| r.id() == main), "{e:?}");
         }
+        // Consumer runs share nothing with the dc ones.
+        let consumer = p.runs_of(ExpId::Consumer);
+        assert_eq!(consumer.len(), FIG12_SCHEMES.len() * p.size.replicates);
+        assert!(
+            consumer
+                .iter()
+                .all(|r| r.device == CONSUMER_DEVICE && r.aged)
+        );
+        assert!(
+            consumer
+                .iter()
+                .all(|r| !p.runs_of(ExpId::Fig12).contains(r))
+        );
         let no_trace = Plan::new(Size::of(SizeName::Quick), 1, None, vec![ExpId::Trace]);
         assert!(no_trace.all_runs().is_empty());
         assert_eq!(ExpId::parse("FIG11B"), Ok(ExpId::Fig11b));
         assert!(ExpId::parse("fig99").unwrap_err().contains("fig10"));
+        assert_eq!(ExpId::parse("consumer"), Ok(ExpId::Consumer));
+    }
+
+    #[test]
+    fn dc_run_ids_did_not_change_when_the_device_joined_the_spec() {
+        // Pinned from `fusionraid eval --quick --list` before the device field existed:
+        // every earlier output file keeps its name and content.
+        let p = Plan::new(Size::of(SizeName::Quick), 1, None, vec![ExpId::Fig12]);
+        assert_eq!(
+            p.main_run("fusionraid", 0).id(),
+            "fusionraid_tpcc+ycsb-a+tf+vd_aged_1500ms_s1_25c2182b"
+        );
     }
 }

@@ -22,7 +22,8 @@ pub struct FleetCache {
     entries: Mutex<HashMap<String, Entry>>,
 }
 
-/// Runs with equal keys build equal fleets.
+/// Runs with equal keys build equal fleets. The whole pool spec is in the key, so members
+/// of different device presets (or capacities, spare, speeds) never share a fleet.
 fn key(sc: &Scenario) -> Option<String> {
     // Fresh members cost nothing to build.
     sc.pool.aged.then(|| format!("{:?}|{}", sc.pool, sc.seed))
@@ -101,6 +102,16 @@ mod tests {
         // The second take is the last: the fleet is dropped after it.
         assert!(cache.take(&sc).unwrap().is_some());
         assert!(cache.entries.lock().unwrap().is_empty());
+        // Same seed, another preset: two fleets, each used by one run, so none is kept.
+        let mut consumer = sc.clone();
+        consumer.pool.device = "consumer".into();
+        assert_ne!(key(&sc), key(&consumer));
+        assert!(
+            FleetCache::new([&sc, &consumer])
+                .take(&consumer)
+                .unwrap()
+                .is_none()
+        );
         let mut clean = sc.clone();
         clean.pool.aged = false;
         assert!(

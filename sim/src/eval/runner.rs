@@ -3,8 +3,8 @@
 //! Each run is deterministic given its spec (its own seed, its own engine, devices and
 //! generators, nothing shared), so the results do not depend on the number of workers or on
 //! which worker ran what; only wall-clock timings do, and they are kept apart. Workers take
-//! the next run from a shared counter, grouped by seed (runs of one seed share an aged
-//! fleet, see `fleets`) and longest estimated first.
+//! the next run from a shared counter, grouped by device preset and seed (such runs share an
+//! aged fleet, see `fleets`) and longest estimated first.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
@@ -43,19 +43,21 @@ pub fn run_all(
     jobs: usize,
     on_done: &(dyn Fn(RunEvent) + Sync),
 ) -> Vec<Outcome> {
-    // Runs of one seed share an aged fleet: run them together (fewer fleets alive at
-    // once), the costliest seed first and within a seed the costliest run first, so the
-    // pool ends on short runs. Stable: equal estimates keep plan order.
-    let mut seed_cost: std::collections::HashMap<u64, f64> = Default::default();
+    // Runs of one device preset and seed share an aged fleet: run them together (fewer
+    // fleets alive at once), the costliest group first and within a group the costliest
+    // run first, so the pool ends on short runs. Stable: equal estimates keep plan order.
+    let group = |r: &RunSpec| (r.device.clone(), r.seed);
+    let mut group_cost: std::collections::HashMap<(String, u64), f64> = Default::default();
     for r in specs {
-        *seed_cost.entry(r.seed).or_default() += estimate(r);
+        *group_cost.entry(group(r)).or_default() += estimate(r);
     }
     let mut order: Vec<usize> = (0..specs.len()).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&specs[a], &specs[b]);
-        seed_cost[&y.seed]
-            .total_cmp(&seed_cost[&x.seed])
-            .then(x.seed.cmp(&y.seed))
+        let (gx, gy) = (group(x), group(y));
+        group_cost[&gy]
+            .total_cmp(&group_cost[&gx])
+            .then(gx.cmp(&gy))
             .then(estimate(y).total_cmp(&estimate(x)))
     });
     let next = AtomicUsize::new(0);

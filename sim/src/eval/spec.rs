@@ -80,12 +80,24 @@ pub enum PoolSize {
     },
 }
 
+/// The members' device preset of every experiment but `consumer`.
+pub const DEFAULT_DEVICE: &str = "dc";
+
+fn is_default_device(d: &str) -> bool {
+    d == DEFAULT_DEVICE
+}
+
 /// One run. Runs with equal specs are equal (the simulator is deterministic), so the runner
 /// performs each distinct spec once, whichever experiments share it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunSpec {
     pub scheme: String,
     pub load: LoadSpec,
+    /// The members' device preset (`crate::device::list_presets`). Left out of the JSON (and
+    /// so of the id's hash) when it is the default, so runs on `dc` members keep the ids and
+    /// files they had before other presets could be chosen.
+    #[serde(skip_serializing_if = "is_default_device")]
+    pub device: String,
     /// Members preconditioned to the paper's aged state (else fresh).
     pub aged: bool,
     /// Volumes written once before the run (so reads hit data).
@@ -112,6 +124,7 @@ impl RunSpec {
         RunSpec {
             scheme: scheme.to_string(),
             load,
+            device: DEFAULT_DEVICE.to_string(),
             aged: true,
             prefill: true,
             conversion: true,
@@ -143,6 +156,9 @@ impl RunSpec {
             LoadSpec::TraceMix { workloads, .. } => {
                 let _ = write!(s, "_trace+{}", short(workloads));
             }
+        }
+        if !is_default_device(&self.device) {
+            let _ = write!(s, "_{}", self.device);
         }
         s.push_str(if self.aged { "_aged" } else { "_clean" });
         if !self.prefill {
@@ -191,6 +207,7 @@ impl RunSpec {
             conversion: self.conversion,
             nvram_bytes: self.nvram_bytes,
         };
+        sc.pool.device = self.device.clone();
         sc.pool.aged = self.aged;
         sc.prefill = self.prefill;
         sc.detector = self.detector.map(DetectorSpec::config);
@@ -262,6 +279,30 @@ mod tests {
         });
         assert!(c.id().contains("_x4t2500us_"), "{}", c.id());
         assert!(id.chars().all(|ch| ch.is_ascii_graphic() && ch != '/'));
+    }
+
+    #[test]
+    fn the_device_shows_in_the_id_only_when_it_is_not_dc() {
+        let dc = spec();
+        let json = serde_json::to_string(&dc).unwrap();
+        assert!(!json.contains("device"), "{json}");
+        let mut c = spec();
+        c.device = "consumer".into();
+        assert!(
+            c.id()
+                .starts_with("fusionraid_tpcc+tf_consumer_aged_2000ms_s3_")
+        );
+        assert_ne!(c.id(), dc.id());
+        assert!(
+            serde_json::to_string(&c)
+                .unwrap()
+                .contains(r#""device":"consumer""#)
+        );
+        let sc = c.scenario();
+        assert_eq!(sc.pool.device, "consumer");
+        // No detector given: the scenario picks the consumer setting (x̂ = x̌ in the paper).
+        assert_eq!(sc.detector_config(), DetectorConfig::paper_consumer());
+        assert_eq!(dc.scenario().detector_config(), DetectorConfig::paper_dc());
     }
 
     #[test]

@@ -9,14 +9,14 @@ use super::super::paper::{
 use super::super::result::RunResult;
 use super::super::svg::fmt_us;
 use super::{
-    Agg, Comparison, ExperimentJson, ExperimentOutput, Results, Section, Table, agg_text,
+    Agg, Cell, Comparison, ExperimentJson, ExperimentOutput, Results, Section, Table, agg_text,
     cdf_figures, comparison_table, latency_block, names,
 };
 
 const ND: &str = "fusion-nd (no redirection)";
 
 /// Run-level figures as cell extras.
-fn run_extras(rs: &[&RunResult]) -> Vec<(&'static str, Option<Agg>)> {
+pub(super) fn run_extras(rs: &[&RunResult]) -> Vec<(&'static str, Option<Agg>)> {
     let f = |g: fn(&RunResult) -> f64| Agg::of(rs.iter().map(|r| g(r)));
     vec![
         (
@@ -41,6 +41,102 @@ fn run_extras(rs: &[&RunResult]) -> Vec<(&'static str, Option<Agg>)> {
 
 fn mean_of(rs: &[&RunResult], g: fn(&RunResult) -> f64) -> Option<f64> {
     Agg::of(rs.iter().map(|r| g(r))).map(|a| a.mean)
+}
+
+/// Table 6's comparisons with the paper and its slowest-1% table, from cells with the
+/// series `fusion-nd` and `fusionraid` over `workloads` and those systems' runs. The
+/// `consumer` experiment uses it with consumer members.
+pub(super) fn table6_comparisons(
+    caption: &str,
+    cells: &[Cell],
+    workloads: &[String],
+    nd: &[&RunResult],
+    fr: &[&RunResult],
+) -> (Vec<Comparison>, Table) {
+    let slow = |s: &str, w: &str| {
+        cells
+            .iter()
+            .find(|c| c.series == s && c.workload == w)
+            .and_then(|c| c.slowest1_mean_us)
+            .map(|a| a.mean)
+    };
+    let factors: Vec<(String, Option<f64>, Option<f64>)> = workloads
+        .iter()
+        .map(|w| (w.clone(), slow("fusion-nd", w), slow("fusionraid", w)))
+        .collect();
+    let fac: Vec<f64> = factors
+        .iter()
+        .filter_map(|(_, a, b)| Some(a.as_ref()? / b.filter(|x| *x > 0.0)?))
+        .collect();
+    let s6 = TABLE6_SOURCE;
+    let comparisons = vec![
+        Comparison::new(
+            "slowest-1% mean, Fusion-ND / FusionRAID, smallest",
+            fac.iter().copied().reduce(f64::min),
+            Some(TABLE6_SLOWEST1_FACTOR.0),
+            "x",
+            s6,
+        ),
+        Comparison::new(
+            "slowest-1% mean, Fusion-ND / FusionRAID, largest",
+            fac.iter().copied().reduce(f64::max),
+            Some(TABLE6_SLOWEST1_FACTOR.1),
+            "x",
+            s6,
+        ),
+        Comparison::new(
+            "share of writes redirected (FusionRAID)",
+            mean_of(fr, |r| r.report.redirection.write_share),
+            Some(TABLE6_REDIRECTED_WRITES),
+            "%",
+            s6,
+        ),
+        Comparison::new(
+            "spikes per SSD-minute (Fusion-ND, detection on)",
+            mean_of(nd, |r| r.report.spikes.per_device_minute),
+            Some(TABLE6_SPIKES_PER_SSD_MIN),
+            "",
+            s6,
+        ),
+        Comparison::new(
+            "mean spike duration (Fusion-ND)",
+            mean_of(nd, |r| r.report.spikes.mean_ms * 1e3),
+            Some(TABLE6_SPIKE_MS * 1e3),
+            "us",
+            s6,
+        ),
+        Comparison::text(
+            "share of member-time unresponsive (Fusion-ND)",
+            mean_of(nd, |r| r.report.spikes.unresponsive_share),
+            "not stated",
+            "%",
+            s6,
+        ),
+    ];
+    let table = Table {
+        caption: caption.to_string(),
+        header: names(&[
+            "workload",
+            "Fusion-ND",
+            "FusionRAID",
+            "Fusion-ND / FusionRAID",
+        ]),
+        rows: factors
+            .iter()
+            .map(|(w, a, b)| {
+                vec![
+                    w.clone(),
+                    a.map_or("-".into(), fmt_us),
+                    b.map_or("-".into(), fmt_us),
+                    match (a, b) {
+                        (Some(a), Some(b)) if *b > 0.0 => format!("{:.2}x", a / b),
+                        _ => "-".into(),
+                    },
+                ]
+            })
+            .collect(),
+    };
+    (comparisons, table)
 }
 
 pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
@@ -70,91 +166,14 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             }
         }
     }
-    let slow = |s: &str, w: &str| {
-        t6.block
-            .cells
-            .iter()
-            .find(|c| c.series == s && c.workload == w)
-            .and_then(|c| c.slowest1_mean_us)
-            .map(|a| a.mean)
-    };
-    let factors: Vec<(String, Option<f64>, Option<f64>)> = main
-        .iter()
-        .map(|w| (w.clone(), slow("fusion-nd", w), slow("fusionraid", w)))
-        .collect();
-    let fac: Vec<f64> = factors
-        .iter()
-        .filter_map(|(_, a, b)| Some(a.as_ref()? / b.filter(|x| *x > 0.0)?))
-        .collect();
-    let s6 = TABLE6_SOURCE;
-    let comparisons = vec![
-        Comparison::new(
-            "slowest-1% mean, Fusion-ND / FusionRAID, smallest",
-            fac.iter().copied().reduce(f64::min),
-            Some(TABLE6_SLOWEST1_FACTOR.0),
-            "x",
-            s6,
-        ),
-        Comparison::new(
-            "slowest-1% mean, Fusion-ND / FusionRAID, largest",
-            fac.iter().copied().reduce(f64::max),
-            Some(TABLE6_SLOWEST1_FACTOR.1),
-            "x",
-            s6,
-        ),
-        Comparison::new(
-            "share of writes redirected (FusionRAID)",
-            mean_of(&fr, |r| r.report.redirection.write_share),
-            Some(TABLE6_REDIRECTED_WRITES),
-            "%",
-            s6,
-        ),
-        Comparison::new(
-            "spikes per SSD-minute (Fusion-ND, detection on)",
-            mean_of(&nd, |r| r.report.spikes.per_device_minute),
-            Some(TABLE6_SPIKES_PER_SSD_MIN),
-            "",
-            s6,
-        ),
-        Comparison::new(
-            "mean spike duration (Fusion-ND)",
-            mean_of(&nd, |r| r.report.spikes.mean_ms * 1e3),
-            Some(TABLE6_SPIKE_MS * 1e3),
-            "us",
-            s6,
-        ),
-        Comparison::text(
-            "share of member-time unresponsive (Fusion-ND)",
-            mean_of(&nd, |r| r.report.spikes.unresponsive_share),
-            "not stated",
-            "%",
-            s6,
-        ),
-    ];
+    let (comparisons, t6_table) = table6_comparisons(
+        "Table 6: mean latency of the slowest 1% of requests",
+        &t6.block.cells,
+        &main,
+        &nd,
+        &fr,
+    );
     let headline = comparisons.clone();
-    let t6_table = Table {
-        caption: "Table 6: mean latency of the slowest 1% of requests".into(),
-        header: names(&[
-            "workload",
-            "Fusion-ND",
-            "FusionRAID",
-            "Fusion-ND / FusionRAID",
-        ]),
-        rows: factors
-            .iter()
-            .map(|(w, a, b)| {
-                vec![
-                    w.clone(),
-                    a.map_or("-".into(), fmt_us),
-                    b.map_or("-".into(), fmt_us),
-                    match (a, b) {
-                        (Some(a), Some(b)) if *b > 0.0 => format!("{:.2}x", a / b),
-                        _ => "-".into(),
-                    },
-                ]
-            })
-            .collect(),
-    };
 
     // Fig. 13d: the sweep, on the sweep mix.
     let grid = plan.sweep_grid();

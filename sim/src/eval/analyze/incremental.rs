@@ -4,9 +4,10 @@ use super::super::experiments::{ExpId, FIG12_SCHEMES, MAIN_MIX, Plan};
 use super::super::paper::{
     FIG12_RAIDM_MEDIAN_REDUCTION, FIG12_RAIDM_P99_FACTOR, FIG12_RAIDM_TPCC_P99_US, FIG12_SOURCE,
 };
+use super::super::spec::RunSpec;
 use super::{
-    Cell, Comparison, ExperimentJson, ExperimentOutput, Results, Section, comparison_table,
-    latency_block, names,
+    Cell, Comparison, ExperimentJson, ExperimentOutput, LatencyBlock, Results, Section,
+    comparison_table, latency_block, names,
 };
 
 /// Per workload: (1 - a/b) of the medians and b/a of the P99s, from the cell means.
@@ -41,26 +42,37 @@ fn max(v: &[f64]) -> Option<f64> {
     v.iter().copied().reduce(f64::max)
 }
 
-pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
+/// Fig. 12's five systems on the main mix, `run(scheme, replicate)` giving each run: the
+/// latency cells, the median and P99 tables and charts (`<file_prefix>_median.svg`, ...).
+/// The `consumer` experiment uses it with consumer members.
+pub(super) fn fig12_block(
+    plan: &Plan,
+    res: &Results,
+    file_prefix: &str,
+    title: &str,
+    run: impl Fn(&str, usize) -> RunSpec,
+) -> LatencyBlock {
     let series = names(&FIG12_SCHEMES);
     let workloads: Vec<String> = MAIN_MIX.iter().map(|w| w.name().to_string()).collect();
-    let block = latency_block("fig12", "Fig. 12", &series, &workloads, |s, w| {
+    latency_block(file_prefix, title, &series, &workloads, |s, w| {
         (0..plan.size.replicates)
-            .filter_map(|r| res.get(&plan.main_run(s, r)))
+            .filter_map(|r| res.get(&run(s, r)))
             .filter_map(|r| r.workload(w))
             .collect()
-    });
-    let (red, fac) = ratios(&block.block.cells, "4-raidm", "4-raid5");
-    let tpcc = block
-        .block
-        .cells
+    })
+}
+
+/// Fig. 12's comparisons with the paper's text, from the cells of [`fig12_block`].
+pub(super) fn fig12_comparisons(cells: &[Cell]) -> Vec<Comparison> {
+    let (red, fac) = ratios(cells, "4-raidm", "4-raid5");
+    let tpcc = cells
         .iter()
         .find(|c| c.series == "4-raidm" && c.workload == "tpcc")
         .and_then(|c| c.p99_us)
         .map(|a| a.mean);
-    let (fr, ff) = ratios(&block.block.cells, "fusionraid", "4-raid5");
+    let (fr, ff) = ratios(cells, "fusionraid", "4-raid5");
     let s = FIG12_SOURCE;
-    let comparisons = vec![
+    vec![
         Comparison::new(
             "4-RAIDM median reduction vs 4-RAID5, smallest",
             min(&red),
@@ -110,7 +122,12 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             "%",
             s,
         ),
-    ];
+    ]
+}
+
+pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
+    let block = fig12_block(plan, res, "fig12", "Fig. 12", |s, r| plan.main_run(s, r));
+    let comparisons = fig12_comparisons(&block.block.cells);
     let headline = comparisons[2..5].to_vec();
     let mut tables = vec![comparison_table(
         "Replicated writes alone (4-RAID5 -> 4-RAIDM), per workload of the main mix",

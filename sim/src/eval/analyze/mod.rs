@@ -3,6 +3,7 @@
 //! One file per experiment; the shared pieces are here.
 
 mod aging;
+mod consumer;
 mod conversion;
 mod detector;
 mod incremental;
@@ -239,6 +240,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Fig13 => conversion::analyze(plan, res),
         ExpId::Detector => detector::analyze(plan, res),
         ExpId::Fig14 => aging::analyze(plan, res),
+        ExpId::Consumer => consumer::analyze(plan, res),
         ExpId::Fig11b => nvram::analyze(plan, res),
         ExpId::Trace => trace::analyze(plan, res),
     };
@@ -314,57 +316,12 @@ pub fn latency_block<'r>(
             cells.push(Cell::latency(s, w, &figs(s, w)));
         }
     }
-    let cell = |s: &str, w: &str| {
-        cells
-            .iter()
-            .find(|c| c.series == s && c.workload == w)
-            .expect("cell for every pair")
-    };
     let mut tables = Vec::new();
     let mut figures = Vec::new();
-    type Pick = fn(&Cell) -> Option<Agg>;
-    let kinds: [(&str, &str, Pick); 2] = [
-        ("median", "Median latency", |c| c.p50_us),
-        ("p99", "P99 latency", |c| c.p99_us),
-    ];
-    for (key, label, pick) in kinds {
-        let mut header = vec!["workload".to_string()];
-        header.extend(series.iter().cloned());
-        let rows = workloads
-            .iter()
-            .map(|w| {
-                std::iter::once(w.clone())
-                    .chain(series.iter().map(|s| agg_text(pick(cell(s, w)))))
-                    .collect()
-            })
-            .collect();
-        tables.push(Table {
-            caption: format!("{title}: {label} (mean over runs, min-max in brackets)"),
-            header,
-            rows,
-        });
-        let chart = BarChart {
-            title: format!("{title}: {label}"),
-            y_label: format!("{label} (log scale)"),
-            unit: Unit::Micros,
-            log: true,
-            groups: workloads.to_vec(),
-            series: series.to_vec(),
-            values: workloads
-                .iter()
-                .map(|w| {
-                    series
-                        .iter()
-                        .map(|s| pick(cell(s, w)).map(Agg::bar))
-                        .collect()
-                })
-                .collect(),
-        };
-        figures.push(Figure {
-            file: format!("{file_prefix}_{key}.svg"),
-            caption: format!("{title}: {label}; bars are means over runs, whiskers min and max"),
-            svg: bar_chart(&chart),
-        });
+    for kind in [CellKind::MEDIAN, CellKind::P99] {
+        let (t, f) = cell_view(file_prefix, title, series, workloads, &cells, kind);
+        tables.push(t);
+        figures.push(f);
     }
     LatencyBlock {
         block: Block {
@@ -376,6 +333,94 @@ pub fn latency_block<'r>(
         tables,
         figures,
     }
+}
+
+/// One latency figure of the cells: its file-name key, its label, where it is in a cell.
+#[derive(Clone, Copy)]
+pub struct CellKind {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub pick: fn(&Cell) -> Option<Agg>,
+}
+
+impl CellKind {
+    pub const MEDIAN: CellKind = CellKind {
+        key: "median",
+        label: "Median latency",
+        pick: |c| c.p50_us,
+    };
+    pub const P99: CellKind = CellKind {
+        key: "p99",
+        label: "P99 latency",
+        pick: |c| c.p99_us,
+    };
+    pub const P999: CellKind = CellKind {
+        key: "p999",
+        label: "P99.9 latency",
+        pick: |c| c.p999_us,
+    };
+    pub const SLOWEST1: CellKind = CellKind {
+        key: "slowest1",
+        label: "Mean of the slowest 1%",
+        pick: |c| c.slowest1_mean_us,
+    };
+}
+
+/// A workload x series table and a grouped bar chart (log scale, `<file_prefix>_<key>.svg`)
+/// of one figure of `cells`, which has a cell for every pair.
+pub fn cell_view(
+    file_prefix: &str,
+    title: &str,
+    series: &[String],
+    workloads: &[String],
+    cells: &[Cell],
+    kind: CellKind,
+) -> (Table, Figure) {
+    let CellKind { key, label, pick } = kind;
+    let cell = |s: &str, w: &str| {
+        cells
+            .iter()
+            .find(|c| c.series == s && c.workload == w)
+            .expect("cell for every pair")
+    };
+    let mut header = vec!["workload".to_string()];
+    header.extend(series.iter().cloned());
+    let rows = workloads
+        .iter()
+        .map(|w| {
+            std::iter::once(w.clone())
+                .chain(series.iter().map(|s| agg_text(pick(cell(s, w)))))
+                .collect()
+        })
+        .collect();
+    let table = Table {
+        caption: format!("{title}: {label} (mean over runs, min-max in brackets)"),
+        header,
+        rows,
+    };
+    let chart = BarChart {
+        title: format!("{title}: {label}"),
+        y_label: format!("{label} (log scale)"),
+        unit: Unit::Micros,
+        log: true,
+        groups: workloads.to_vec(),
+        series: series.to_vec(),
+        values: workloads
+            .iter()
+            .map(|w| {
+                series
+                    .iter()
+                    .map(|s| pick(cell(s, w)).map(Agg::bar))
+                    .collect()
+            })
+            .collect(),
+    };
+    let figure = Figure {
+        file: format!("{file_prefix}_{key}.svg"),
+        caption: format!("{title}: {label}; bars are means over runs, whiskers min and max"),
+        svg: bar_chart(&chart),
+    };
+    (table, figure)
 }
 
 /// `mean (min-max)` in latency units, or `-`.

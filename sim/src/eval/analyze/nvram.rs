@@ -194,7 +194,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             failed: Vec::new(),
         },
         section: Section {
-            title: "6. NV-RAID buffer-size sweep (paper Fig. 11b)".into(),
+            title: "7. NV-RAID buffer-size sweep (paper Fig. 11b)".into(),
             paragraphs: vec![format!(
                 "YCSB-A and TPC-C each alone on aged members for {}: NV-RAID (an NVRAM \
                  write buffer above RAID50, 100 ns per 64-byte line) with buffers of {} against \

@@ -147,7 +147,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             failed: Vec::new(),
         },
         section: Section {
-            title: "7. The real TPC-C trace, alone and in a mix".into(),
+            title: "8. The real TPC-C trace, alone and in a mix".into(),
             paragraphs: vec![format!(
                 "`{path}` (DiskSim format, MQSim's excerpt of a real TPC-C block trace; {}), \
                  folded into one 64 GiB volume. Alone: replayed once at its own timestamps on \
