@@ -53,8 +53,10 @@ impl AgeSpec {
     }
 }
 
-/// Puts `flash` in the state `spec` describes (from a secure-erased drive).
-pub fn apply(flash: &mut FlashState, gc: &GcPolicy, spec: &AgeSpec) {
+/// Puts `flash` in the state `spec` describes (from a secure-erased drive). `phase` in
+/// `[0, 1)` is where in its GC cycle this drive stopped ([`GcPolicy::rested_free_at`]):
+/// drawn per drive, so the members of a fleet do not all start at the same erased level.
+pub fn apply(flash: &mut FlashState, gc: &GcPolicy, spec: &AgeSpec, phase: f64) {
     let capacity = flash.map().capacity();
     let span = (capacity as f64 * spec.fill_fraction.clamp(0.0, 1.0)) as u64 / PAGE * PAGE;
     flash.map_mut().fill_prefix(span);
@@ -62,8 +64,8 @@ pub fn apply(flash: &mut FlashState, gc: &GcPolicy, spec: &AgeSpec) {
     let written = span as f64 + overwritten;
     let physical = flash.physical_bytes() as f64;
     // Until the erased pool reaches the GC level nothing is cleaned; afterwards the policy
-    // holds it at its resting level.
-    let free = (physical - written).max(gc.rested_free_bytes() as f64);
+    // holds it in its resting range, at this drive's phase.
+    let free = (physical - written).max(gc.rested_free_at(phase));
     flash.set_free_bytes(free);
     flash.set_seq_fraction(if span > 0 { 1.0 } else { 0.0 });
     flash.note_random_bytes(overwritten);
@@ -89,7 +91,7 @@ mod tests {
     #[test]
     fn paper_ageing_reaches_the_rested_state() {
         let mut f = FlashState::new(100 * GIB, 110 * GIB);
-        apply(&mut f, &policy(), &AgeSpec::paper());
+        apply(&mut f, &policy(), &AgeSpec::paper(), 0.5);
         assert_eq!(f.valid_bytes(), 100 * GIB);
         assert_eq!(f.free_bytes(), policy().rested_free_bytes() as f64);
         assert!(f.seq_fraction() < 1e-6);
@@ -101,7 +103,7 @@ mod tests {
     #[test]
     fn fill_only_leaves_erased_space_and_sequential_history() {
         let mut f = FlashState::new(100 * GIB, 110 * GIB);
-        apply(&mut f, &policy(), &AgeSpec::filled());
+        apply(&mut f, &policy(), &AgeSpec::filled(), 0.5);
         assert_eq!(f.free_bytes(), (10 * GIB) as f64);
         assert_eq!(f.seq_fraction(), 1.0);
         assert!(f.victim_valid_fraction() < 1e-9);
@@ -111,10 +113,31 @@ mod tests {
     fn spare_capacity_lowers_victim_valid_fraction() {
         let mut full = FlashState::new(100 * GIB, 104 * GIB);
         let mut half = FlashState::new(100 * GIB, 104 * GIB);
-        apply(&mut full, &policy(), &AgeSpec::with_spare(0.0));
-        apply(&mut half, &policy(), &AgeSpec::with_spare(0.5));
+        apply(&mut full, &policy(), &AgeSpec::with_spare(0.0), 0.5);
+        apply(&mut half, &policy(), &AgeSpec::with_spare(0.5), 0.5);
         assert_eq!(half.valid_bytes(), 50 * GIB);
         let (uf, uh) = (full.victim_valid_fraction(), half.victim_valid_fraction());
         assert!(uf > 0.9 && uh < 0.25, "{uf} {uh}");
+    }
+
+    #[test]
+    fn consumer_rested_level_spans_the_watermarks() {
+        let gc = GcPolicy::Blocking {
+            low_bytes: GIB,
+            high_bytes: 3 * GIB,
+            max_pass_ns: 1,
+        };
+        let level = |phase| {
+            let mut f = FlashState::new(100 * GIB, 110 * GIB);
+            apply(&mut f, &gc, &AgeSpec::paper(), phase);
+            f.free_bytes()
+        };
+        assert_eq!(level(0.0), GIB as f64);
+        assert_eq!(level(0.5), gc.rested_free_bytes() as f64);
+        assert_eq!(level(0.75), 2.5 * GIB as f64);
+        // A fill that leaves more erased space than the GC level is not cleaned at all.
+        let mut f = FlashState::new(100 * GIB, 110 * GIB);
+        apply(&mut f, &gc, &AgeSpec::filled(), 0.9);
+        assert_eq!(f.free_bytes(), (10 * GIB) as f64);
     }
 }

@@ -70,15 +70,34 @@ impl GcPolicy {
     /// watermarks; a datacenter drive's background GC has used the idle time to restore its
     /// start level (§2.3: under random writes an aged DC drive's latency explodes "once GC
     /// is triggered", not at once).
+    ///
+    /// This is the mean over a fleet: each drive's own level is drawn from
+    /// [`GcPolicy::rested_free_range`] (see [`GcPolicy::rested_free_at`]).
     pub fn rested_free_bytes(&self) -> u64 {
+        let (lo, hi) = self.rested_free_range();
+        (lo + hi) / 2
+    }
+
+    /// The erased levels a rested aged drive can be found at. A consumer drive's erased space
+    /// saws between its watermarks (written down to `low`, cleaned back up to `high`), and
+    /// when its ageing run stopped it could have been anywhere in that cycle. A datacenter
+    /// drive's idle GC restores exactly its start level, whatever the phase it stopped in.
+    pub fn rested_free_range(&self) -> (u64, u64) {
         match *self {
             GcPolicy::Blocking {
                 low_bytes,
                 high_bytes,
                 ..
-            } => (low_bytes + high_bytes) / 2,
-            GcPolicy::Background { start_bytes, .. } => start_bytes,
+            } => (low_bytes, high_bytes),
+            GcPolicy::Background { start_bytes, .. } => (start_bytes, start_bytes),
         }
+    }
+
+    /// The rested level at `phase` in `[0, 1)` of [`GcPolicy::rested_free_range`] (0.5 is
+    /// the middle); a uniform `phase` keeps the mean at the middle of the range.
+    pub fn rested_free_at(&self, phase: f64) -> f64 {
+        let (lo, hi) = self.rested_free_range();
+        lo as f64 + phase.clamp(0.0, 1.0) * (hi - lo) as f64
     }
 }
 

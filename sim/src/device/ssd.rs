@@ -34,6 +34,18 @@ struct ProgramWindow {
     reads_free: Nanos,
 }
 
+/// Stream tags for [`phase_draw`].
+const FLUSH_PHASE: u64 = 0xf105_4a5e;
+const GC_PHASE: u64 = 0x6c0a_4a5e;
+
+/// A drive's position in one of its internal cycles (write-buffer flushes, GC watermarks), in
+/// `[0, 1)`: uniform, from the drive's own seed, so the members of a fleet are not in
+/// lockstep. Drawn from a stream of its own (not `SsdModel::rng`), so it does not shift the
+/// latency samples, and a model without such a cycle is unchanged.
+fn phase_draw(seed: u64, tag: u64) -> f64 {
+    Rng::new(seed ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15)).unit()
+}
+
 #[derive(Clone)]
 pub struct SsdModel {
     cfg: SsdConfig,
@@ -63,6 +75,8 @@ impl SsdModel {
 
     pub fn try_new(cfg: SsdConfig) -> Result<Self, String> {
         cfg.validate()?;
+        let mut buffer = WriteBuffer::new(cfg.buffer_bytes, cfg.flush_spikes);
+        buffer.set_flush_phase(phase_draw(cfg.seed, FLUSH_PHASE));
         Ok(SsdModel {
             rng: Rng::new(cfg.seed),
             ctrl: ServerPool::new(cfg.ctrl_servers),
@@ -72,7 +86,7 @@ impl SsdModel {
             next_die: 0,
             link_read_free: 0,
             link_write_free: 0,
-            buffer: WriteBuffer::new(cfg.buffer_bytes, cfg.flush_spikes),
+            buffer,
             flash: FlashState::new(cfg.capacity_bytes, cfg.physical_bytes()),
             stalls: StallWindows::default(),
             costs: cfg.gc_costs(),
@@ -364,7 +378,8 @@ impl DeviceModel for SsdModel {
     }
 
     fn age(&mut self, spec: &AgeSpec) {
-        age::apply(&mut self.flash, &self.cfg.gc, spec);
+        let phase = phase_draw(self.cfg.seed, GC_PHASE);
+        age::apply(&mut self.flash, &self.cfg.gc, spec, phase);
     }
 
     fn set_speed_factor(&mut self, factor: f64) {

@@ -222,3 +222,59 @@ fn huge_write_is_paced_by_flash() {
     assert!(done > floor, "{done} {floor}");
     assert!(done < floor + 200 * MS, "{done} {floor}");
 }
+
+/// Members of a fleet leave ageing at independent points of their flush and GC cycles (drawn
+/// from each one's seed), not all at the same erased level with the same flush counter.
+#[test]
+fn aged_members_have_their_own_phase() {
+    let aged = |seed: u64| {
+        let mut m = SsdModel::new(consumer().with_seed(seed));
+        m.age(&AgeSpec::paper());
+        m
+    };
+    let super::GcPolicy::Blocking {
+        low_bytes,
+        high_bytes,
+        ..
+    } = consumer().gc
+    else {
+        panic!("consumer GC is blocking")
+    };
+    let levels: Vec<f64> = (0..200).map(|s| aged(s).flash().free_bytes()).collect();
+    assert!(
+        levels
+            .iter()
+            .all(|&l| l >= low_bytes as f64 && l <= high_bytes as f64)
+    );
+    let mean = levels.iter().sum::<f64>() / levels.len() as f64;
+    let mid = (low_bytes + high_bytes) as f64 / 2.0;
+    // Uniform over the range: the standard error of 200 draws is ~2% of the range.
+    assert!((mean - mid).abs() < 0.08 * (high_bytes - low_bytes) as f64);
+    assert_eq!(aged(7).flash().free_bytes(), aged(7).flash().free_bytes());
+
+    // Sequential writes from the same start: the first flush stall comes after a different
+    // amount of data on each member.
+    let first_stall = |seed: u64| {
+        let mut m = aged(seed);
+        let mut t = 0;
+        for i in 0..4096u64 {
+            let done = m.submit(t, OpKind::Write, i * 65536, 65536);
+            if done - t > 3 * MS {
+                return i;
+            }
+            t = done;
+        }
+        u64::MAX
+    };
+    let firsts: Vec<u64> = (0..6).map(first_stall).collect();
+    assert!(firsts.iter().all(|&i| i < 4096), "{firsts:?}");
+    let distinct: std::collections::BTreeSet<_> = firsts.iter().collect();
+    assert!(distinct.len() >= 5, "{firsts:?}");
+    // A datacenter drive has no flush cycle and its idle GC restores one level: unchanged.
+    let dc_level = |seed: u64| {
+        let mut m = SsdModel::new(dc().with_seed(seed));
+        m.age(&AgeSpec::paper());
+        m.flash().free_bytes()
+    };
+    assert_eq!(dc_level(1), dc_level(2));
+}

@@ -140,6 +140,15 @@ impl WriteBuffer {
         }
     }
 
+    /// Starts the flush counter at `phase` in `[0, 1)` of the flush period (a drive's position
+    /// in its flush cycle is whatever its earlier writes left; 0 is right after a flush).
+    pub fn set_flush_phase(&mut self, phase: f64) {
+        if let Some(f) = self.flush {
+            let at = (phase.clamp(0.0, 1.0) * f.every_bytes as f64) as u64;
+            self.since_flush = at.min(f.every_bytes.saturating_sub(1));
+        }
+    }
+
     pub fn flush_spikes(&self) -> Option<FlushSpikes> {
         self.flush
     }
@@ -198,6 +207,14 @@ mod tests {
         let mut b = WriteBuffer::new(1 << 20, Some(f));
         let due: Vec<bool> = (0..5).map(|_| b.note_written(40)).collect();
         assert_eq!(due, [false, false, true, false, true]);
+        let mut b = WriteBuffer::new(1 << 20, Some(f));
+        b.set_flush_phase(0.5);
+        let due: Vec<bool> = (0..4).map(|_| b.note_written(40)).collect();
+        assert_eq!(due, [false, true, false, true]);
+        // Without periodic flushes there is no phase to set.
+        let mut b = WriteBuffer::new(1 << 20, None);
+        b.set_flush_phase(0.5);
+        assert!(!b.note_written(1 << 40));
         let mut none = WriteBuffer::new(1 << 20, None);
         assert!(!none.note_written(1 << 40));
     }
