@@ -113,9 +113,8 @@ pub struct ReadJob {
     /// The assembled result, allocated when the first part arrives (a job served whole by
     /// one device read takes that read's buffer instead: no zeroing, no copy).
     pub buf: Option<Vec<u8>>,
-    /// Bytes the job reads, and whether it carries data (false in size-only mode).
+    /// Bytes the job reads.
     pub len: usize,
-    pub with_data: bool,
     pub parts: Vec<ReadPart>,
     pub pending: usize,
     pub error: Option<String>,

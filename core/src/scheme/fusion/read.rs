@@ -80,7 +80,6 @@ impl FusionScheme {
             purpose,
             buf: None,
             len: len as usize,
-            with_data: !ctx.size_only,
             parts,
             pending: n,
             error: None,
@@ -520,7 +519,7 @@ impl FusionScheme {
         let buf = job
             .buf
             .take()
-            .or_else(|| job.with_data.then(|| vec![0u8; job.len]));
+            .or_else(|| (!ctx.size_only).then(|| vec![0u8; job.len]));
         if job.parts.iter().all(|p| p.inflight == 0) {
             let _ = self.jobs.remove(h);
         }
