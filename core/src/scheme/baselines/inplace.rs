@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::BaselineConfig;
 use super::array::{ColWrite, Outcome, RaidCore, Token};
+use super::gather::Gather;
 use super::geom::{VolMap, pieces};
 use crate::engine::api::{Data, IoResult, Op, ReqError, Request, VolumeId};
 use crate::engine::ctx::Ctx;
@@ -37,13 +38,9 @@ pub enum WKind {
 
 enum Job {
     Read {
-        id: u64,
-        at: Nanos,
-        len: u64,
-        buf: Option<Vec<u8>>,
+        g: Gather,
+        /// Where each device read's data goes in the result.
         offs: Vec<u64>,
-        pending: u32,
-        err: Option<String>,
     },
     Write {
         id: u64,
@@ -100,13 +97,8 @@ impl InPlace {
     fn start_read(&mut self, ctx: &mut Ctx, id: u64, vol: usize, offset: u64, len: u64) {
         let ps = pieces(&self.core.geo, offset, len);
         let h = self.jobs.insert(Job::Read {
-            id,
-            at: ctx.now,
-            len,
-            buf: (!ctx.size_only).then(|| vec![0u8; len as usize]),
+            g: Gather::new(ctx, id, len, ps.len() as u32),
             offs: ps.iter().map(|p| p.buf_off).collect(),
-            pending: ps.len() as u32,
-            err: None,
         });
         for (i, p) in ps.iter().enumerate() {
             let stripe = self.vols[vol].stripe(p.vstripe);
@@ -207,40 +199,12 @@ impl InPlace {
 
     fn on_outcome(&mut self, ctx: &mut Ctx, (h, part): Token, out: Outcome) {
         match self.jobs.get_mut(h) {
-            Some(Job::Read {
-                buf,
-                offs,
-                pending,
-                err,
-                ..
-            }) => {
-                match out {
-                    Ok(Some(b)) => {
-                        if let Some(buf) = buf {
-                            let o = offs[part as usize] as usize;
-                            buf[o..o + b.len()].copy_from_slice(&b);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        err.get_or_insert(e);
-                    }
-                }
-                *pending -= 1;
-                if *pending == 0 {
-                    let Some(Job::Read {
-                        id,
-                        at,
-                        len,
-                        buf,
-                        err,
-                        ..
-                    }) = self.jobs.remove(h)
-                    else {
+            Some(Job::Read { g, offs }) => {
+                if g.part_done(offs[part as usize], out) {
+                    let Some(Job::Read { g, .. }) = self.jobs.remove(h) else {
                         unreachable!()
                     };
-                    let r = crate::engine::api::read_result(err, buf, len);
-                    ctx.reply(id, at, r);
+                    g.reply(ctx);
                 }
             }
             Some(Job::Write { pending, err, .. }) => {

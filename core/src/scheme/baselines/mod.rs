@@ -18,6 +18,7 @@
 //! Every scheme works in data mode and in size-only mode (no bytes, the same device I/O).
 
 pub mod array;
+pub mod gather;
 pub mod geom;
 pub mod inplace;
 pub mod lograid;

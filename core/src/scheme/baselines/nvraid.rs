@@ -24,6 +24,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::BaselineConfig;
 use super::array::{ColWrite, Outcome, RaidCore, ReadPolicy, Token};
+use super::gather::Gather;
 use super::geom::{VolMap, pieces, place_volumes};
 use super::pageset::PageSet;
 use crate::engine::api::{Data, IoResult, Op, ReqError, Request, VolumeId};
@@ -89,14 +90,10 @@ impl SBuf {
 
 enum Job {
     Read {
-        id: u64,
-        at: Nanos,
-        len: u64,
-        buf: Option<Vec<u8>>,
+        g: Gather,
+        /// Where each device read's data goes in the result.
         offs: Vec<u64>,
-        pending: u32,
         not_before: Nanos,
-        err: Option<String>,
     },
     Write {
         id: u64,
@@ -210,7 +207,8 @@ impl NvRaid {
 
     fn start_read(&mut self, ctx: &mut Ctx, id: u64, vol: usize, offset: u64, len: u64) {
         let ppb = self.core.geo.ppb;
-        let mut buf = (!ctx.size_only).then(|| vec![0u8; len as usize]);
+        // The number of device reads is known only after the buffer hits are copied.
+        let mut g = Gather::new(ctx, id, len, 0);
         let mut raid: Vec<(u64, usize, usize, usize, u64)> = Vec::new(); // stripe col first count off
         let mut hits = 0u64;
         for pc in pieces(&self.core.geo, offset, len) {
@@ -223,9 +221,9 @@ impl NvRaid {
                     && sb.present(pc.col, pg, ppb)
                 {
                     hits += 1;
-                    if let (Some(b), Some(d)) = (buf.as_mut(), sb.data.as_ref()) {
+                    if let Some(d) = sb.data.as_ref() {
                         let src = (pc.col * ppb + pg) * PS;
-                        b[boff as usize..boff as usize + PS].copy_from_slice(&d[src..src + PS]);
+                        g.put(boff, &d[src..src + PS]);
                     }
                     continue;
                 }
@@ -237,15 +235,11 @@ impl NvRaid {
         }
         self.buffer_read_pages += hits;
         let not_before = ctx.now + self.cost(hits * PAGE_SIZE, self.cfg.read_ns_per_line);
+        g.pending = raid.len() as u32;
         let h = self.jobs.insert(Job::Read {
-            id,
-            at: ctx.now,
-            len,
-            buf,
+            g,
             offs: raid.iter().map(|r| r.4).collect(),
-            pending: raid.len() as u32,
             not_before,
-            err: None,
         });
         for (i, &(stripe, col, first, count, _)) in raid.iter().enumerate() {
             self.core
@@ -264,19 +258,10 @@ impl NvRaid {
             self.timers.insert((*not_before, h));
             return;
         }
-        let Some(Job::Read {
-            id,
-            at,
-            len,
-            buf,
-            err,
-            ..
-        }) = self.jobs.remove(h)
-        else {
+        let Some(Job::Read { g, .. }) = self.jobs.remove(h) else {
             unreachable!()
         };
-        let r = crate::engine::api::read_result(err, buf, len);
-        ctx.reply(id, at, r);
+        g.reply(ctx);
     }
 
     // ------------------------------------------------------------------ writes
@@ -533,27 +518,8 @@ impl NvRaid {
 
     fn on_outcome(&mut self, ctx: &mut Ctx, (h, part): Token, out: Outcome) {
         match self.jobs.get_mut(h) {
-            Some(Job::Read {
-                buf,
-                offs,
-                pending,
-                err,
-                ..
-            }) => {
-                match out {
-                    Ok(Some(b)) => {
-                        if let Some(buf) = buf {
-                            let o = offs[part as usize] as usize;
-                            buf[o..o + b.len()].copy_from_slice(&b);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        err.get_or_insert(e);
-                    }
-                }
-                *pending -= 1;
-                if *pending == 0 {
+            Some(Job::Read { g, offs, .. }) => {
+                if g.part_done(offs[part as usize], out) {
                     self.read_ready(ctx, h);
                 }
             }

@@ -34,6 +34,7 @@ use std::collections::VecDeque;
 
 use super::BaselineConfig;
 use super::array::{Outcome, RaidCore, ReadPolicy, Token};
+use super::gather::Gather;
 use super::geom::ArrayGeom;
 use super::logspace::SegSpace;
 use super::sparse::{NONE, SparseU32};
@@ -95,14 +96,9 @@ struct Segment {
 
 enum Job {
     Read {
-        id: u64,
-        at: Nanos,
-        len: u64,
-        buf: Option<Vec<u8>>,
-        /// Per core read: (offset in buf, pinned segment).
+        g: Gather,
+        /// Per core read: (offset in the result, pinned segment).
         runs: Vec<(u64, u32)>,
-        pending: u32,
-        err: Option<String>,
     },
     Write {
         id: u64,
@@ -316,27 +312,9 @@ impl LogRaid {
 
     fn on_outcome(&mut self, ctx: &mut Ctx, (h, part): Token, out: Outcome) {
         match self.jobs.get_mut(h) {
-            Some(Job::Read {
-                buf,
-                runs,
-                pending,
-                err,
-                ..
-            }) => {
+            Some(Job::Read { g, runs }) => {
                 let (off, seg) = runs[part as usize];
-                match out {
-                    Ok(Some(b)) => {
-                        if let Some(buf) = buf {
-                            buf[off as usize..off as usize + b.len()].copy_from_slice(&b);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        err.get_or_insert(e);
-                    }
-                }
-                *pending -= 1;
-                let last = *pending == 0;
+                let last = g.part_done(off, out);
                 if self.space.unpin(seg) {
                     self.kick(ctx);
                 }

@@ -2,6 +2,7 @@
 
 use super::{Job, LogRaid};
 use crate::engine::ctx::Ctx;
+use crate::scheme::baselines::gather::Gather;
 use crate::scheme::baselines::sparse::NONE;
 use crate::types::PAGE_SIZE;
 
@@ -31,13 +32,8 @@ impl LogRaid {
             runs.push((i, ppa, 1));
         }
         let h = self.jobs.insert(Job::Read {
-            id,
-            at: ctx.now,
-            len,
-            buf: (!ctx.size_only).then(|| vec![0u8; len as usize]),
+            g: Gather::new(ctx, id, len, runs.len() as u32),
             runs: runs.iter().map(|r| (r.0 * PAGE_SIZE, r.1 / sp)).collect(),
-            pending: runs.len() as u32,
-            err: None,
         });
         if runs.is_empty() {
             self.finish_read(ctx, h);
@@ -60,18 +56,9 @@ impl LogRaid {
     }
 
     pub(super) fn finish_read(&mut self, ctx: &mut Ctx, h: u64) {
-        let Some(Job::Read {
-            id,
-            at,
-            len,
-            buf,
-            err,
-            ..
-        }) = self.jobs.remove(h)
-        else {
+        let Some(Job::Read { g, .. }) = self.jobs.remove(h) else {
             unreachable!()
         };
-        let r = crate::engine::api::read_result(err, buf, len);
-        ctx.reply(id, at, r);
+        g.reply(ctx);
     }
 }

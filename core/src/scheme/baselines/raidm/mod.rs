@@ -27,6 +27,7 @@ mod write;
 use std::collections::VecDeque;
 
 use super::BaselineConfig;
+use super::gather::Gather;
 use super::logspace::SegSpace;
 use super::sparse::{NONE, SparseU32};
 use crate::engine::api::Data;
@@ -82,14 +83,9 @@ struct RPart {
 
 enum Job {
     Read {
-        id: u64,
-        at: Nanos,
+        g: Gather,
         grp: usize,
-        len: u64,
-        buf: Option<Vec<u8>>,
         parts: Vec<RPart>,
-        pending: u32,
-        err: Option<String>,
     },
     Write {
         id: u64,

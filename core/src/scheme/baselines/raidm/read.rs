@@ -4,6 +4,7 @@ use super::{Job, RPart, RaidM};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::scheme::baselines::gather::Gather;
 use crate::scheme::baselines::sparse::NONE;
 use crate::types::PAGE_SIZE;
 
@@ -39,14 +40,9 @@ impl RaidM {
         }
         let n = parts.len();
         let h = self.jobs.insert(Job::Read {
-            id,
-            at: ctx.now,
+            g: Gather::new(ctx, id, len, n as u32),
             grp,
-            len,
-            buf: (!ctx.size_only).then(|| vec![0u8; len as usize]),
             parts,
-            pending: n as u32,
-            err: None,
         });
         for i in 0..n {
             self.issue_read(ctx, h, i, 0);
@@ -66,19 +62,13 @@ impl RaidM {
             _ => unreachable!(),
         };
         let copy = (from..2).find(|&c| !ctx.is_failed(self.locate(grp, mu, c, slot).0));
-        let Some(Job::Read {
-            parts,
-            pending,
-            err,
-            ..
-        }) = self.jobs.get_mut(h)
-        else {
+        let Some(Job::Read { g, parts, .. }) = self.jobs.get_mut(h) else {
             unreachable!()
         };
         match copy {
             None => {
-                err.get_or_insert_with(|| "both copies of a mirrored page are lost".into());
-                *pending -= 1;
+                g.fail("both copies of a mirrored page are lost".into());
+                g.pending -= 1;
             }
             Some(c) => {
                 parts[i].copy = c;
@@ -101,25 +91,22 @@ impl RaidM {
     }
 
     pub(super) fn read_done(&mut self, ctx: &mut Ctx, h: u64, i: usize, result: IoResult) {
-        let Some(Job::Read {
-            grp, parts, buf, ..
-        }) = self.jobs.get_mut(h)
-        else {
+        let Some(Job::Read { g, grp, parts }) = self.jobs.get_mut(h) else {
             unreachable!()
         };
         let (grp, mu, copy, off) = (*grp, parts[i].mu, parts[i].copy, parts[i].buf_off);
         let ok = result.is_ok();
-        if let (Some(b), Ok(Some(Data::Bytes(d)))) = (buf.as_mut(), &result) {
-            b[off as usize..off as usize + d.len()].copy_from_slice(d);
+        if let Ok(Some(Data::Bytes(d))) = &result {
+            g.put(off, d);
         }
         let freed = self.groups[grp].space.unpin(mu);
         if !ok {
             // That copy's disk failed: try the other one.
             self.issue_read(ctx, h, i, copy + 1);
-        } else if let Some(Job::Read { pending, .. }) = self.jobs.get_mut(h) {
-            *pending -= 1;
+        } else if let Some(Job::Read { g, .. }) = self.jobs.get_mut(h) {
+            g.pending -= 1;
         }
-        if matches!(self.jobs.get(h), Some(Job::Read { pending: 0, .. })) {
+        if matches!(self.jobs.get(h), Some(Job::Read { g, .. }) if g.pending == 0) {
             self.finish_read(ctx, h);
         }
         if freed {
@@ -128,18 +115,9 @@ impl RaidM {
     }
 
     fn finish_read(&mut self, ctx: &mut Ctx, h: u64) {
-        let Some(Job::Read {
-            id,
-            at,
-            len,
-            buf,
-            err,
-            ..
-        }) = self.jobs.remove(h)
-        else {
+        let Some(Job::Read { g, .. }) = self.jobs.remove(h) else {
             unreachable!()
         };
-        let r = crate::engine::api::read_result(err, buf, len);
-        ctx.reply(id, at, r);
+        g.reply(ctx);
     }
 }
