@@ -121,6 +121,21 @@ impl SegSpace {
         self.summary[s as usize].as_deref().unwrap_or(&[])
     }
 
+    /// The pages of segment `s` still live, as (slot, logical page): those its summary
+    /// names whose mapping (`mapped(lpa)`, a physical page) still points at `first + slot`,
+    /// where `first` is the segment's first physical page. Checked against the live count.
+    pub fn still_live(&self, s: u32, first: u32, mapped: impl Fn(u32) -> u32) -> Vec<(u32, u32)> {
+        let pages: Vec<(u32, u32)> = self
+            .summary(s)
+            .iter()
+            .enumerate()
+            .filter(|&(i, &lpa)| lpa != NONE && mapped(lpa) == first + i as u32)
+            .map(|(i, &lpa)| (i as u32, lpa))
+            .collect();
+        assert_eq!(pages.len() as u32, self.valid(s), "summary vs live count");
+        pages
+    }
+
     fn unbucket(&mut self, s: u32) {
         if self.closed(s) && !self.victim[s as usize] {
             let removed = self.buckets[self.valid[s as usize] as usize].remove(&s);

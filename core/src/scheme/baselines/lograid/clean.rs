@@ -3,7 +3,6 @@
 use super::{Job, LogRaid, PS, Slot};
 use crate::engine::ctx::Ctx;
 use crate::scheme::baselines::array::Outcome;
-use crate::scheme::baselines::sparse::NONE;
 use crate::types::Nanos;
 
 impl LogRaid {
@@ -16,19 +15,10 @@ impl LogRaid {
             };
             let sp = self.seg_pages();
             let ppb = self.core.geo.ppb as u32;
-            let pages: Vec<(u32, u32)> = self
+            let map = &self.map;
+            let pages = self
                 .space
-                .summary(seg)
-                .iter()
-                .enumerate()
-                .filter(|&(i, &lpa)| lpa != NONE && self.map.get(lpa as u64) == seg * sp + i as u32)
-                .map(|(i, &lpa)| (i as u32, lpa))
-                .collect();
-            assert_eq!(
-                pages.len() as u32,
-                self.space.valid(seg),
-                "summary vs live count"
-            );
+                .still_live(seg, seg * sp, |lpa| map.get(lpa as u64));
             let mut runs: Vec<(usize, u32, u32)> = Vec::new(); // (index, first slot, count)
             for (k, &(slot, _)) in pages.iter().enumerate() {
                 if let Some(last) = runs.last_mut()

@@ -4,7 +4,6 @@ use super::{Job, PS, RaidM};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::scheme::baselines::sparse::NONE;
 use crate::types::PAGE_SIZE;
 
 impl RaidM {
@@ -20,19 +19,8 @@ impl RaidM {
                 return;
             };
             let ppb = self.ppb;
-            let pages: Vec<(u32, u32)> = g
-                .space
-                .summary(mu)
-                .iter()
-                .enumerate()
-                .filter(|&(i, &lpa)| lpa != NONE && g.map.get(lpa as u64) == mu * ppb + i as u32)
-                .map(|(i, &lpa)| (i as u32, lpa))
-                .collect();
-            assert_eq!(
-                pages.len() as u32,
-                g.space.valid(mu),
-                "summary vs live count"
-            );
+            let map = &g.map;
+            let pages = g.space.still_live(mu, mu * ppb, |lpa| map.get(lpa as u64));
             g.cleaning += 1;
             g.space.pin(mu);
             let mut runs: Vec<(usize, u32, u32, u8)> = Vec::new();
