@@ -13,7 +13,9 @@
 # building this tree's (to compare two builds side by side), PARTS=A or B runs one part,
 # ONLY=REGEX runs the part A jobs whose name (randread, randwrite, read, write) matches,
 # POOL_EXTRA=TOML is appended to part A's pool file (e.g. "[metadata]\njournal = false" to
-# measure what durability costs).
+# measure what durability costs), REPEAT=N runs each part A job N times per server,
+# alternating which server goes first, and prints the median of the N ratios (on a shared
+# machine a single pair can be off by 2x either way).
 #
 # Besides IOPS and median latency, part A prints each server's CPU time per request
 # (user + system, from /proc/PID/stat around the job): on a shared machine the rates move
@@ -33,6 +35,8 @@ else
   BIN="$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)/release/fusionraid"
 fi
 PARTS="${PARTS:-AB}"
+REPEAT="${REPEAT:-1}"
+[[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || { echo "bench-nbd: REPEAT must be a positive integer" >&2; exit 1; }
 WORK="${BENCH_DIR:-$(mktemp -d /var/tmp/fusionraid-bench.XXXXXX)}"
 mkdir -p "$WORK"
 PIDS=()
@@ -99,10 +103,26 @@ printf "%-12s %12s %12s %8s %12s %12s %10s %11s %11s\n" job fr_iops kit_iops rat
 for j in "${JOBS[@]}"; do
   set -- $j
   [[ "$1" =~ ^(${ONLY:-.*})$ ]] || continue
-  read -r fi fl fc < <(fio_cpu "$FR_PID" "$FR" "fr-$1" "$1" "$2" "$3")
-  read -r ki kl kc < <(fio_cpu "$KIT_PID" "$KIT" "kit-$1" "$1" "$2" "$3")
-  awk -v j="$1/$2" -v fi="$fi" -v ki="$ki" -v fl="$fl" -v kl="$kl" -v fc="$fc" -v kc="$kc" 'BEGIN {
-    printf "%-12s %12.0f %12.0f %8.2f %12.1f %12.1f %10.1f %11.1f %11.1f\n", j, fi, ki, fi/ki, fl, kl, fl-kl, fc, kc }'
+  ratios=()
+  for ((r = 0; r < REPEAT; r++)); do
+    # Alternate which server goes first, so a load that builds up or fades over the run
+    # does not favour one of them.
+    if ((r % 2 == 0)); then
+      read -r fi fl fc < <(fio_cpu "$FR_PID" "$FR" "fr-$1" "$1" "$2" "$3")
+      read -r ki kl kc < <(fio_cpu "$KIT_PID" "$KIT" "kit-$1" "$1" "$2" "$3")
+    else
+      read -r ki kl kc < <(fio_cpu "$KIT_PID" "$KIT" "kit-$1" "$1" "$2" "$3")
+      read -r fi fl fc < <(fio_cpu "$FR_PID" "$FR" "fr-$1" "$1" "$2" "$3")
+    fi
+    ratios+=("$(awk -v a="$fi" -v b="$ki" 'BEGIN { printf "%.3f", a / b }')")
+    awk -v j="$1/$2" -v fi="$fi" -v ki="$ki" -v fl="$fl" -v kl="$kl" -v fc="$fc" -v kc="$kc" 'BEGIN {
+      printf "%-12s %12.0f %12.0f %8.2f %12.1f %12.1f %10.1f %11.1f %11.1f\n", j, fi, ki, fi/ki, fl, kl, fl-kl, fc, kc }'
+  done
+  if ((REPEAT > 1)); then
+    printf "%s\n" "${ratios[@]}" | sort -n | awk -v j="$1/$2" '{ v[NR] = $1 }
+      END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+            printf "%-12s median ratio %.2f over %d pairs (min %.2f, max %.2f)\n", j, m, NR, v[1], v[NR] }'
+  fi
 done
 "$BIN" status --socket "$WORK/a/st.sock" | grep -E "^(scheme|requests|steering|background|latency| )" || true
 kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; PIDS=()
