@@ -115,6 +115,13 @@ impl PatchTable {
         );
         let end = first + count;
         let list = self.get(ub);
+        if list.is_empty() {
+            // The first patch of a block (the common case): nothing to trim, merge or
+            // give back, and no list to build.
+            self.lists
+                .insert(ub, List::One(PatchNode::new(first, count, loc)));
+            return Vec::new();
+        }
         let before: Vec<Loc> = list.iter().map(|n| n.loc()).collect();
         let mut out: Vec<PatchNode> = Vec::with_capacity(list.len() + 2);
         for &n in list {
