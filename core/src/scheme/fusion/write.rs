@@ -120,14 +120,17 @@ impl FusionScheme {
         let ppb = v.pages_per_block;
         let dcols = v.zone.dcols() as u64;
         let end = offset + len;
-        let mut pieces: Vec<Piece> = Vec::new();
-        let mut stripes: Vec<u32> = Vec::new();
-        let mut slots_taken = Vec::new();
+        // At most one piece per user block; the lists come from (and go back to) the
+        // write buffers.
+        let bufs = &mut self.write_bufs;
+        let mut pieces: Vec<Piece> = bufs.pieces((end.div_ceil(bs) - offset / bs) as usize);
+        let mut stripes: Vec<u32> = bufs.stripes();
+        let mut slots_taken = std::mem::take(&mut bufs.slots);
         // Pack pages reserved: (slot, first page, pages).
-        let mut packed: Vec<(super::pairs::SlotRef, u16, u16)> = Vec::new();
+        let mut packed = std::mem::take(&mut bufs.packed);
+        let mut raw = std::mem::take(&mut bufs.raw);
         let mut no_space = false;
         let mut ub = offset / bs;
-        let mut raw: Vec<(u64, u16, u16)> = Vec::new();
         while ub * bs < end {
             let ls = ub / dcols;
             let chunk_end = ((ls + 1) * dcols).min(end.div_ceil(bs));
@@ -327,17 +330,21 @@ impl FusionScheme {
             }
         }
         if no_space {
-            for s in stripes {
+            for s in stripes.drain(..) {
                 v.stripes.untake(s);
             }
-            for r in slots_taken {
+            for r in slots_taken.drain(..) {
                 v.pairs.untake(r);
             }
-            for (r, first, count) in packed {
+            for (r, first, count) in packed.drain(..) {
                 v.packs.unreserve(r, first, count);
             }
+            pieces.clear();
+            self.write_bufs.recycle(pieces, stripes);
+            self.put_scratch(raw, slots_taken, packed);
             return Planned::NoSpace;
         }
+        self.put_scratch(raw, slots_taken, packed);
         // Issue the device writes.
         // Under a journal the commit flushes the data before the FUA write is answered, so
         // the device writes need no FUA of their own.
@@ -442,6 +449,20 @@ impl FusionScheme {
         } else {
             Planned::Issued
         }
+    }
+
+    /// The planner's scratch lists go back to the write buffers, emptied.
+    fn put_scratch(
+        &mut self,
+        mut raw: Vec<(u64, u16, u16)>,
+        mut slots: Vec<super::pairs::SlotRef>,
+        mut packed: Vec<(super::pairs::SlotRef, u16, u16)>,
+    ) {
+        raw.clear();
+        slots.clear();
+        packed.clear();
+        let b = &mut self.write_bufs;
+        (b.raw, b.slots, b.packed) = (raw, slots, packed);
     }
 
     pub(super) fn write_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
@@ -552,6 +573,7 @@ impl FusionScheme {
                 v.stripes.set_state(s, StripeState::Free);
             }
         }
+        self.write_bufs.recycle(w.pieces, w.stripes);
         // A FUA write is answered once its mapping is durable too (at once without a journal,
         // where the device writes themselves carried FUA).
         if !(w.fua && self.wait_durable(w.id, w.at)) {
@@ -565,6 +587,7 @@ impl FusionScheme {
             panic!("write job missing")
         };
         ctx.reply(w.id, w.at, Err(e));
+        self.write_bufs.recycle(w.pieces, w.stripes);
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
     }
 
