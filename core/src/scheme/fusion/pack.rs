@@ -120,14 +120,16 @@ impl Packs {
     /// How many new slots would the sub-block pieces `[first, first+count)` of one write
     /// need, the open packs taking what they can (first fit, as `reserve` hands out)?
     /// Asked for every chunk of every write, most of which have no sub-block piece: those
-    /// return at once, and the others work on the stack (at most `MAX_OPEN` open packs and
-    /// one new slot per piece; a chunk has at most 32 pieces), not on a `Vec` per call.
+    /// return at once, and the others work on the stack (the open packs plus one new slot
+    /// per piece), not on a `Vec` per call.
     pub fn slots_needed(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
         let mut pieces = pieces.peekable();
         if pieces.peek().is_none() {
             return 0;
         }
-        const CAP: usize = MAX_OPEN + 32;
+        // Room for the open packs and a chunk of a 6+1 or 8+2 stripe (zeroing a larger
+        // array showed up in profiles); wider chunks take the Vec path.
+        const CAP: usize = MAX_OPEN + 8;
         let most = self.open.len() + pieces.size_hint().1.unwrap_or(usize::MAX);
         if most > CAP {
             return self.slots_needed_vec(pieces);
@@ -152,7 +154,7 @@ impl Packs {
         n - fresh
     }
 
-    /// `slots_needed` for more packs or pieces than its array holds.
+    /// `slots_needed` for more packs and pieces than its array holds.
     fn slots_needed_vec(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
         let mut used: Vec<Pages> = self
             .open
