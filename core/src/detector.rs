@@ -207,6 +207,14 @@ impl SpikeDetector {
         if target <= self.current {
             return;
         }
+        if self.in_window == 0 {
+            // Every ring entry is zero (`in_window` is their sum): sliding moves nothing to
+            // the stragglers and the state stays as it is. Timeouts advance every detector
+            // of the pool, most of them idle.
+            self.current = target;
+            self.next_slot_at = target.saturating_add(1).saturating_mul(self.cfg.slot_ns);
+            return;
+        }
         // After y steps every slot has left the window once; further steps would only move
         // zeros, so an idle gap of any length costs at most y steps.
         let steps = (target - self.current).min(u64::from(self.cfg.window_slots));

@@ -82,8 +82,7 @@ impl Ctx<'_> {
         self.disks.get(d).inflight
     }
     pub fn foreground_rate(&mut self, d: DiskId) -> f64 {
-        let now = self.now;
-        self.disks.get_mut(d).foreground_rate(now)
+        self.disks.foreground_rate(d, self.now)
     }
     /// Mark a member failed: nothing is issued to it any more by well-behaved schemes.
     pub fn fail_disk(&mut self, d: DiskId) {
@@ -99,11 +98,9 @@ impl Ctx<'_> {
         let mut out = Vec::new();
         for d in 0..self.disks.len() {
             let d = DiskId(d as u32);
-            let s = self.disks.get_mut(d);
-            if s.dirty && !s.failed {
+            if self.disks.take_dirty(d) && !self.disks.get(d).failed {
                 out.push(d);
             }
-            s.dirty = false;
         }
         out
     }

@@ -108,6 +108,19 @@ impl Disks {
     pub fn iter(&self) -> impl Iterator<Item = &DiskState> {
         self.list.iter()
     }
+    /// A write completed on `d` (see [`DiskState::dirty`]). Unlike `get_mut` this keeps the
+    /// cached deadline: the detector is not touched, and write completions are frequent.
+    pub(crate) fn mark_dirty(&mut self, d: DiskId) {
+        self.list[d.index()].dirty = true;
+    }
+    /// Takes `d`'s dirty flag (keeps the cached deadline, as `mark_dirty`).
+    pub(crate) fn take_dirty(&mut self, d: DiskId) -> bool {
+        std::mem::take(&mut self.list[d.index()].dirty)
+    }
+    /// Foreground bytes per second of `d` (keeps the cached deadline, as `mark_dirty`).
+    pub(crate) fn foreground_rate(&mut self, d: DiskId, now: Nanos) -> f64 {
+        self.list[d.index()].foreground_rate(now)
+    }
 
     pub(crate) fn on_issue(
         &mut self,

@@ -184,7 +184,7 @@ impl Engine {
         let (mut ctx, scheme) = self.ctx_parts(now);
         if io.write {
             if !failed {
-                ctx.disks.get_mut(io.disk).dirty = true;
+                ctx.disks.mark_dirty(io.disk);
             }
             if io.background {
                 ctx.stats.device_bytes_written_bg += io.len;

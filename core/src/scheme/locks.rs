@@ -54,20 +54,10 @@ impl<T> BlockLocks<T> {
         })
     }
 
-    fn take(&mut self, first: u64, end: u64) {
-        for b in first..end {
-            let e = self.blocks.entry(b).or_default();
-            debug_assert!(!e.held);
-            e.held = true;
-        }
-        self.held += (end - first) as usize;
-    }
-
     /// Lock blocks `[first, end)` now, or queue `item` behind the holders (and behind earlier
     /// waiters on the same blocks). Returns the item back when it got the lock.
     pub fn acquire(&mut self, first: u64, end: u64, item: T) -> Option<T> {
-        if self.available(first, end) {
-            self.take(first, end);
+        if self.take_if_available(first, end) {
             return Some(item);
         }
         let seq = self.next_seq;
@@ -81,12 +71,39 @@ impl<T> BlockLocks<T> {
 
     /// Lock only if free right now; never queues (background work simply skips busy blocks).
     pub fn try_acquire(&mut self, first: u64, end: u64) -> bool {
-        if self.available(first, end) {
-            self.take(first, end);
-            true
-        } else {
-            false
+        self.take_if_available(first, end)
+    }
+
+    /// `available` then `take`, with one map lookup per block instead of two (every write
+    /// locks its blocks): blocks are taken as they are found free, and given back if a
+    /// later one is not.
+    fn take_if_available(&mut self, first: u64, end: u64) -> bool {
+        use std::collections::hash_map::Entry;
+        for b in first..end {
+            match self.blocks.entry(b) {
+                Entry::Vacant(v) => {
+                    v.insert(BlockEntry {
+                        held: true,
+                        queue: VecDeque::new(),
+                    });
+                }
+                Entry::Occupied(mut o) => {
+                    let e = o.get_mut();
+                    if e.held || !e.queue.is_empty() {
+                        // Not available: undo the blocks taken so far. Removing their
+                        // entries is exact: each was vacant, or free with no waiter, which
+                        // means the same as no entry.
+                        for u in first..b {
+                            self.blocks.remove(&u);
+                        }
+                        return false;
+                    }
+                    e.held = true;
+                }
+            }
         }
+        self.held += (end - first) as usize;
+        true
     }
 
     pub fn is_locked(&self, b: u64) -> bool {
@@ -114,16 +131,17 @@ impl<T> BlockLocks<T> {
         // every other waiter is still behind a holder or an earlier waiter.
         let mut heads: Vec<u64> = Vec::new();
         for b in first..end {
-            let e = self
-                .blocks
-                .get_mut(&b)
-                .filter(|e| e.held)
-                .unwrap_or_else(|| panic!("releasing block {b} that is not locked"));
+            // One lookup per block: the entry is dropped in place when nobody waits.
+            let std::collections::hash_map::Entry::Occupied(mut o) = self.blocks.entry(b) else {
+                panic!("releasing block {b} that is not locked");
+            };
+            let e = o.get_mut();
+            assert!(e.held, "releasing block {b} that is not locked");
             e.held = false;
             match e.queue.front() {
                 Some(&seq) => heads.push(seq),
                 None => {
-                    self.blocks.remove(&b);
+                    o.remove();
                 }
             }
         }

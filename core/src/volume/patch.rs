@@ -83,6 +83,10 @@ impl List {
     }
 }
 
+/// Lists up to this long are rebuilt on the stack by `insert` (longer ones are rare: a
+/// block's list holds one node per distinct run of pages written since it was last whole).
+const SMALL_LIST: usize = 30;
+
 /// The patch lists of one volume, keyed by user block. Only patched blocks have an entry.
 pub struct PatchTable {
     lists: FastMap<u64, List>,
@@ -113,6 +117,22 @@ impl PatchTable {
             count > 0 && first + count <= self.pages_per_block,
             "patch {first}+{count} out of block"
         );
+        let list = self.get(ub);
+        if list.is_empty() {
+            // The first patch of a block (the common case): nothing to trim, merge or
+            // give back, and no list to build.
+            self.lists
+                .insert(ub, List::One(PatchNode::new(first, count, loc)));
+            return Vec::new();
+        }
+        if list.len() <= SMALL_LIST {
+            return self.insert_small(ub, first, count, loc);
+        }
+        self.insert_general(ub, first, count, loc)
+    }
+
+    /// `insert` for any list, on `Vec`s.
+    fn insert_general(&mut self, ub: u64, first: u16, count: u16, loc: Loc) -> Vec<Loc> {
         let end = first + count;
         let list = self.get(ub);
         let before: Vec<Loc> = list.iter().map(|n| n.loc()).collect();
@@ -157,6 +177,72 @@ impl PatchTable {
             }
         }
         let list = List::from_vec(merged).expect("the new node is in the list");
+        self.lists.insert(ub, list);
+        gone
+    }
+
+    /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays (the same steps
+    /// and the same stable sort, without the four `Vec`s per call: sub-block writes into
+    /// already patched blocks are frequent).
+    fn insert_small(&mut self, ub: u64, first: u16, count: u16, loc: Loc) -> Vec<Loc> {
+        let end = first + count;
+        let mut before = [PatchNode(0); SMALL_LIST];
+        let list = self.get(ub);
+        let nb = list.len();
+        before[..nb].copy_from_slice(list);
+        // Each old node leaves at most two pieces, one on each side of the new range, and
+        // only one old node can straddle the whole range.
+        let mut out = [PatchNode(0); SMALL_LIST + 2];
+        let mut n = 0;
+        for &node in &before[..nb] {
+            if node.end() <= first || node.first() >= end {
+                out[n] = node;
+                n += 1;
+                continue;
+            }
+            if node.first() < first {
+                out[n] = PatchNode::new(node.first(), first - node.first(), node.loc());
+                n += 1;
+            }
+            if node.end() > end {
+                out[n] = PatchNode::new(end, node.end() - end, node.loc());
+                n += 1;
+            }
+        }
+        out[n] = PatchNode::new(first, count, loc);
+        n += 1;
+        out[..n].sort_by_key(|node| node.first());
+        let mut merged = [PatchNode(0); SMALL_LIST + 2];
+        let mut m = 0;
+        for &node in &out[..n] {
+            match merged[..m].last_mut() {
+                Some(last) if last.loc() == node.loc() && last.end() == node.first() => {
+                    *last = PatchNode::new(last.first(), last.count() + node.count(), last.loc())
+                }
+                _ => {
+                    merged[m] = node;
+                    m += 1;
+                }
+            }
+        }
+        let merged = &merged[..m];
+        assert!(
+            merged.len() <= self.pages_per_block as usize,
+            "patch list longer than a block has pages"
+        );
+        for w in merged.windows(2) {
+            assert!(w[0].end() <= w[1].first(), "patch nodes overlap");
+        }
+        let mut gone: Vec<Loc> = Vec::new();
+        for l in before[..nb].iter().map(|node| node.loc()) {
+            if !merged.iter().any(|node| node.loc() == l) && !gone.contains(&l) {
+                gone.push(l);
+            }
+        }
+        let list = match merged {
+            [one] => List::One(*one),
+            _ => List::Many(merged.into()),
+        };
         self.lists.insert(ub, list);
         gone
     }
@@ -307,6 +393,36 @@ mod tests {
                 (13, 3, Loc::Raid(3))
             ]
         );
+    }
+
+    /// The stack version of `insert` gives the lists and dead locations of the `Vec` one.
+    #[test]
+    fn small_insert_matches_the_general_one() {
+        let mut rng = crate::rng::Rng::new(17);
+        for ppb in [16u16, 64, 256] {
+            let (mut a, mut b) = (PatchTable::new(ppb), PatchTable::new(ppb));
+            for _ in 0..20_000 {
+                let ub = rng.below(8);
+                let first = rng.below(ppb as u64) as u16;
+                let count = 1 + rng.below((ppb - first).min(8) as u64) as u16;
+                let loc = Loc::Rep(rng.below(12));
+                let small = if a.get(ub).is_empty() || a.get(ub).len() > SMALL_LIST {
+                    a.insert(ub, first, count, loc)
+                } else {
+                    a.insert_small(ub, first, count, loc)
+                };
+                let general = if b.get(ub).is_empty() {
+                    b.insert(ub, first, count, loc)
+                } else {
+                    b.insert_general(ub, first, count, loc)
+                };
+                assert_eq!(small, general);
+                assert_eq!(a.get(ub), b.get(ub));
+                if rng.below(50) == 0 {
+                    assert_eq!(a.clear(ub), b.clear(ub));
+                }
+            }
+        }
     }
 
     #[test]

@@ -97,6 +97,27 @@ impl ValidMap {
 
     /// Applies a write (`valid = true`) or a trim to `[off, off + len)`.
     pub fn apply(&mut self, off: u64, len: u64, valid: bool) {
+        if valid && len == self.slice && off & (self.slice - 1) == 0 && off < self.capacity {
+            // One whole slice written (a FusionRAID block): exact, so it needs none of the
+            // partial-slice arithmetic when the slice was full or empty (a partial one goes
+            // the general way, which takes its share of the region's partial bytes out).
+            let k = off >> self.shift;
+            let (r, bit) = ((k / SLICES) as usize, 1u16 << (k % SLICES));
+            if self.full[r] & bit != 0 {
+                return;
+            }
+            if self.empty[r] & bit != 0 && off + len <= self.capacity {
+                self.empty[r] &= !bit;
+                self.full[r] |= bit;
+                self.total += self.slice;
+                return;
+            }
+        }
+        self.apply_general(off, len, valid);
+    }
+
+    /// `apply` region by region, slice by slice.
+    fn apply_general(&mut self, off: u64, len: u64, valid: bool) {
         let end = off.saturating_add(len).min(self.capacity);
         let mut pos = off;
         let region_bytes = self.slice * SLICES;
@@ -405,6 +426,29 @@ mod tests {
         m.apply(0, MIB / 2 + 4096, false);
         let v = m.valid_bytes() as f64 / MIB as f64;
         assert!((v - 0.5).abs() < 0.02, "{v}");
+    }
+
+    #[test]
+    fn whole_slice_fast_path_matches_the_general_path() {
+        // The same writes through `apply` and through the region arithmetic alone.
+        let mut rng = fusionraid_core::rng::Rng::new(11);
+        let mut a = ValidMap::new(8 * MIB + 4096);
+        let mut b = a.clone();
+        for _ in 0..20_000 {
+            let (off, len) = match rng.below(3) {
+                0 => (rng.below(129) * 65536, 65536),
+                1 => (rng.below(2050) * 4096, 4096 * (1 + rng.below(4))),
+                _ => (rng.below(129) * 65536, 65536 * (1 + rng.below(3))),
+            };
+            let valid = rng.below(5) != 0;
+            a.apply(off, len, valid);
+            b.apply_general(off, len, valid);
+            assert_eq!(a.valid_bytes(), b.valid_bytes());
+            assert_eq!(
+                (&a.full, &a.empty, &a.partial),
+                (&b.full, &b.empty, &b.partial)
+            );
+        }
     }
 
     #[test]

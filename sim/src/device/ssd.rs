@@ -108,15 +108,26 @@ impl SsdModel {
         round_u64(ns * self.cfg.speed_factor)
     }
 
+    /// `scale(ns as f64)` for a whole number of nanoseconds. At speed factor 1 (every
+    /// member not slowed on purpose) that is `ns` itself below 2^53, where `u64 -> f64` is
+    /// exact; the float round trip ran several times per device I/O.
+    fn scale_ns(&self, ns: u64) -> Nanos {
+        if self.cfg.speed_factor == 1.0 && ns < 1 << 53 {
+            ns
+        } else {
+            self.scale(ns as f64)
+        }
+    }
+
     fn read(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {
         let t0 = self.stalls.defer(now, false);
         let pages = len.div_ceil(PAGE).clamp(1, u32::MAX as u64) as u32;
         let parts = pages.min(self.ctrl.servers() as u32);
-        let part_ns = self.scale((self.cfg.ctrl_read_ns * pages.div_ceil(parts) as u64) as f64);
+        let part_ns = self.scale_ns(self.cfg.ctrl_read_ns * pages.div_ceil(parts) as u64);
         let arrive = t0 + self.ctrl.reserve(t0, parts, part_ns);
 
         let fp = self.cfg.flash_page_bytes;
-        let occ = self.scale(self.cfg.die_read_ns as f64);
+        let occ = self.scale_ns(self.cfg.die_read_ns);
         let n = self.die_free.len() as u64;
         let mut wait = 0;
         for p in off / fp..=(off + len - 1) / fp {
@@ -129,18 +140,18 @@ impl SsdModel {
             && self.stalls.in_write_window(arrive)
         {
             // Urgent GC on a DC drive: the read slips in after the GC step in progress.
-            wait += self.rng.below(self.scale(step_ns as f64).max(1));
+            wait += self.rng.below(self.scale_ns(step_ns).max(1));
         }
         // The link is booked in submission order (a pure bandwidth limit): booking it when
         // the data leaves the die would let one read stuck behind a program hold up every
         // later read on the link.
-        let xfer = self.scale(xfer_ns(len, self.cfg.read_mb_s) as f64);
-        let x4k = self.scale(self.cfg.page_xfer_ns(false) as f64);
+        let xfer = self.scale_ns(xfer_ns(len, self.cfg.read_mb_s));
+        let x4k = self.scale_ns(self.cfg.page_xfer_ns(false));
         let link_start = arrive.max(self.link_read_free);
         self.link_read_free = link_start + xfer;
         wait = wait.max(link_start - arrive);
         let raw = self.cfg.read_latency.sample(&mut self.rng);
-        let base = self.scale(raw as f64);
+        let base = self.scale_ns(raw);
         let done = arrive + wait + base + xfer.saturating_sub(x4k);
         self.stats.reads += 1;
         self.stats.bytes_read += len;
@@ -159,7 +170,7 @@ impl SsdModel {
             // Pause the program (unless a read already holds it paused): the read runs after
             // the suspend latency, and the program, with everything queued behind it on the
             // die, finishes that much later.
-            let susp = self.scale(s.suspend_ns as f64);
+            let susp = self.scale_ns(s.suspend_ns);
             let fresh = w.reads_free <= t;
             let ready = if fresh { t + susp } else { w.reads_free };
             let start = self.stalls.defer(ready, false);
@@ -178,7 +189,7 @@ impl SsdModel {
             && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
         {
             // The die was cleaning when the read came: it waits for the GC step in progress.
-            start += self.rng.below(self.scale(step_ns as f64).max(1));
+            start += self.rng.below(self.scale_ns(step_ns).max(1));
         }
         self.die_free[d] = start + occ;
         start
@@ -206,11 +217,11 @@ impl SsdModel {
         let t0 = self.stalls.defer(now, true);
         let pages = len.div_ceil(PAGE).clamp(1, u32::MAX as u64) as u32;
         let parts = pages.min(self.ctrl_w.servers() as u32);
-        let part_ns = self.scale((self.cfg.ctrl_write_ns * pages.div_ceil(parts) as u64) as f64);
+        let part_ns = self.scale_ns(self.cfg.ctrl_write_ns * pages.div_ceil(parts) as u64);
         let arrive = t0 + self.ctrl_w.reserve(t0, parts, part_ns);
 
-        let xfer = self.scale(xfer_ns(len, self.cfg.write_mb_s) as f64);
-        let x4k = self.scale(self.cfg.page_xfer_ns(true) as f64);
+        let xfer = self.scale_ns(xfer_ns(len, self.cfg.write_mb_s));
+        let x4k = self.scale_ns(self.cfg.page_xfer_ns(true));
         let link_start = arrive.max(self.link_write_free);
         self.link_write_free = link_start + xfer;
         let in_device = link_start + xfer.saturating_sub(x4k);
@@ -229,7 +240,7 @@ impl SsdModel {
             let arrived = if sent == len {
                 in_device
             } else {
-                link_start + self.scale(xfer_ns(sent, self.cfg.write_mb_s) as f64)
+                link_start + self.scale_ns(xfer_ns(sent, self.cfg.write_mb_s))
             };
             admitted = self
                 .stalls
@@ -239,7 +250,7 @@ impl SsdModel {
             }
         }
         let raw = self.cfg.write_latency.sample(&mut self.rng);
-        let base = self.scale(raw as f64);
+        let base = self.scale_ns(raw);
         let done = self.stalls.defer(admitted + base, true);
         if self.buffer.note_written(len) {
             self.flush_spike(admitted);
@@ -259,7 +270,7 @@ impl SsdModel {
             } else {
                 0
             };
-        let dur = self.scale(raw as f64);
+        let dur = self.scale_ns(raw);
         self.block_all(at, at + dur);
         self.stats.flush_stalls += 1;
         self.stats.stall_ns += dur;
@@ -280,7 +291,7 @@ impl SsdModel {
         if self.idle_gc(d, start)
             && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
         {
-            start += self.rng.below(self.scale(step_ns as f64).max(1));
+            start += self.rng.below(self.scale_ns(step_ns).max(1));
         }
         let ratio = bytes as f64 / self.cfg.program_unit_bytes as f64;
         let dur = self.scale(self.cfg.program_ns as f64 * ratio.max(0.25));
@@ -323,7 +334,7 @@ impl SsdModel {
 
     fn trim(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {
         let t0 = self.stalls.defer(now, true);
-        let ctrl_ns = self.scale(self.cfg.ctrl_write_ns as f64);
+        let ctrl_ns = self.scale_ns(self.cfg.ctrl_write_ns);
         let arrive = t0 + self.ctrl_w.reserve(t0, 1, ctrl_ns);
         self.flash.on_trim(off, len);
         self.stats.trims += 1;

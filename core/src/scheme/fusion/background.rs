@@ -32,6 +32,18 @@ impl FusionScheme {
     /// Start background tasks where the triggers say so, up to the concurrency limit.
     pub(super) fn kick_background(&mut self, ctx: &mut Ctx) {
         for vol in 0..self.vols.len() {
+            let v = &self.vols[vol];
+            if v.space_waiters.is_empty()
+                && v.rebuild.is_none()
+                && v.rebalance.is_none()
+                && v.scrub.is_none()
+                && ctx.now < v.next_bg_scan
+            {
+                // Nothing waits, nothing is being restored or checked, and the last scan is
+                // recent: every step below would find nothing (this runs on every device
+                // completion, for every volume).
+                continue;
+            }
             if !self.vols[vol].space_waiters.is_empty() {
                 // Something finished: maybe space came back (re-planning every waiting write
                 // on every event when nothing changed would cost more than the writes).
@@ -178,14 +190,23 @@ impl FusionScheme {
     ) -> bool {
         let v = &self.vols[vol];
         let nparity = v.zone.nparity();
-        let mut ids = Vec::new();
+        // The candidates (`oldest` looks at 64 at most).
+        let mut ids = [0u32; 64];
+        let mut n_ids = 0;
         v.pairs.oldest(|id, _| {
-            ids.push(id);
+            if n_ids < ids.len() {
+                ids[n_ids] = id;
+                n_ids += 1;
+            }
             false
         });
         let mut cand = None;
         let mut memo = vec![0u8; ctx.disk_count()];
-        for id in ids {
+        // With no member failed or slow (the usual case) every copy scores (0, 0), so the
+        // first is kept, and every copy is readable: the scan, repeated every millisecond
+        // while conversion is paused, skips those per-candidate checks.
+        let healthy = (0..ctx.disk_count()).all(|d| !ctx.avoid(DiskId(d as u32)));
+        for &id in &ids[..n_ids] {
             let set = v.pairs.set(id);
             if set.convert_after > ctx.now {
                 continue;
@@ -199,20 +220,26 @@ impl FusionScheme {
                     ds.iter().filter(|&&d| ctx.is_unresponsive(d)).count(),
                 )
             };
-            let keep = (0..set.copies as usize)
-                .filter(|&i| score(i).0 <= nparity)
-                .min_by_key(|&i| score(i));
+            let keep = if healthy {
+                Some(0)
+            } else {
+                (0..set.copies as usize)
+                    .filter(|&i| score(i).0 <= nparity)
+                    .min_by_key(|&i| score(i))
+            };
             let Some(keep) = keep else { continue };
             let disks = v.zone.stripe_disk_list(set.stripes[keep]);
             if !force && self.busy_disk(ctx, &disks, &mut memo) {
                 continue; // paper: conversion pauses while a disk is busy with foreground I/O
             }
             // Every live copy in the kept stripe must be readable from some copy.
-            let readable = set.slots.iter().all(|sl| {
-                !sl.state.holds_data()
-                    || (0..set.copies as usize)
-                        .any(|j| !ctx.is_failed(v.zone.disk(set.stripes[j], sl.cols[j] as usize)))
-            });
+            let readable = healthy
+                || set.slots.iter().all(|sl| {
+                    !sl.state.holds_data()
+                        || (0..set.copies as usize).any(|j| {
+                            !ctx.is_failed(v.zone.disk(set.stripes[j], sl.cols[j] as usize))
+                        })
+                });
             if readable {
                 cand = Some((id, keep));
                 break;

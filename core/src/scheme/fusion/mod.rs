@@ -8,6 +8,7 @@
 //! requests in flight).
 
 mod background;
+mod bufs;
 pub mod column;
 pub mod config;
 pub mod durable;
@@ -58,6 +59,8 @@ pub struct FusionScheme {
     last_user_at: Nanos,
     name: String,
     durable: Option<durable::Durable>,
+    /// Lists the write path reuses (allocation per write was a tenth of the work).
+    write_bufs: bufs::WriteBufs,
 }
 
 impl FusionScheme {
@@ -159,6 +162,7 @@ impl FusionScheme {
             last_user_at: 0,
             name,
             durable: None,
+            write_bufs: bufs::WriteBufs::default(),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -273,36 +277,39 @@ impl Scheme for FusionScheme {
     }
 
     fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
+        // Asked after every input: one pass over the volumes, and the rebuild and scrub
+        // timers only when one of them ever started (the minimum does not depend on the
+        // order the candidates are looked at).
         let mut d = self.hedge_deadline(now);
-        if let Some(r) = self.rebuild_deadline(now) {
-            d = Some(d.map_or(r, |x| x.min(r)));
+        let mut add = |t: Nanos| d = Some(d.map_or(t, |x: Nanos| x.min(t)));
+        let mut maintenance = false;
+        let mut background = false;
+        for v in &self.vols {
+            maintenance |= v.rebuild.is_some() || v.rebalance.is_some() || v.scrub.is_some();
+            background |= v.pairs.set_count() > 0 || !v.space_waiters.is_empty();
+            if (!v.space_waiters.is_empty() || !v.repair.is_empty()) && v.next_bg_scan > now {
+                // Writes wait (or blocks await repair) and the last scan found nothing: scan
+                // again then.
+                add(v.next_bg_scan);
+            }
         }
-        if let Some(r) = self.scrub_deadline(now) {
-            d = Some(d.map_or(r, |x| x.min(r)));
+        if maintenance {
+            if let Some(r) = self.rebuild_deadline(now) {
+                add(r);
+            }
+            if let Some(r) = self.scrub_deadline(now) {
+                add(r);
+            }
         }
         if let Some(c) = self.durable_deadline() {
-            d = Some(d.map_or(c, |x| x.min(c)));
+            add(c);
         }
-        if self.cfg.conversion.enabled
-            && self
-                .vols
-                .iter()
-                .any(|v| v.pairs.set_count() > 0 || !v.space_waiters.is_empty())
-        {
+        if self.cfg.conversion.enabled && background {
             // Background work is possible: come back when the idle trigger would fire, and
             // at least every 10 ms to re-check the foreground-throughput pause.
             let idle = self.cfg.conversion.idle_ns.map(|i| self.last_user_at + i);
             let poll = now + 10_000_000;
-            let t = idle.map_or(poll, |i| if i > now { i.min(poll) } else { poll });
-            d = Some(d.map_or(t, |x| x.min(t)));
-        }
-        for v in &self.vols {
-            if (!v.space_waiters.is_empty() || !v.repair.is_empty()) && v.next_bg_scan > now {
-                // Writes wait (or blocks await repair) and the last scan found nothing: scan
-                // again then.
-                let t = v.next_bg_scan;
-                d = Some(d.map_or(t, |x| x.min(t)));
-            }
+            add(idle.map_or(poll, |i| if i > now { i.min(poll) } else { poll }));
         }
         d
     }

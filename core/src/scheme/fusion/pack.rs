@@ -28,8 +28,14 @@ pub struct Pages([u64; 4]);
 impl Pages {
     fn range(first: u16, count: u16) -> Pages {
         let mut p = Pages::default();
-        for i in first..first + count {
-            p.0[i as usize / 64] |= 1 << (i % 64);
+        let (lo, hi) = (first as usize, first as usize + count as usize);
+        for (w, word) in p.0.iter_mut().enumerate() {
+            // Bits [lo, hi) that fall in word w, as a mask (whole words at once).
+            let a = lo.clamp(w * 64, w * 64 + 64) - w * 64;
+            let b = hi.clamp(w * 64, w * 64 + 64) - w * 64;
+            if a < b {
+                *word = (u64::MAX >> (64 - (b - a))) << a;
+            }
         }
         p
     }
@@ -113,7 +119,43 @@ impl Packs {
 
     /// How many new slots would the sub-block pieces `[first, first+count)` of one write
     /// need, the open packs taking what they can (first fit, as `reserve` hands out)?
+    /// Asked for every chunk of every write, most of which have no sub-block piece: those
+    /// return at once, and the others work on the stack (the open packs plus one new slot
+    /// per piece), not on a `Vec` per call.
     pub fn slots_needed(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
+        let mut pieces = pieces.peekable();
+        if pieces.peek().is_none() {
+            return 0;
+        }
+        // Room for the open packs and a chunk of a 6+1 or 8+2 stripe (zeroing a larger
+        // array showed up in profiles); wider chunks take the Vec path.
+        const CAP: usize = MAX_OPEN + 8;
+        let most = self.open.len() + pieces.size_hint().1.unwrap_or(usize::MAX);
+        if most > CAP {
+            return self.slots_needed_vec(pieces);
+        }
+        let mut used = [Pages::default(); CAP];
+        let mut n = 0;
+        for p in self.open.iter().filter(|p| p.open) {
+            used[n] = p.used;
+            n += 1;
+        }
+        let fresh = n;
+        for (first, count) in pieces {
+            let want = Pages::range(first, count);
+            match used[..n].iter_mut().find(|u| !u.overlaps(&want)) {
+                Some(u) => u.add(&want),
+                None => {
+                    used[n] = want;
+                    n += 1;
+                }
+            }
+        }
+        n - fresh
+    }
+
+    /// `slots_needed` for more packs and pieces than its array holds.
+    fn slots_needed_vec(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
         let mut used: Vec<Pages> = self
             .open
             .iter()
@@ -268,6 +310,30 @@ mod tests {
 
     fn r(set: u32, slot: u16) -> SlotRef {
         SlotRef { set, slot }
+    }
+
+    #[test]
+    fn page_ranges_match_a_page_by_page_fill() {
+        for first in 0..256u16 {
+            for count in 1..=256 - first {
+                let mut want = Pages::default();
+                for i in first..first + count {
+                    want.0[i as usize / 64] |= 1 << (i % 64);
+                }
+                assert_eq!(Pages::range(first, count), want, "{first}+{count}");
+            }
+        }
+    }
+
+    #[test]
+    fn slots_needed_matches_with_and_without_the_array() {
+        let mut p = Packs::new(16);
+        p.start(r(0, 0), 0, 4);
+        p.start(r(0, 1), 8, 8);
+        let pieces = [(0u16, 2u16), (4, 4), (2, 2), (0, 16), (10, 1)];
+        assert_eq!(p.slots_needed(pieces.iter().copied()), 1);
+        assert_eq!(p.slots_needed_vec(pieces.iter().copied()), 1);
+        assert_eq!(p.slots_needed(std::iter::empty()), 0);
     }
 
     #[test]

@@ -382,10 +382,10 @@ impl PairTable {
 ///
 /// Runs once per pair set opened (every few small writes), so it works on fixed-size arrays
 /// (a stripe has at most 32 columns) rather than allocating per candidate.
-pub fn match_columns(disks: &[Vec<DiskId>], dcols: usize) -> Option<Vec<[u8; 3]>> {
+pub fn match_columns<D: AsRef<[DiskId]>>(disks: &[D], dcols: usize) -> Option<Vec<[u8; 3]>> {
     let copies = disks.len();
     assert!((2..=3).contains(&copies));
-    assert!(dcols < 32 && disks.iter().all(|d| d.len() >= dcols));
+    assert!(dcols < 32 && disks.iter().all(|d| d.as_ref().len() >= dcols));
     let mut m = Matcher {
         disks: [[DiskId(0); 32]; 3],
         order: [[0u8; 32]; 3],
@@ -396,7 +396,7 @@ pub fn match_columns(disks: &[Vec<DiskId>], dcols: usize) -> Option<Vec<[u8; 3]>
         dcols,
     };
     for (i, ds) in disks.iter().enumerate() {
-        m.disks[i][..dcols].copy_from_slice(&ds[..dcols]);
+        m.disks[i][..dcols].copy_from_slice(&ds.as_ref()[..dcols]);
     }
     // Order each stripe's data columns: disks shared with another stripe first (then by disk;
     // a stripe never uses a disk twice, so the order is total).

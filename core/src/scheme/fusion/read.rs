@@ -38,7 +38,8 @@ impl FusionScheme {
         let v = &self.vols[vol];
         let bs = v.zone.block_size();
         let end = offset + len;
-        let mut parts = Vec::new();
+        // One part per block unless a block is patched.
+        let mut parts = Vec::with_capacity((end.div_ceil(bs) - offset / bs) as usize);
         let mut b = offset / bs;
         while b * bs < end {
             let lo = offset.max(b * bs);

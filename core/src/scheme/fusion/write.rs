@@ -120,14 +120,17 @@ impl FusionScheme {
         let ppb = v.pages_per_block;
         let dcols = v.zone.dcols() as u64;
         let end = offset + len;
-        let mut pieces: Vec<Piece> = Vec::new();
-        let mut stripes: Vec<u32> = Vec::new();
-        let mut slots_taken = Vec::new();
+        // At most one piece per user block; the lists come from (and go back to) the
+        // write buffers.
+        let bufs = &mut self.write_bufs;
+        let mut pieces: Vec<Piece> = bufs.pieces((end.div_ceil(bs) - offset / bs) as usize);
+        let mut stripes: Vec<u32> = bufs.stripes();
+        let mut slots_taken = std::mem::take(&mut bufs.slots);
         // Pack pages reserved: (slot, first page, pages).
-        let mut packed: Vec<(super::pairs::SlotRef, u16, u16)> = Vec::new();
+        let mut packed = std::mem::take(&mut bufs.packed);
+        let mut raw = std::mem::take(&mut bufs.raw);
         let mut no_space = false;
         let mut ub = offset / bs;
-        let mut raw: Vec<(u64, u16, u16)> = Vec::new();
         while ub * bs < end {
             let ls = ub / dcols;
             let chunk_end = ((ls + 1) * dcols).min(end.div_ceil(bs));
@@ -327,17 +330,21 @@ impl FusionScheme {
             }
         }
         if no_space {
-            for s in stripes {
+            for s in stripes.drain(..) {
                 v.stripes.untake(s);
             }
-            for r in slots_taken {
+            for r in slots_taken.drain(..) {
                 v.pairs.untake(r);
             }
-            for (r, first, count) in packed {
+            for (r, first, count) in packed.drain(..) {
                 v.packs.unreserve(r, first, count);
             }
+            pieces.clear();
+            self.write_bufs.recycle(pieces, stripes);
+            self.put_scratch(raw, slots_taken, packed);
             return Planned::NoSpace;
         }
+        self.put_scratch(raw, slots_taken, packed);
         // Issue the device writes.
         // Under a journal the commit flushes the data before the FUA write is answered, so
         // the device writes need no FUA of their own.
@@ -398,7 +405,8 @@ impl FusionScheme {
         }
         for p in &pieces {
             if let Dest::Slot(r) = p.dest {
-                for (stripe, col) in v.pairs.copies(r) {
+                let (cp, ncp) = v.pairs.copies_array(r);
+                for &(stripe, col) in &cp[..ncp] {
                     let (disk, off) = v
                         .zone
                         .device_offset(stripe, col, p.first as u64 * PAGE_SIZE);
@@ -441,6 +449,20 @@ impl FusionScheme {
         } else {
             Planned::Issued
         }
+    }
+
+    /// The planner's scratch lists go back to the write buffers, emptied.
+    fn put_scratch(
+        &mut self,
+        mut raw: Vec<(u64, u16, u16)>,
+        mut slots: Vec<super::pairs::SlotRef>,
+        mut packed: Vec<(super::pairs::SlotRef, u16, u16)>,
+    ) {
+        raw.clear();
+        slots.clear();
+        packed.clear();
+        let b = &mut self.write_bufs;
+        (b.raw, b.slots, b.packed) = (raw, slots, packed);
     }
 
     pub(super) fn write_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
@@ -527,7 +549,8 @@ impl FusionScheme {
                     v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
                 }
                 Dest::Slot(r) => {
-                    v.note_placement(ctx, &v.pairs.copies(r));
+                    let (cp, ncp) = v.pairs.copies_array(r);
+                    v.note_placement(ctx, &cp[..ncp]);
                     let key = v.pairs.key(&v.zone, r);
                     let loc = Loc::Rep(key);
                     if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
@@ -550,6 +573,7 @@ impl FusionScheme {
                 v.stripes.set_state(s, StripeState::Free);
             }
         }
+        self.write_bufs.recycle(w.pieces, w.stripes);
         // A FUA write is answered once its mapping is durable too (at once without a journal,
         // where the device writes themselves carried FUA).
         if !(w.fua && self.wait_durable(w.id, w.at)) {
@@ -563,6 +587,7 @@ impl FusionScheme {
             panic!("write job missing")
         };
         ctx.reply(w.id, w.at, Err(e));
+        self.write_bufs.recycle(w.pieces, w.stripes);
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
     }
 
@@ -706,57 +731,68 @@ fn open_pair_set_if_room(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
 
 /// Open a new pair set: draw 4 random spare stripes, keep the 2 (or 3) whose data columns
 /// share the fewest disks (power of two choices), and match their columns into slots.
+/// Runs every few small writes: candidates, their disks and the combinations live in fixed
+/// arrays (a stripe has at most 32 columns), not in `Vec`s per draw.
 fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
     let copies = v.copies();
     let dcols = v.zone.dcols();
-    let mut cand: Vec<u32> = Vec::with_capacity(4);
-    let n = ctx.disk_count();
-    let bad: Vec<bool> = (0..n)
-        .map(|d| avoid(ctx, redirect, DiskId(d as u32)))
-        .collect();
-    let failed: Vec<bool> = (0..n).map(|d| ctx.is_failed(DiskId(d as u32))).collect();
+    let mut cand = [0u32; 4];
+    let mut ncand = 0;
+    // The member states, borrowed apart from the RNG the draws use.
+    let (rng, members) = (&mut *ctx.rng, &*ctx.disks);
+    let failed = |d: DiskId| members.get(d).failed;
+    let bad = |d: DiskId| {
+        let m = members.get(d);
+        m.failed || (redirect && m.detector.is_unresponsive())
+    };
     for _ in 0..4 {
         let zone = &v.zone;
-        let pick = v.stripes.take_random_spare(ctx.rng, |s| {
-            (0..zone.width()).all(|c| !bad[zone.disk(s, c).index()])
-        });
+        let pick = v
+            .stripes
+            .take_random_spare(rng, |s| (0..zone.width()).all(|c| !bad(zone.disk(s, c))));
         let pick = pick.or_else(|| {
-            v.stripes.take_random_spare(ctx.rng, |s| {
-                (0..zone.width()).all(|c| !failed[zone.disk(s, c).index()])
-            })
+            v.stripes
+                .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
         });
         let nparity = zone.nparity();
         let pick = pick.or_else(|| {
-            v.stripes.take_random_spare(ctx.rng, |s| {
+            v.stripes.take_random_spare(rng, |s| {
                 (0..zone.width())
-                    .filter(|&c| failed[zone.disk(s, c).index()])
+                    .filter(|&c| failed(zone.disk(s, c)))
                     .count()
                     <= nparity
             })
         });
         match pick {
-            Some(s) => cand.push(s),
+            Some(s) => {
+                cand[ncand] = s;
+                ncand += 1;
+            }
             None => break,
         }
     }
+    let cand = &cand[..ncand];
     if cand.len() < copies {
-        for s in cand {
+        for &s in cand {
             v.stripes.untake(s);
         }
         return false;
     }
-    let disks: Vec<Vec<DiskId>> = cand.iter().map(|&s| v.zone.stripe_disks(s)).collect();
-    // All combinations of `copies` candidates; pick the fewest shared disks.
-    let mut best: Option<(usize, Vec<usize>)> = None;
+    let mut disks = [[DiskId(0); 32]; 4];
+    for (i, &s) in cand.iter().enumerate() {
+        let list = v.zone.stripe_disk_list(s);
+        disks[i][..list.len()].copy_from_slice(&list);
+    }
+    // All combinations of `copies` candidates, in the order a, b (, c) ascending; pick the
+    // fewest shared disks (the first of equals).
+    let mut best: Option<(usize, [usize; 3])> = None;
     let n = cand.len();
     for a in 0..n {
         for b in a + 1..n {
-            let combos: Vec<Vec<usize>> = if copies == 2 {
-                vec![vec![a, b]]
-            } else {
-                (b + 1..n).map(|c| vec![a, b, c]).collect()
-            };
-            for combo in combos {
+            let thirds = if copies == 2 { a..a + 1 } else { b + 1..n };
+            for c in thirds {
+                let combo = [a, b, c];
+                let combo = &combo[..copies];
                 let mut shared = 0;
                 for i in 0..combo.len() {
                     for j in i + 1..combo.len() {
@@ -764,15 +800,20 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
                     }
                 }
                 if best.as_ref().is_none_or(|(s, _)| shared < *s) {
-                    best = Some((shared, combo));
+                    best = Some((shared, [a, b, c]));
                 }
             }
         }
     }
     let (_, chosen) = best.expect("at least one combination");
-    let chosen_disks: Vec<Vec<DiskId>> = chosen.iter().map(|&i| disks[i].clone()).collect();
-    let Some(matching) = match_columns(&chosen_disks, dcols) else {
-        for s in cand {
+    let chosen = &chosen[..copies];
+    let chosen_disks = [
+        disks[chosen[0]],
+        disks[chosen[1]],
+        disks[chosen[2 % copies]],
+    ];
+    let Some(matching) = match_columns(&chosen_disks[..copies], dcols) else {
+        for &s in cand {
             v.stripes.untake(s);
         }
         return false;
