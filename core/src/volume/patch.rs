@@ -163,22 +163,7 @@ impl PatchTable {
                 _ => merged.push(n),
             }
         }
-        assert!(
-            merged.len() <= self.pages_per_block as usize,
-            "patch list longer than a block has pages"
-        );
-        for w in merged.windows(2) {
-            assert!(w[0].end() <= w[1].first(), "patch nodes overlap");
-        }
-        let mut gone: Vec<Loc> = Vec::new();
-        for l in before {
-            if !merged.iter().any(|n| n.loc() == l) && !gone.contains(&l) {
-                gone.push(l);
-            }
-        }
-        let list = List::from_vec(merged).expect("the new node is in the list");
-        self.lists.insert(ub, list);
-        gone
+        self.store(ub, before.into_iter(), &merged)
     }
 
     /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays (the same steps
@@ -225,7 +210,17 @@ impl PatchTable {
                 }
             }
         }
-        let merged = &merged[..m];
+        self.store(ub, before[..nb].iter().map(|node| node.loc()), &merged[..m])
+    }
+
+    /// The last step of `insert`: checks the new list `merged` (sorted, merged), stores it as
+    /// `ub`'s, and returns the locations of the old list (`before`) it no longer references.
+    fn store(
+        &mut self,
+        ub: u64,
+        before: impl Iterator<Item = Loc>,
+        merged: &[PatchNode],
+    ) -> Vec<Loc> {
         assert!(
             merged.len() <= self.pages_per_block as usize,
             "patch list longer than a block has pages"
@@ -234,12 +229,13 @@ impl PatchTable {
             assert!(w[0].end() <= w[1].first(), "patch nodes overlap");
         }
         let mut gone: Vec<Loc> = Vec::new();
-        for l in before[..nb].iter().map(|node| node.loc()) {
-            if !merged.iter().any(|node| node.loc() == l) && !gone.contains(&l) {
+        for l in before {
+            if !merged.iter().any(|n| n.loc() == l) && !gone.contains(&l) {
                 gone.push(l);
             }
         }
         let list = match merged {
+            [] => unreachable!("the new node is in the list"),
             [one] => List::One(*one),
             _ => List::Many(merged.into()),
         };
