@@ -190,8 +190,8 @@ impl FusionScheme {
     ) -> bool {
         let v = &self.vols[vol];
         let nparity = v.zone.nparity();
-        // The candidates (`oldest` looks at 64 at most).
-        let mut ids = [0u32; 64];
+        // The candidates (`oldest` looks at `OLDEST_SCAN` at most).
+        let mut ids = [0u32; super::pairs::OLDEST_SCAN];
         let mut n_ids = 0;
         v.pairs.oldest(|id, _| {
             if n_ids < ids.len() {

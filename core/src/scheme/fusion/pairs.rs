@@ -110,6 +110,9 @@ pub struct SlotRef {
     pub slot: u16,
 }
 
+/// How many of the least recently accessed sets [`PairTable::oldest`] looks at.
+pub const OLDEST_SCAN: usize = 64;
+
 #[derive(Default)]
 pub struct PairTable {
     sets: Vec<Option<PairSet>>,
@@ -327,11 +330,12 @@ impl PairTable {
         }
     }
 
-    /// The least recently accessed settled set that `ok` accepts (bounded scan).
+    /// The least recently accessed settled set that `ok` accepts (bounded scan: the
+    /// `OLDEST_SCAN` least recent).
     pub fn oldest(&self, mut ok: impl FnMut(u32, &PairSet) -> bool) -> Option<u32> {
         self.lru
             .iter()
-            .take(64)
+            .take(OLDEST_SCAN)
             .map(|&(_, id)| id)
             .find(|&id| ok(id, self.set(id)))
     }
