@@ -244,13 +244,8 @@ impl PairTable {
 
     /// The copies of a slot: (stripe, column) per copy.
     pub fn copies(&self, r: SlotRef) -> Vec<(u32, usize)> {
-        let set = self.set(r.set);
-        let slot = &set.slots[r.slot as usize];
-        set.stripes()
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| (s, slot.cols[i] as usize))
-            .collect()
+        let (copies, n) = self.copies_array(r);
+        copies[..n].to_vec()
     }
 
     /// The copies of a slot without allocating: (stripe, column) per copy, and how many.
