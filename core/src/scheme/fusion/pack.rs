@@ -134,7 +134,20 @@ impl Packs {
         if most > CAP {
             return self.slots_needed_vec(pieces);
         }
-        let mut used = [Pages::default(); CAP];
+        self.first_fit(&mut [Pages::default(); CAP], pieces)
+    }
+
+    /// `slots_needed` for more packs and pieces than its array holds.
+    fn slots_needed_vec(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
+        let pieces: Vec<(u16, u16)> = pieces.collect();
+        let mut used = vec![Pages::default(); self.open.len() + pieces.len()];
+        self.first_fit(&mut used, pieces.into_iter())
+    }
+
+    /// The open packs' pages into `used`, then each piece into the first that has its pages
+    /// free, else a new slot; returns how many new slots. `used` has room for every open
+    /// pack and one slot per piece.
+    fn first_fit(&self, used: &mut [Pages], pieces: impl Iterator<Item = (u16, u16)>) -> usize {
         let mut n = 0;
         for p in self.open.iter().filter(|p| p.open) {
             used[n] = p.used;
@@ -152,25 +165,6 @@ impl Packs {
             }
         }
         n - fresh
-    }
-
-    /// `slots_needed` for more packs and pieces than its array holds.
-    fn slots_needed_vec(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
-        let mut used: Vec<Pages> = self
-            .open
-            .iter()
-            .filter(|p| p.open)
-            .map(|p| p.used)
-            .collect();
-        let fresh = used.len();
-        for (first, count) in pieces {
-            let want = Pages::range(first, count);
-            match used.iter_mut().find(|u| !u.overlaps(&want)) {
-                Some(u) => u.add(&want),
-                None => used.push(want),
-            }
-        }
-        used.len() - fresh
     }
 
     /// Start a pack in slot `r` (just taken from the spare list) with a first reservation.
