@@ -548,7 +548,14 @@ impl PoolFile {
         let vols: Vec<String> = self
             .volumes
             .iter()
-            .map(|v| format!("{}:{}:{}:{}", v.name, v.level, v.width, v.size.0))
+            // The fractions size each volume's zone, and zones lie one after another on
+            // the members: changing either moves every later volume's data.
+            .map(|v| {
+                format!(
+                    "{}:{}:{}:{}:rep={}:spare={}",
+                    v.name, v.level, v.width, v.size.0, v.replicated_fraction, v.spare_fraction
+                )
+            })
             .collect();
         format!(
             "members={} block={} journal={} layout={} volumes=[{}]",

@@ -188,6 +188,21 @@ fn assembly_errors_are_clear_and_degraded_start_works() {
         "geometry differs",
     );
 
+    // A volume's spare or replicated share sizes its zone: a change would move the next
+    // volume's data.
+    for field in ["spare_fraction = 0.5", "replicated_fraction = 0.2"] {
+        let roomier = dir.path().join("roomier.toml");
+        std::fs::write(
+            &roomier,
+            text.replacen("size = \"32M\"", &format!("size = \"32M\"\n{field}"), 1),
+        )
+        .unwrap();
+        fails_with(
+            run(BIN, &["serve", roomier.to_str().unwrap()], T),
+            "geometry differs",
+        );
+    }
+
     // --force re-creates.
     create(&pool, &["--force"]).ok("create --force");
 }
