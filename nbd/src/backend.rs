@@ -32,6 +32,11 @@ pub trait Backend: Send + Sync + 'static {
     /// push back on a client (the reader then stops reading the socket), but
     /// must not wait for another command of the same connection to finish.
     fn submit(&self, export: usize, cmd: Command, done: Completer);
+
+    /// The connection has submitted every request it holds and is about to wait for the
+    /// client. A backend that defers work while requests keep coming (to handle them in
+    /// batches) must not defer it past this call. Runs on the connection's reader thread.
+    fn idle(&self) {}
 }
 
 /// One validated request.

@@ -7,6 +7,7 @@ use std::sync::mpsc::TrySendError;
 
 use fusionraid_nbd::{Backend, BlockSize, Command, Completer, ErrorCode, ExportInfo, RmwBackend};
 
+use super::event_loop::{Shared, in_turn};
 use super::{CmdMsg, Inbox, VolumeInfo};
 use crate::waker::Waker;
 
@@ -22,12 +23,14 @@ pub struct ExportOptions {
 pub struct EngineBackend {
     exports: Vec<ExportInfo>,
     inbox: Inbox,
+    shared: Arc<Shared>,
     waker: Arc<Waker>,
 }
 
 impl EngineBackend {
     pub(crate) fn new(
         inbox: Inbox,
+        shared: Arc<Shared>,
         waker: Arc<Waker>,
         volumes: &[VolumeInfo],
         max_request_bytes: u64,
@@ -63,6 +66,7 @@ impl EngineBackend {
         EngineBackend {
             exports,
             inbox,
+            shared,
             waker,
         }
     }
@@ -79,8 +83,8 @@ impl Backend for EngineBackend {
             kind: cmd.kind,
             done,
         };
-        if self.inbox.loop_thread.get() == Some(&std::thread::current().id()) {
-            // A follow-up from a completion, on the loop thread: must not block (see Inbox).
+        if in_turn() {
+            // A follow-up from a completion, inside a turn: must not block (see Inbox).
             let mut q = self
                 .inbox
                 .reentrant
@@ -88,20 +92,32 @@ impl Backend for EngineBackend {
                 .unwrap_or_else(|p| p.into_inner());
             return q.push_back(msg);
         }
-        // Fast path without blocking; when the queue is full, wake the loop before waiting
-        // for room (it may be asleep with room in the engine but not yet told).
+        // Queued without waking anyone: the connection calls `idle` before it waits for
+        // its client, and the turns then run (see event_loop.rs). When the queue is full,
+        // run them now, or wake the loop thread before waiting for room.
         let res = match self.inbox.tx.try_send(msg) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(m)) => {
-                self.waker.wake();
-                self.inbox.tx.send(m).map_err(|e| e.0)
+                self.shared.run_inline();
+                match self.inbox.tx.try_send(m) {
+                    Err(TrySendError::Full(m)) => {
+                        self.waker.wake();
+                        self.inbox.tx.send(m).map_err(|e| e.0)
+                    }
+                    other => other.map_err(|e| match e {
+                        TrySendError::Full(m) | TrySendError::Disconnected(m) => m,
+                    }),
+                }
             }
             Err(TrySendError::Disconnected(m)) => Err(m),
         };
-        match res {
-            Ok(()) => self.waker.notify(),
-            Err(m) => m.done.fail(ErrorCode::Shutdown),
+        if let Err(m) = res {
+            m.done.fail(ErrorCode::Shutdown);
         }
+    }
+
+    fn idle(&self) {
+        self.shared.run_inline();
     }
 }
 
@@ -146,5 +162,9 @@ impl Backend for ExportMux {
         } else {
             self.raw.submit(export, cmd, done)
         }
+    }
+
+    fn idle(&self) {
+        self.raw.idle()
     }
 }

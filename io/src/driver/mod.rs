@@ -1,12 +1,14 @@
-//! The driver: one thread that owns the engine and the members, and the NBD backend that
-//! feeds it. See [`event_loop`] for the loop itself.
+//! The driver: the engine and the members behind one lock, the loop thread that runs their
+//! turns, and the NBD backend that feeds them. See [`event_loop`] for the turns and for when
+//! an NBD connection thread runs them itself.
 //!
 //! ```text
-//!  NBD connection threads --(bounded cmd channel, blocks when full)--> loop thread
-//!        ^                                                             |   Engine
-//!        +-------------- Completer (reply to the client) <-------------+   members
-//!  status / operator ------(bounded control channel)------------------>    (io_uring, nbd rx
-//!                                                                           threads wake it)
+//!  NBD connection threads --(bounded cmd channel, blocks when full)--> turns (loop thread,
+//!        ^                   (and, when idle, the turns themselves)      or a connection
+//!        |                                                               thread): Engine,
+//!        +-------------- Completer (reply to the client) <-------------- members
+//!  status / operator ------(bounded control channel)------------------>  (io_uring, nbd rx
+//!                                                                         threads wake it)
 //! ```
 
 mod backend;
@@ -17,8 +19,8 @@ pub mod status;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::{JoinHandle, ThreadId};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fusionraid_core::{Engine, VolumeId};
@@ -55,15 +57,14 @@ pub(crate) struct CmdMsg {
 /// Commands normally come from NBD connection threads through the bounded channel, whose
 /// blocking `send` is the backpressure. But a backend layered above ours (the
 /// read-modify-write wrapper) submits follow-up commands from inside a completion, and
-/// completions run on the loop thread: blocking there on a full channel would wait for the
-/// loop itself. Those go to `reentrant` instead. It is bounded by the commands in flight:
+/// completions run inside a turn: blocking there on a full channel would wait for the
+/// turn itself. Those go to `reentrant` instead. It is bounded by the commands in flight:
 /// each admitted NBD command has at most one follow-up queued at a time, and the NBD server
 /// bounds commands in flight per connection and connections per server.
 #[derive(Clone)]
 pub(crate) struct Inbox {
     pub tx: SyncSender<CmdMsg>,
     pub reentrant: Arc<Mutex<VecDeque<CmdMsg>>>,
-    pub loop_thread: Arc<OnceLock<ThreadId>>,
 }
 
 pub(crate) enum Ctl {
@@ -91,6 +92,7 @@ pub struct VolumeInfo {
 /// A running loop thread. Dropping it shuts it down (with a short grace period).
 pub struct Driver {
     inbox: Inbox,
+    shared: Arc<event_loop::Shared>,
     ctl_tx: SyncSender<Ctl>,
     waker: Arc<Waker>,
     thread: Option<JoinHandle<()>>,
@@ -141,7 +143,6 @@ impl Driver {
         let inbox = Inbox {
             tx: cmd_tx,
             reentrant: Arc::new(Mutex::new(VecDeque::new())),
-            loop_thread: Arc::new(OnceLock::new()),
         };
         let lp = event_loop::EventLoop::new(
             engine,
@@ -154,15 +155,14 @@ impl Driver {
             ctl_rx,
             max_request_bytes,
         );
+        let shared = event_loop::Shared::new(lp);
+        let on_thread = shared.clone();
         let thread = std::thread::Builder::new()
             .name("fusionraid-loop".into())
-            .spawn(move || lp.run())?;
-        inbox
-            .loop_thread
-            .set(thread.thread().id())
-            .expect("set once, here");
+            .spawn(move || on_thread.run())?;
         Ok(Driver {
             inbox,
+            shared,
             ctl_tx,
             waker,
             thread: Some(thread),
@@ -189,6 +189,7 @@ impl Driver {
     pub fn backend(&self, opts: &ExportOptions) -> EngineBackend {
         EngineBackend::new(
             self.inbox.clone(),
+            self.shared.clone(),
             self.waker.clone(),
             &self.volumes,
             self.max_request_bytes,

@@ -117,6 +117,10 @@ impl<B: Backend> Backend for RmwBackend<B> {
         };
         op.run(cmd.kind, done);
     }
+
+    fn idle(&self) {
+        self.inner.idle()
+    }
 }
 
 /// Everything one request needs, cheap to clone into completion closures.

@@ -114,7 +114,7 @@ impl Reader<'_> {
     fn run(&mut self) -> Result<(), NbdError> {
         loop {
             // Backpressure: at the bound we stop reading the socket.
-            if !self.inflight.acquire_slot() {
+            if !self.inflight.acquire_slot(|| self.backend.idle()) {
                 return Ok(());
             }
             match self.one_request() {
@@ -128,6 +128,7 @@ impl Reader<'_> {
     /// Handles one request while holding one slot (which is passed on to
     /// its reply or released here). Returns false at the end of the stream.
     fn one_request(&mut self) -> Result<bool, NbdError> {
+        self.idle_unless_buffered(REQUEST_HEADER_LEN);
         let header = read_header::<_, REQUEST_HEADER_LEN>(&mut self.input)
             .and_then(|b| b.map(|b| RequestHeader::decode(&b)).transpose());
         let h = match header {
@@ -149,6 +150,7 @@ impl Reader<'_> {
                 Ok(true)
             }
             Verdict::Reject { error, skip } => {
+                self.idle_unless_buffered(skip as usize);
                 if let Err(e) = discard(&mut self.input, u64::from(skip)) {
                     self.inflight.release(0);
                     return Err(e);
@@ -166,14 +168,20 @@ impl Reader<'_> {
     fn submit(&mut self, handle: u64, action: Action) -> Result<bool, NbdError> {
         let (kind, read_len, budget) = match action {
             Action::Read { offset, len } => {
-                if !self.inflight.acquire_bytes(u64::from(len)) {
+                if !self
+                    .inflight
+                    .acquire_bytes(u64::from(len), || self.backend.idle())
+                {
                     self.inflight.release(0);
                     return Ok(false);
                 }
                 (CommandKind::Read { offset, len }, Some(len), u64::from(len))
             }
             Action::Write { offset, len, fua } => {
-                if !self.inflight.acquire_bytes(u64::from(len)) {
+                if !self
+                    .inflight
+                    .acquire_bytes(u64::from(len), || self.backend.idle())
+                {
                     self.inflight.release(0);
                     return Ok(false);
                 }
@@ -222,7 +230,16 @@ impl Reader<'_> {
         Ok(true)
     }
 
+    /// Tells the backend when the next `need` bytes are not buffered yet: reading them may
+    /// wait for the client, which may itself be waiting for replies to what it sent.
+    fn idle_unless_buffered(&self, need: usize) {
+        if self.input.buffer().len() < need {
+            self.backend.idle();
+        }
+    }
+
     fn read_payload(&mut self, len: u32) -> Result<Vec<u8>, NbdError> {
+        self.idle_unless_buffered(len as usize);
         let mut data = Vec::with_capacity(len as usize);
         (&mut self.input)
             .take(u64::from(len))

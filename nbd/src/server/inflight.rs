@@ -39,9 +39,15 @@ impl Inflight {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits for a free request slot. False if the connection is closing.
-    pub fn acquire_slot(&self) -> bool {
+    /// Waits for a free request slot. False if the connection is closing. `before_wait`
+    /// runs (without the lock) once if there is no slot now.
+    pub fn acquire_slot(&self, before_wait: impl FnOnce()) -> bool {
         let mut s = self.lock();
+        if !s.closed && s.requests >= self.max_requests {
+            drop(s);
+            before_wait();
+            s = self.lock();
+        }
         while !s.closed && s.requests >= self.max_requests {
             s = self.wait(s);
         }
@@ -54,9 +60,15 @@ impl Inflight {
 
     /// Waits until `n` more payload bytes fit in the budget. A request is
     /// always admitted when no bytes are held, so a single payload larger
-    /// than the budget cannot deadlock. False if the connection is closing.
-    pub fn acquire_bytes(&self, n: u64) -> bool {
+    /// than the budget cannot deadlock. False if the connection is closing. `before_wait`
+    /// as for [`Inflight::acquire_slot`].
+    pub fn acquire_bytes(&self, n: u64, before_wait: impl FnOnce()) -> bool {
         let mut s = self.lock();
+        if !s.closed && s.bytes > 0 && s.bytes + n > self.max_bytes {
+            drop(s);
+            before_wait();
+            s = self.lock();
+        }
         while !s.closed && s.bytes > 0 && s.bytes + n > self.max_bytes {
             s = self.wait(s);
         }
@@ -107,10 +119,10 @@ mod tests {
     #[test]
     fn slots_block_until_released() {
         let f = Arc::new(Inflight::new(2, 1 << 20));
-        assert!(f.acquire_slot());
-        assert!(f.acquire_slot());
+        assert!(f.acquire_slot(|| {}));
+        assert!(f.acquire_slot(|| {}));
         let f2 = f.clone();
-        let t = std::thread::spawn(move || f2.acquire_slot());
+        let t = std::thread::spawn(move || f2.acquire_slot(|| {}));
         std::thread::sleep(Duration::from_millis(50));
         assert!(!t.is_finished(), "third slot must wait");
         f.release(0);
@@ -120,13 +132,16 @@ mod tests {
     #[test]
     fn oversized_request_admitted_when_idle_and_close_wakes() {
         let f = Arc::new(Inflight::new(8, 100));
-        assert!(f.acquire_bytes(1000), "idle connection admits any size");
+        assert!(
+            f.acquire_bytes(1000, || {}),
+            "idle connection admits any size"
+        );
         let f2 = f.clone();
-        let t = std::thread::spawn(move || f2.acquire_bytes(1));
+        let t = std::thread::spawn(move || f2.acquire_bytes(1, || {}));
         std::thread::sleep(Duration::from_millis(50));
         assert!(!t.is_finished(), "budget exhausted, must wait");
         f.close();
         assert!(!t.join().unwrap());
-        assert!(!f.acquire_slot());
+        assert!(!f.acquire_slot(|| {}));
     }
 }

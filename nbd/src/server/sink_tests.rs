@@ -38,7 +38,7 @@ fn channel() -> (SyncSender<WriterMsg>, Receiver<WriterMsg>) {
 fn a_small_reply_goes_out_at_once_and_frees_its_slot() {
     let (s, mut client, inflight) = sink(1);
     let (tx, rx) = channel();
-    assert!(inflight.acquire_slot());
+    assert!(inflight.acquire_slot(|| {}));
     s.deliver(&tx, read_reply(7, 4096));
     assert!(rx.try_recv().is_err(), "the writer was not needed");
     let h = take(&mut client, SIMPLE_REPLY_LEN);
@@ -46,7 +46,7 @@ fn a_small_reply_goes_out_at_once_and_frees_its_slot() {
     assert_eq!((r.handle, r.error), (7, 0));
     assert_eq!(take(&mut client, 4096), vec![7u8; 4096]);
     // The only slot is free again.
-    assert!(inflight.acquire_slot());
+    assert!(inflight.acquire_slot(|| {}));
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn a_client_that_does_not_read_never_blocks_a_completer() {
     let writer = std::thread::spawn(move || super::super::writer::run(&w, rx));
     let t = Instant::now();
     for h in 0..N {
-        assert!(inflight.acquire_slot());
+        assert!(inflight.acquire_slot(|| {}));
         s.deliver(&tx, read_reply(h, 16 * 1024));
     }
     drop(tx);
@@ -128,11 +128,11 @@ fn a_batch_sends_its_replies_together_at_the_end() {
     client.set_nonblocking(true).unwrap();
     super::super::batch::batch_replies(|| {
         for h in 0..2 {
-            assert!(inflight.acquire_slot());
+            assert!(inflight.acquire_slot(|| {}));
             s.deliver(&tx, read_reply(h, 4096));
         }
         super::super::batch::batch_replies(|| {
-            assert!(inflight.acquire_slot());
+            assert!(inflight.acquire_slot(|| {}));
             s.deliver(&tx, read_reply(2, 4096));
         });
         let mut b = [0u8; 1];
@@ -148,7 +148,7 @@ fn a_batch_sends_its_replies_together_at_the_end() {
     }
     // All three slots came back.
     for _ in 0..3 {
-        assert!(inflight.acquire_slot());
+        assert!(inflight.acquire_slot(|| {}));
     }
 }
 
@@ -193,7 +193,7 @@ fn a_partly_sent_reply_is_finished_by_the_writer_first() {
     };
     assert_eq!(r, 0);
     let (tx, rx) = channel();
-    assert!(inflight.acquire_slot());
+    assert!(inflight.acquire_slot(|| {}));
     s.deliver(&tx, read_reply(5, 16 * 1024));
     {
         let st = s.lock();
@@ -202,7 +202,7 @@ fn a_partly_sent_reply_is_finished_by_the_writer_first() {
     }
     assert!(matches!(rx.try_recv(), Ok(WriterMsg::Resume)));
     // A reply completed meanwhile waits behind the partial one.
-    assert!(inflight.acquire_slot());
+    assert!(inflight.acquire_slot(|| {}));
     s.deliver(&tx, read_reply(6, 4096));
     let w = s.clone();
     let (wtx, wrx) = sync_channel(4);
@@ -220,6 +220,6 @@ fn a_partly_sent_reply_is_finished_by_the_writer_first() {
     writer.join().unwrap();
     // Both slots are back.
     for _ in 0..4 {
-        assert!(inflight.acquire_slot());
+        assert!(inflight.acquire_slot(|| {}));
     }
 }
