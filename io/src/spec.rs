@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! file:PATH                      a file or block device, through io_uring (O_DIRECT)
-//! mem:SIZE                       memory, e.g. mem:4G (contents lost at exit)
+//! mem:SIZE[,populate]            memory, e.g. mem:4G (contents lost at exit); pages are
+//!                                allocated on first write, or all up front with populate
 //! emu:PRESET[,OPT...]:INNER      INNER with the latency and stalls of an SSD model
 //!                                PRESET: dc, consumer, pm1725a, sn200, hdd7200
 //!                                OPT: aged | seed=N | speed=F
@@ -24,6 +25,8 @@ pub enum MemberSpec {
     },
     Mem {
         size: u64,
+        /// Allocate every page when the member opens, not on first write.
+        populate: bool,
     },
     Emu {
         preset: String,
@@ -45,7 +48,7 @@ pub struct SpecError {
     pub reason: String,
 }
 
-const FORMS: &str = "expected file:PATH, mem:SIZE, emu:PRESET[,aged][,seed=N][,speed=F]:INNER, \
+const FORMS: &str = "expected file:PATH, mem:SIZE[,populate], emu:PRESET[,aged][,seed=N][,speed=F]:INNER, \
                      nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH";
 
 impl MemberSpec {
@@ -71,13 +74,20 @@ impl MemberSpec {
                 })
             }
             "mem" => {
-                let size = parse_size(rest).map_err(err)?;
+                let (size, populate) = match rest.split_once(',') {
+                    None => (rest, false),
+                    Some((size, "populate")) => (size, true),
+                    Some((_, o)) => {
+                        return Err(err(format!("unknown mem option '{o}' (populate)")));
+                    }
+                };
+                let size = parse_size(size).map_err(err)?;
                 if size == 0 || size % 4096 != 0 {
                     return Err(err(format!(
                         "mem size {size} must be a positive multiple of 4096"
                     )));
                 }
-                Ok(MemberSpec::Mem { size })
+                Ok(MemberSpec::Mem { size, populate })
             }
             "emu" => {
                 let Some((opts, inner)) = rest.split_once(':') else {
@@ -196,7 +206,13 @@ impl fmt::Display for MemberSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MemberSpec::File { path } => write!(f, "file:{}", path.display()),
-            MemberSpec::Mem { size } => write!(f, "mem:{}", format_size(*size)),
+            MemberSpec::Mem { size, populate } => {
+                write!(f, "mem:{}", format_size(*size))?;
+                if *populate {
+                    write!(f, ",populate")?;
+                }
+                Ok(())
+            }
             MemberSpec::Emu {
                 preset,
                 aged,
@@ -281,6 +297,7 @@ mod tests {
         for s in [
             "file:/dev/nvme0n1",
             "mem:1G",
+            "mem:64M,populate",
             "emu:dc:mem:256M",
             "emu:consumer,aged,seed=3,speed=2:file:./d0.img",
             "nbd://127.0.0.1:10809/disk",
@@ -297,6 +314,7 @@ mod tests {
         let e = |s: &str| MemberSpec::parse(s).unwrap_err().to_string();
         assert!(e("/dev/sda").contains("expected file:PATH"));
         assert!(e("mem:12").contains("multiple of 4096"));
+        assert!(e("mem:1G,prefault").contains("unknown mem option"));
         assert!(e("emu:dc").contains("inner member"));
         assert!(e("emu:dc,fast:mem:1G").contains("unknown emu option"));
         assert!(e("emu:dc:emu:dc:mem:1G").contains("can not wrap"));

@@ -51,7 +51,7 @@ fn check(spec: &MemberSpec) {
         .unwrap_or_else(|e| panic!("'{spec}' does not parse back: {e}"));
     assert_eq!(&again, spec);
     match spec {
-        MemberSpec::Mem { size } => assert!(*size > 0 && size % 4096 == 0, "{spec}"),
+        MemberSpec::Mem { size, .. } => assert!(*size > 0 && size % 4096 == 0, "{spec}"),
         MemberSpec::Emu { speed, inner, .. } => {
             assert!(speed.is_finite() && *speed > 0.0, "{spec}");
             assert!(!matches!(**inner, MemberSpec::Emu { .. }), "{spec}");

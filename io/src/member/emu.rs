@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn completions_wait_for_the_model() {
-        let inner = Box::new(MemMember::new("mem:1M", 1 << 20).unwrap());
+        let inner = Box::new(MemMember::new("mem:1M", 1 << 20, false).unwrap());
         let model = build_model("dc", false, 1, 1.0).unwrap();
         let mut m = EmuMember::new("emu:dc:mem:1M", inner, model);
         let now = 1_000_000;
@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn slower_device_holds_longer() {
         let mk = |speed| {
-            let inner = Box::new(MemMember::new("mem:1M", 1 << 20).unwrap());
+            let inner = Box::new(MemMember::new("mem:1M", 1 << 20, false).unwrap());
             let mut m = EmuMember::new("e", inner, build_model("dc", false, 1, speed).unwrap());
             m.submit(
                 1,

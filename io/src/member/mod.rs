@@ -98,8 +98,8 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
     };
     let name = spec.to_string();
     match &spec {
-        MemberSpec::Mem { size } => Ok(Box::new(
-            mem::MemMember::new(&name, *size).map_err(|e| MemberError::new(&name, e))?,
+        MemberSpec::Mem { size, populate } => Ok(Box::new(
+            mem::MemMember::new(&name, *size, *populate).map_err(|e| MemberError::new(&name, e))?,
         )),
         MemberSpec::File { path } => {
             let ring = opts.uring.get(&opts.waker).map_err(|e| {
