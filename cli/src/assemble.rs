@@ -11,7 +11,7 @@ use fusionraid_io::member::uring::ring::RingSlot;
 use fusionraid_io::{Clock, Member, MemberSpec, OpenOptions, Waker};
 use std::sync::Arc;
 
-use crate::pool_config::PoolFile;
+use crate::pool_config::{PoolFile, Spare};
 use crate::scheme_choice::{build_engine, tolerance};
 use crate::superblock::{SUPERBLOCK_BYTES, SbError, Superblock, new_uuid, uuid_string};
 
@@ -189,7 +189,8 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
     // computed can never move the data of an existing pool.
     let mut cfg = cfg.clone();
     cfg.data_offset = Some(crate::pool_config::Size(cfg.resolved_data_offset()?));
-    let cfg = &cfg;
+    // Likewise the spare shares `auto` resolves to.
+    let cfg = &cfg.with_spare_resolved(disk_bytes)?;
     let uuid = new_uuid()?;
     let created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -302,6 +303,14 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     }
     let stored = PoolFile::parse(&reference.config)
         .context("the pool configuration stored in the superblocks")?;
+    // An `auto` spare share in the file is whatever `create` resolved it to.
+    let mut file = file.clone();
+    for (v, s) in file.volumes.iter_mut().zip(&stored.volumes) {
+        if v.spare_fraction == Spare::Auto && v.name == s.name {
+            v.spare_fraction = s.spare_fraction;
+        }
+    }
+    let file = &file;
     if stored.geometry_key() != file.geometry_key() {
         bail!(
             "the pool file's geometry differs from the pool on the members\n  on the members: {}\n  \

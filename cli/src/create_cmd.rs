@@ -39,13 +39,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         file.members.len(),
         format_size(pool.disk_bytes)
     );
-    for v in &file.volumes {
+    // The stored configuration: `auto` spare shares resolved.
+    for v in &pool.cfg.volumes {
         println!(
-            "  volume {:<12} {} width {} size {}",
+            "  volume {:<12} {} width {} size {} spare {}",
             v.name,
             v.level,
             v.width,
-            format_size(v.size.0)
+            format_size(v.size.0),
+            v.spare_fraction
         );
     }
     println!("serve it with: fusionraid serve {}", args.pool.display());

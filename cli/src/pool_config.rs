@@ -43,7 +43,7 @@ use anyhow::{Context, bail};
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::meta::JournalConfig;
 use fusionraid_core::scheme::fusion::{
-    ConversionPolicy, FusionConfig, LayoutKind, PoolGeometry, VolumeConfig,
+    ConversionPolicy, FusionConfig, LayoutKind, PoolGeometry, VolumeConfig, sizing,
 };
 use fusionraid_io::{MemberSpec, format_size, parse_size};
 
@@ -95,6 +95,82 @@ impl serde::de::Visitor<'_> for SizeVisitor {
 
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Size, E> {
         parse_size(s).map(Size).map_err(E::custom)
+    }
+}
+
+/// A volume's spare share: a number (of its data), or `"auto"`: the largest share at which
+/// every volume still fits on the members (core `sizing::fill_auto_spare`). `create` stores
+/// the share it resolved, so later versions computing it differently never move data.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum Spare {
+    #[default]
+    Auto,
+    Share(f64),
+}
+
+impl Spare {
+    pub fn share(self) -> Option<f64> {
+        match self {
+            Spare::Auto => None,
+            Spare::Share(f) => Some(f),
+        }
+    }
+}
+
+impl std::fmt::Display for Spare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Spare::Auto => f.write_str("auto"),
+            Spare::Share(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+impl Serialize for Spare {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Spare::Auto => s.serialize_str("auto"),
+            Spare::Share(f) => s.serialize_f64(*f),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Spare {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Spare, D::Error> {
+        d.deserialize_any(SpareVisitor)
+    }
+}
+
+struct SpareVisitor;
+
+impl serde::de::Visitor<'_> for SpareVisitor {
+    type Value = Spare;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a share of the volume's size, such as 0.25, or \"auto\"")
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Spare, E> {
+        Ok(Spare::Share(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Spare, E> {
+        Ok(Spare::Share(v as f64))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Spare, E> {
+        Ok(Spare::Share(v as f64))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Spare, E> {
+        if s == "auto" {
+            Ok(Spare::Auto)
+        } else {
+            Err(E::custom(format!(
+                "expected a share such as 0.25 or \"auto\", not \"{}\"",
+                s.escape_debug()
+            )))
+        }
     }
 }
 
@@ -262,8 +338,10 @@ pub struct VolumeSection {
     pub size: Size,
     #[serde(default = "default_rep")]
     pub replicated_fraction: f64,
-    #[serde(default = "default_spare")]
-    pub spare_fraction: f64,
+    /// Spare stripes beyond the data and the replicated area, as a share of the data, or
+    /// "auto" (the default): what the members hold beyond the volumes' needs, shared out.
+    #[serde(default)]
+    pub spare_fraction: Spare,
     /// Export with byte granularity (read-modify-write at the edge) for clients such as
     /// nbdfuse that ignore the 4 KiB minimum block size.
     #[serde(default)]
@@ -272,9 +350,6 @@ pub struct VolumeSection {
 
 fn default_rep() -> f64 {
     0.10
-}
-fn default_spare() -> f64 {
-    0.25
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -525,11 +600,24 @@ impl PoolFile {
                     v.size.0,
                 );
                 c.replicated_fraction = v.replicated_fraction;
-                c.spare_fraction = v.spare_fraction;
+                c.spare_fraction = v
+                    .spare_fraction
+                    .share()
+                    .unwrap_or_else(|| sizing::auto_spare_cap(&c));
                 Ok(c)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         let mut f = FusionConfig::new(pool, volumes);
+        let auto: Vec<bool> = self
+            .volumes
+            .iter()
+            .map(|v| v.spare_fraction == Spare::Auto)
+            .collect();
+        // Without members (sizing the metadata area) the cap stands in: the metadata's
+        // size does not depend on the spare share.
+        if disk_bytes > 0 && auto.contains(&true) {
+            sizing::fill_auto_spare(&mut f, &auto)?;
+        }
         f.redirect = redirect;
         f.conversion = self.conversion_policy();
         f.hedge_ns = self.hedge_us.map(|u| u * 1000);
@@ -540,6 +628,17 @@ impl PoolFile {
             commit_interval_ns: self.metadata.commit_interval_ms * 1_000_000,
         });
         Ok(f)
+    }
+
+    /// The same pool file with every `auto` spare share resolved for members of
+    /// `disk_bytes` (what `create` stores).
+    pub fn with_spare_resolved(&self, disk_bytes: u64) -> anyhow::Result<PoolFile> {
+        let f = self.fusion_config(disk_bytes, true, 0)?;
+        let mut out = self.clone();
+        for (v, c) in out.volumes.iter_mut().zip(&f.volumes) {
+            v.spare_fraction = Spare::Share(c.spare_fraction);
+        }
+        Ok(out)
     }
 
     /// The part `create` fixes: a pool file differing from the stored one here describes
@@ -596,6 +695,38 @@ impl ServeSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spare_share_is_a_number_or_auto_and_auto_resolves_to_what_fits() {
+        let with = |line: &str| {
+            PoolFile::parse(&GOOD.replace("size = \"16M\"", &format!("size = \"16M\"\n{line}")))
+                .unwrap()
+                .volumes[0]
+                .spare_fraction
+        };
+        assert_eq!(with(""), Spare::Auto);
+        assert_eq!(with("spare_fraction = \"auto\""), Spare::Auto);
+        assert_eq!(with("spare_fraction = 1"), Spare::Share(1.0));
+        assert_eq!(with("spare_fraction = 0.5"), Spare::Share(0.5));
+
+        // Five 64 MiB members hold far more than one 16 MiB volume: auto takes the cap.
+        let p = PoolFile::parse(GOOD).unwrap();
+        let r = p.with_spare_resolved(64 << 20).unwrap();
+        let Spare::Share(share) = r.volumes[0].spare_fraction else {
+            panic!("unresolved");
+        };
+        assert!((share - 1.8).abs() < 1e-9, "{share}");
+        // Stored and parsed back, it is the same geometry.
+        let again = PoolFile::parse(&r.to_toml()).unwrap();
+        assert_eq!(again.geometry_key(), r.geometry_key());
+        // On members that only just hold the volume, less.
+        let tight = p.with_spare_resolved(8 << 20).unwrap();
+        assert!(
+            matches!(tight.volumes[0].spare_fraction, Spare::Share(s) if s < share),
+            "{:?}",
+            tight.volumes[0].spare_fraction
+        );
+    }
 
     const GOOD: &str = r#"
 name = "t"
@@ -677,6 +808,8 @@ size = "16M"
         };
         assert!(vol("replicated_fraction = nan").contains("replicated_fraction"));
         assert!(vol("spare_fraction = inf").contains("spare_fraction"));
+        assert!(vol("spare_fraction = 5").contains("spare_fraction"));
+        assert!(vol("spare_fraction = \"lots\"").contains("\"auto\""));
         let narrow = GOOD.replace("width = 4", "width = 2");
         assert!(format!("{:#}", PoolFile::parse(&narrow).unwrap_err()).contains("width"));
         let huge = GOOD.replace("size = \"16M\"", "size = \"16777215T\"");

@@ -41,7 +41,9 @@ pub fn check_fits(pool: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
     }
     for v in &pool.volumes {
         let level: Level = v.level.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-        let stripes = stripe_bound(pool, v.size.0, v.width, level, v.spare_fraction);
+        // `auto` gives at most 2 (sizing::auto_spare_cap).
+        let spare = v.spare_fraction.share().unwrap_or(2.0);
+        let stripes = stripe_bound(pool, v.size.0, v.width, level, spare);
         if stripes > u64::from(u32::MAX) {
             bail!(
                 "volume {}: about {stripes} stripes of {} blocks, more than the engine's \

@@ -113,6 +113,8 @@ pub fn check_volume(at: &str, v: &VolumeSection) -> anyhow::Result<()> {
         v.replicated_fraction,
         1.0,
     )?;
-    fraction(&format!("{at}: `spare_fraction`"), v.spare_fraction, 4.0)?;
+    if let Some(share) = v.spare_fraction.share() {
+        fraction(&format!("{at}: `spare_fraction`"), share, 4.0)?;
+    }
     Ok(())
 }

@@ -255,11 +255,12 @@ fn print_banner(
     );
     for v in &cfg.volumes {
         println!(
-            "  volume {:<10} {} width {} size {}{}",
+            "  volume {:<10} {} width {} size {} spare {}{}",
             v.name,
             v.level,
             v.width,
             format_size(v.size.0),
+            v.spare_fraction,
             if v.allow_unaligned {
                 " (byte-granular)"
             } else {

@@ -5,7 +5,7 @@
 //! Files: `config` (pool and volume settings), `vol` (one volume's metadata), `pairs` (Block
 //! Pairing Table and pairing), `write` (both write paths), `read` (reads, replica choice and
 //! reconstruction), `background` (conversion and relocation/compaction), `jobs` (the state of
-//! requests in flight).
+//! requests in flight), `sizing` (each volume's zone, and the `auto` spare share).
 
 mod background;
 mod bufs;
@@ -19,6 +19,7 @@ mod read;
 pub mod rebuild;
 mod relocate;
 pub mod scrub;
+pub mod sizing;
 pub mod vol;
 mod write;
 
@@ -112,19 +113,8 @@ impl FusionScheme {
                     volume: v.name.clone(),
                     source,
                 })?;
-            let dcols = (v.width - np) as u64;
-            let blocks = v.size_bytes / bs;
-            let data_stripes = blocks.div_ceil(dcols);
-            let rep_blocks = (blocks as f64 * v.replicated_fraction).ceil() as u64;
-            let rep_stripes = rep_blocks.div_ceil(dcols) * v.level.copies() as u64;
-            // Out-of-place writes need spare stripes: one request's worth on top of the
-            // background reserve (see Vol::reserve_stripes), at the very least.
-            let request_stripes = cfg.max_request_bytes.div_ceil(bs * dcols) + 1;
-            let floor = 2 * (v.level.copies() as u64 + 2) + request_stripes;
-            let slack = ((data_stripes as f64 * v.spare_fraction).ceil() as u64).max(floor);
-            let want = data_stripes + rep_stripes + slack;
-            let tpl = layout.template_stripes();
-            let stripes = want.div_ceil(tpl) * tpl;
+            let stripes =
+                sizing::zone_stripes(v, layout.template_stripes(), bs, cfg.max_request_bytes);
             let zone = Zone::new(layout, np, stripes, first_block, bs, pool.data_offset);
             first_block += zone.blocks_per_disk();
             vols.push(Vol::new(vols.len() as u8, v.clone(), zone));

@@ -1,0 +1,154 @@
+//! How many stripes each volume's zone gets, and the `auto` spare share.
+//!
+//! A zone is the volume's data stripes, its replicated area (at most `replicated_fraction`
+//! of the data, in `copies` stripes per stripe of data), and spare stripes: room for
+//! out-of-place writes and for the holes the cleaner has not compacted yet. Zones lie one
+//! after another on the members, rounded up to whole layout templates.
+//!
+//! Spare is what over-provisioning is to an SSD (the pitfalls study's strongest lever):
+//! with more of it the cleaner finds emptier victims, and sustained small random writes cost
+//! fewer device bytes per user byte (docs/BENCHMARKS.md). Capacity the volumes leave unused
+//! on the members serves nothing else, so `auto` gives it to them as spare.
+
+use super::{ConfigError, FusionConfig, VolumeConfig};
+
+/// Stripes of the zone of `v`, whose layout template has `tpl` stripes.
+pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64) -> u64 {
+    let dcols = (v.width - v.level.nparity()) as u64;
+    let blocks = v.size_bytes / bs;
+    let data_stripes = blocks.div_ceil(dcols);
+    let rep_blocks = (blocks as f64 * v.replicated_fraction).ceil() as u64;
+    let rep_stripes = rep_blocks.div_ceil(dcols) * v.level.copies() as u64;
+    // Out-of-place writes need spare stripes: one request's worth on top of the
+    // background reserve (see Vol::reserve_stripes), at the very least.
+    let request_stripes = max_request_bytes.div_ceil(bs * dcols) + 1;
+    let floor = 2 * (v.level.copies() as u64 + 2) + request_stripes;
+    let slack = ((data_stripes as f64 * v.spare_fraction).ceil() as u64).max(floor);
+    let want = data_stripes + rep_stripes + slack;
+    want.div_ceil(tpl) * tpl
+}
+
+/// The largest spare share `auto` gives `v`: the checkpoint's size bound
+/// (`durable::max_image_bytes`) counts at most three zone stripes per data stripe, and the
+/// replicated area takes `copies * replicated_fraction` of them.
+pub fn auto_spare_cap(v: &VolumeConfig) -> f64 {
+    (2.0 - v.level.copies() as f64 * v.replicated_fraction).max(0.0)
+}
+
+/// Sets the spare share of the volumes marked in `auto` to the largest share (the same for
+/// all, each within its [`auto_spare_cap`]) at which every zone still fits on the members.
+/// When not even a share of 0 fits, they get 0 and `FusionScheme::new` says what is missing.
+pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), ConfigError> {
+    assert_eq!(auto.len(), cfg.volumes.len(), "one flag per volume");
+    let pool = &cfg.pool;
+    let bs = pool.block_size;
+    let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
+    // (template stripes, template blocks per disk) of each volume's layout.
+    let templates = cfg
+        .volumes
+        .iter()
+        .map(|v| {
+            let l = pool
+                .layout
+                .build(pool.disks, v.width, v.level.nparity())
+                .map_err(|source| ConfigError::Geometry {
+                    volume: v.name.clone(),
+                    source,
+                })?;
+            Ok((l.template_stripes(), l.template_blocks_per_disk()))
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let max_request = cfg.max_request_bytes;
+    let need = |vols: &[VolumeConfig]| -> u64 {
+        vols.iter()
+            .zip(&templates)
+            .map(|(v, &(tpl, bpd))| zone_stripes(v, tpl, bs, max_request) / tpl * bpd)
+            .sum()
+    };
+    let with = |share: f64| -> Vec<VolumeConfig> {
+        let mut vols = cfg.volumes.clone();
+        for (v, _) in vols.iter_mut().zip(auto).filter(|(_, a)| **a) {
+            v.spare_fraction = share.min(auto_spare_cap(v));
+        }
+        vols
+    };
+    // Bisection on the share: blocks needed only grow with it.
+    let (mut lo, mut hi) = (0.0f64, 2.0f64);
+    if need(&with(hi)) <= have {
+        lo = hi;
+    } else {
+        for _ in 0..40 {
+            let mid = (lo + hi) / 2.0;
+            if need(&with(mid)) <= have {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    // Three decimals, rounded down: stored in the pool's superblocks as text.
+    let share = (lo * 1000.0).floor() / 1000.0;
+    cfg.volumes = with(share);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheme::fusion::{FusionScheme, LayoutKind, Level, PoolGeometry};
+
+    fn cfg(disk_bytes: u64, vols: &[(u64, f64)]) -> FusionConfig {
+        let pool = PoolGeometry {
+            disks: 7,
+            disk_bytes,
+            block_size: 64 << 10,
+            data_offset: 1 << 20,
+            layout: LayoutKind::Mols,
+        };
+        let volumes = vols
+            .iter()
+            .enumerate()
+            .map(|(i, &(size, spare))| {
+                let mut v = VolumeConfig::new(&format!("v{i}"), Level::Raid5, 5, size);
+                v.spare_fraction = spare;
+                v
+            })
+            .collect();
+        FusionConfig::new(pool, volumes)
+    }
+
+    #[test]
+    fn auto_spare_takes_the_room_the_volumes_leave() {
+        // 7 x 1 GiB for one 1 GiB volume: room for the cap.
+        let mut c = cfg(1 << 30, &[(1 << 30, 0.25)]);
+        fill_auto_spare(&mut c, &[true]).unwrap();
+        assert_eq!(c.volumes[0].spare_fraction, auto_spare_cap(&c.volumes[0]));
+        assert!((c.volumes[0].spare_fraction - 1.8).abs() < 1e-9);
+        FusionScheme::new(c).expect("fits");
+
+        // 7 x 512 MiB: less room; the share found fits, a little more does not.
+        let mut c = cfg(512 << 20, &[(1 << 30, 0.25), (256 << 20, 0.25)]);
+        fill_auto_spare(&mut c, &[true, false]).unwrap();
+        let share = c.volumes[0].spare_fraction;
+        assert!(share > 0.25 && share < 1.8, "{share}");
+        assert_eq!(c.volumes[1].spare_fraction, 0.25, "fixed shares stay");
+        FusionScheme::new(c.clone()).expect("the share found fits");
+        let mut more = c.clone();
+        more.volumes[0].spare_fraction = share + 0.01;
+        assert!(matches!(
+            FusionScheme::new(more),
+            Err(ConfigError::TooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn auto_spare_is_zero_when_nothing_fits() {
+        let mut c = cfg(64 << 20, &[(1 << 30, 0.25)]);
+        fill_auto_spare(&mut c, &[true]).unwrap();
+        assert_eq!(c.volumes[0].spare_fraction, 0.0);
+        assert!(matches!(
+            FusionScheme::new(c),
+            Err(ConfigError::TooSmall { .. })
+        ));
+    }
+}
