@@ -67,14 +67,32 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
 
     // Fail member 2: the rebuild moves its data, then the hot spare takes the slot.
     ctl(&s, &["fail", "2"]).ok("fusionraid fail");
-    wait_for(
-        "the hot spare to replace member 2",
-        Duration::from_secs(60),
-        || {
-            member_line(&s.status_text(false), "spare0.img").contains("ONLINE")
-                || member_line(&s.status_text(false), "spare0.img").contains("healthy")
-        },
-    );
+    let spare_in = |st: &str| {
+        let l = member_line(st, "spare0.img");
+        l.contains("ONLINE") || l.contains("healthy")
+    };
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    let mut s = s;
+    loop {
+        let st = s.status_text(false);
+        if spare_in(&st) {
+            break;
+        }
+        if std::time::Instant::now() >= end {
+            // What the pool and the server said when it gave up, to tell a slow rebuild
+            // from a stuck one or a refused replacement.
+            s.guard.stop(Duration::from_secs(5));
+            let err = s
+                .stderr
+                .recv_timeout(Duration::from_secs(2))
+                .unwrap_or_default();
+            panic!(
+                "timed out waiting for the hot spare to replace member 2; status:\n{st}\n\
+                 server stderr:\n{err}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
     let st = s.status_text(false);
     assert!(st.contains("rebuild: done"), "{st}");
     read_check(&s.uri("v"), &data, "after the hot spare");

@@ -280,3 +280,43 @@ fn emulated_members_add_model_latency() {
     assert!(st.write_latency.p50_us >= 20.0, "{:?}", st.write_latency);
     assert!(st.members[0].notes.iter().any(|n| n.contains("emulated")));
 }
+
+#[test]
+fn io_uring_work_survives_the_connection_threads_that_started_it() {
+    // Connection threads run turns (and so start device I/O, background work included)
+    // and exit with their client. io_uring ties a submission's async work to the thread
+    // that entered the kernel and cancels it when that thread exits, so only the loop
+    // thread hands submissions to the kernel: no device error, no failed member, however
+    // many short-lived connections wrote.
+    let specs: Vec<String> = (0..5).map(|i| format!("file:d{i}.img")).collect();
+    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+    let pool = start(&specs, 4096, 256, false);
+    let mut x = 7u64;
+    for round in 0..40u64 {
+        let (mut s, mut r) = Client::connect(&pool.uri("v0")).unwrap().split();
+        let handles: Vec<u64> = (0..32)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let off = (x % ((16 << 20) / 4096)) * 4096;
+                s.send_write(off, &pattern(round, 4096), false).unwrap()
+            })
+            .collect();
+        for _ in &handles {
+            r.recv().unwrap().1.unwrap();
+        }
+        drop(s);
+        drop(r);
+    }
+    // Let the background work those connections started finish.
+    std::thread::sleep(Duration::from_millis(300));
+    let st = pool.driver().status(Duration::from_secs(5)).unwrap();
+    for m in &st.members {
+        assert_eq!(m.errors, 0, "{m:?}");
+        assert!(
+            matches!(m.state, fusionraid_io::driver::MemberState::Healthy),
+            "{m:?}"
+        );
+    }
+}

@@ -98,7 +98,7 @@ impl Shared {
                 Ok(g) => g,
                 Err(p) => return stop_after_panic(p.into_inner()),
             };
-            let progress = lp.turn();
+            let progress = lp.turn(true);
             if lp.done() {
                 lp.finish();
                 break;
@@ -133,13 +133,14 @@ impl Shared {
         }
         let mut more = true;
         for _ in 0..INLINE_TURNS {
-            more = lp.turn();
+            more = lp.turn(false);
             if !more {
                 break;
             }
         }
         let next = lp.next_deadline().unwrap_or(NO_DEADLINE);
-        let queued = more || lp.peek_command();
+        let queued =
+            more || lp.peek_command() || lp.members.iter().flatten().any(|m| m.uncommitted());
         drop(lp);
         if queued || next < self.planned.load(Ordering::SeqCst) {
             self.waker.notify();
@@ -206,8 +207,9 @@ impl EventLoop {
         }
     }
 
-    /// One pass over every source of work; true if anything moved.
-    fn turn(&mut self) -> bool {
+    /// One pass over every source of work; true if anything moved. Members' `commit` runs
+    /// only `on_loop` (see `Member::commit`).
+    fn turn(&mut self, on_loop: bool) -> bool {
         struct Leave;
         impl Drop for Leave {
             fn drop(&mut self) {
@@ -228,8 +230,10 @@ impl EventLoop {
         progress |= self.dispatch(now);
         // Replies this turn finishes leave together, one send per NBD connection.
         progress |= fusionraid_nbd::batch_replies(|| self.replies(now));
-        for m in self.members.iter_mut().flatten() {
-            m.commit();
+        if on_loop {
+            for m in self.members.iter_mut().flatten() {
+                m.commit();
+            }
         }
         while let Ok(c) = self.ctl_rx.try_recv() {
             self.control(c);
@@ -238,13 +242,25 @@ impl EventLoop {
     }
 
     /// The loop thread leaves: members drop here, on that thread, after their last
-    /// operation completed (file members also wait for the kernel in their Drop), and
-    /// commands still queued or sent later fail (the queue's receiver goes with the loop).
+    /// operation completed (file members also wait for the kernel in their Drop). Commands
+    /// still queued or sent later fail; those still in flight (a shutdown's grace period
+    /// ran out) are answered with an error as their completers drop. Until this state
+    /// itself drops (with the NBD server's last reference), nothing else may wait on it.
     fn finish(&mut self) {
         self.finished = true;
         self.members.clear();
         let (_, closed) = std::sync::mpsc::sync_channel(0);
         drop(std::mem::replace(&mut self.cmd_rx, closed));
+        if let Some(m) = self.cmd_stash.take() {
+            m.done.fail(ErrorCode::Shutdown);
+        }
+        let follow_ups =
+            std::mem::take(&mut *self.reentrant.lock().unwrap_or_else(|p| p.into_inner()));
+        for m in follow_ups {
+            m.done.fail(ErrorCode::Shutdown);
+        }
+        self.held.clear();
+        self.tracker = Tracker::default();
     }
 
     /// Is a command waiting (keeping it for the next turn)?

@@ -96,6 +96,10 @@ impl Member for EmuMember {
         self.inner.commit();
     }
 
+    fn uncommitted(&self) -> bool {
+        self.inner.uncommitted()
+    }
+
     fn reap(&mut self, now: Nanos, out: &mut Vec<Completion>) {
         self.inner.reap(now, &mut self.scratch);
         for c in self.scratch.drain(..) {

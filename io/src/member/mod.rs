@@ -42,8 +42,15 @@ pub trait Member: Send {
     /// Starts `op`; its completion comes back from `reap` with `tag`. Never blocks.
     fn submit(&mut self, tag: u64, op: DevOp, now: Nanos);
     /// Hands work queued by `submit` (and by `reap` refilling freed slots) to the device;
-    /// called once per loop turn so submissions are batched.
+    /// called once per loop turn so submissions are batched, and only on the loop thread:
+    /// io_uring ties the kernel's side of a submission (its async workers, and cancellation
+    /// when the thread exits) to the submitting thread, and a connection thread that runs
+    /// turns may exit with its client.
     fn commit(&mut self) {}
+    /// Work `submit` queued that only `commit` hands to the device.
+    fn uncommitted(&self) -> bool {
+        false
+    }
     /// Moves finished operations to `out`. Never blocks.
     fn reap(&mut self, now: Nanos, out: &mut Vec<Completion>);
     /// When `reap` will next have something without a wake-up (emulated delays).

@@ -287,6 +287,10 @@ impl Member for FileMember {
         self.ring.lock().submit();
     }
 
+    fn uncommitted(&self) -> bool {
+        self.ring.lock().unsubmitted()
+    }
+
     fn reap(&mut self, _now: Nanos, out: &mut Vec<Completion>) {
         out.append(&mut self.ready);
         let ring = self.ring.clone();

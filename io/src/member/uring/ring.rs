@@ -123,6 +123,11 @@ impl RingState {
     }
 
     /// Hands queued entries to the kernel (one system call for every member).
+    /// Entries pushed that `submit` has not handed to the kernel yet.
+    pub fn unsubmitted(&self) -> bool {
+        self.unsubmitted
+    }
+
     pub fn submit(&mut self) {
         if !self.unsubmitted {
             return;
