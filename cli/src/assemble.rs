@@ -87,12 +87,18 @@ impl Io {
             );
         }
         if let Ok(sb) = self.read_sb(m.as_mut()) {
-            bail!(
-                "{} already holds member {} of pool {}; wipe it first",
-                m.name(),
-                sb.index,
-                uuid_string(&sb.uuid)
-            );
+            // This very slot of this pool: a replacement the engine refused a moment ago
+            // ("try again later": the rebuild not yet durable) or the failed device itself.
+            // Nothing of the pool's lives there any more, so it is prepared again; any
+            // other pool's or slot's device is left alone.
+            if sb.uuid != pool.uuid || sb.index != index as u32 {
+                bail!(
+                    "{} already holds member {} of pool {}; wipe it first",
+                    m.name(),
+                    sb.index,
+                    uuid_string(&sb.uuid)
+                );
+            }
         }
         let sb = Superblock {
             uuid: pool.uuid,

@@ -64,6 +64,16 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     let out = ctl(&s, &["replace", "2", "file:new2.img"]);
     assert!(!out.status.success(), "{}", out.stdout);
     assert!(out.stdout.contains("has not failed"), "{}", out.stdout);
+    // The refused device now carries a superblock for slot 2: offered again for that slot
+    // it is prepared again (the engine decides), for another slot it is refused.
+    let again = ctl(&s, &["replace", "2", "file:new2.img"]);
+    assert!(again.stdout.contains("has not failed"), "{}", again.stdout);
+    let other = ctl(&s, &["replace", "3", "file:new2.img"]);
+    assert!(
+        other.stdout.contains("already holds member 2"),
+        "{}",
+        other.stdout
+    );
 
     // Fail member 2: the rebuild moves its data, then the hot spare takes the slot.
     ctl(&s, &["fail", "2"]).ok("fusionraid fail");
@@ -102,7 +112,22 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     wait_for("the second rebuild", Duration::from_secs(60), || {
         s.status_text(false).contains("rebuild: done")
     });
-    ctl(&s, &["replace", "5", "file:new5.img"]).ok("fusionraid replace");
+    // "done" shows before the rebuild's last records are durable; until they are, the
+    // engine refuses and says to try again, and the same device can be offered again.
+    let mut tries = 0;
+    loop {
+        let out = ctl(&s, &["replace", "5", "file:new5.img"]);
+        if out.status.success() {
+            break;
+        }
+        tries += 1;
+        assert!(
+            out.stdout.contains("try again") && tries < 100,
+            "fusionraid replace: {}",
+            out.stdout
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     read_check(&s.uri("v"), &data, "after replace");
     let data2 = pattern(6, 12 << 20);
     write_all(&s.uri("v"), &data2);
