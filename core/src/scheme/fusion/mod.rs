@@ -353,10 +353,10 @@ impl Scheme for FusionScheme {
             rebuild: match (&vol.rebuild, &vol.rebalance) {
                 (Some(r), Some(b)) => Some(format!(
                     "{}; {}",
-                    r.describe(vol.blocks),
+                    r.describe(vol.blocks, self.durable_generation()),
                     b.describe(vol.zone.remaps().len())
                 )),
-                (Some(r), None) => Some(r.describe(vol.blocks)),
+                (Some(r), None) => Some(r.describe(vol.blocks, self.durable_generation())),
                 (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
                 (None, None) => None,
             },
@@ -445,7 +445,9 @@ impl Scheme for FusionScheme {
                     v.stripes.count(StripeState::Donor),
                     v.zone.remaps().len(),
                     v.reserve_stripes(),
-                    v.rebuild.as_ref().map(|r| r.describe(v.blocks))
+                    v.rebuild
+                        .as_ref()
+                        .map(|r| r.describe(v.blocks, self.durable_generation()))
                 )
             })
             .collect::<String>()

@@ -55,7 +55,10 @@ pub struct Rebuild {
 }
 
 impl Rebuild {
-    pub fn describe(&self, blocks: u64) -> String {
+    /// `durable_generation`: the journal generation on disk (`u64::MAX` without a
+    /// journal). A finished rebuild reads "done" only once its last records are durable,
+    /// when the failed member may be replaced; before, "committing".
+    pub fn describe(&self, blocks: u64, durable_generation: u64) -> String {
         let lost = self.lost.max(self.lost_now);
         let lost = if lost > 0 {
             format!(" ({lost} blocks lost: more members failed than their parity covers)")
@@ -63,6 +66,11 @@ impl Rebuild {
             String::new()
         };
         match self.done_at {
+            Some(_) if self.done_generation > durable_generation => format!(
+                "committing: {} blocks moved, {} columns rebuilt into spare space; the failed \
+                 member can be replaced once this is on disk{lost}",
+                self.moved, self.columns
+            ),
             Some(t) => format!(
                 "done: {} blocks moved, {} columns rebuilt into spare space in {:.3} s, {} \
                  free stripes remapped{lost}",
@@ -196,11 +204,15 @@ impl FusionScheme {
     /// Is any user block stored on a stripe touching `disk`? (Spare slots of open pair sets
     /// there hold nothing and may stay.) Also true while the records of a finished rebuild
     /// are not durable yet: recovery would find the old mappings.
-    pub(super) fn stored_on(&self, disk: DiskId) -> bool {
-        let durable = self
-            .durable
+    /// The journal generation on disk; `u64::MAX` without a journal.
+    pub(super) fn durable_generation(&self) -> u64 {
+        self.durable
             .as_ref()
-            .map_or(u64::MAX, |d| d.journal.durable_generation());
+            .map_or(u64::MAX, |d| d.journal.durable_generation())
+    }
+
+    pub(super) fn stored_on(&self, disk: DiskId) -> bool {
+        let durable = self.durable_generation();
         self.vols.iter().any(|v| {
             v.rebuild
                 .as_ref()
@@ -412,5 +424,28 @@ impl FusionScheme {
             r.deferred += 1;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rebuild;
+
+    #[test]
+    fn a_finished_rebuild_reads_done_only_once_durable() {
+        let r = Rebuild {
+            done_at: Some(2_000_000_000),
+            started_at: 1_000_000_000,
+            moved: 7,
+            done_generation: 5,
+            ..Default::default()
+        };
+        let committing = r.describe(100, 4);
+        assert!(committing.starts_with("committing: 7 blocks moved"), "{committing}");
+        let done = r.describe(100, 5);
+        assert!(done.starts_with("done: 7 blocks moved"), "{done}");
+        assert!(done.contains("in 1.000 s"), "{done}");
+        // Without a journal everything is durable at once.
+        assert!(r.describe(100, u64::MAX).starts_with("done"));
     }
 }
