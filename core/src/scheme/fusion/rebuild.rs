@@ -441,7 +441,10 @@ mod tests {
             ..Default::default()
         };
         let committing = r.describe(100, 4);
-        assert!(committing.starts_with("committing: 7 blocks moved"), "{committing}");
+        assert!(
+            committing.starts_with("committing: 7 blocks moved"),
+            "{committing}"
+        );
         let done = r.describe(100, 5);
         assert!(done.starts_with("done: 7 blocks moved"), "{done}");
         assert!(done.contains("in 1.000 s"), "{done}");
