@@ -6,7 +6,7 @@
 //! the petabyte (or hit that assertion) instead of answering "does not fit".
 
 use anyhow::bail;
-use fusionraid_core::scheme::fusion::Level;
+use fusionraid_core::scheme::fusion::{Level, sizing};
 use fusionraid_io::format_size;
 
 use crate::pool_config::PoolFile;
@@ -41,8 +41,7 @@ pub fn check_fits(pool: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
     }
     for v in &pool.volumes {
         let level: Level = v.level.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-        // `auto` gives at most 2 (sizing::auto_spare_cap).
-        let spare = v.spare_fraction.share().unwrap_or(2.0);
+        let spare = v.spare_fraction.share().unwrap_or(sizing::AUTO_SPARE_MAX);
         let stripes = stripe_bound(pool, v.size.0, v.width, level, spare);
         if stripes > u64::from(u32::MAX) {
             bail!(

@@ -46,6 +46,11 @@ pub struct Zone {
     remaps: Remaps,
 }
 
+/// Blocks a zone of `stripes` stripes (whole templates of `layout`) takes on each disk.
+pub fn blocks_per_disk(layout: &dyn Layout, stripes: u64) -> u64 {
+    stripes / layout.template_stripes() * layout.template_blocks_per_disk()
+}
+
 impl Zone {
     pub fn new(
         layout: Box<dyn Layout>,
@@ -114,7 +119,7 @@ impl Zone {
     }
     /// Blocks the zone takes on each disk.
     pub fn blocks_per_disk(&self) -> u64 {
-        self.stripes / self.layout.template_stripes() * self.layout.template_blocks_per_disk()
+        blocks_per_disk(self.layout.as_ref(), self.stripes)
     }
 
     pub fn flbn(&self, stripe: u32, col: usize) -> u64 {

@@ -11,6 +11,10 @@
 //! on the members serves nothing else, so `auto` gives it to them as spare.
 
 use super::{ConfigError, FusionConfig, VolumeConfig};
+use crate::space::zone::blocks_per_disk;
+
+/// No volume's `auto` share exceeds this (see [`auto_spare_cap`]).
+pub const AUTO_SPARE_MAX: f64 = 2.0;
 
 /// Stripes of the zone of `v`, whose layout template has `tpl` stripes.
 pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64) -> u64 {
@@ -32,7 +36,7 @@ pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_byte
 /// (`durable::max_image_bytes`) counts at most three zone stripes per data stripe, and the
 /// replicated area takes `copies * replicated_fraction` of them.
 pub fn auto_spare_cap(v: &VolumeConfig) -> f64 {
-    (2.0 - v.level.copies() as f64 * v.replicated_fraction).max(0.0)
+    (AUTO_SPARE_MAX - v.level.copies() as f64 * v.replicated_fraction).max(0.0)
 }
 
 /// Sets the spare share of the volumes marked in `auto` to the largest share (the same for
@@ -43,26 +47,26 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
     let pool = &cfg.pool;
     let bs = pool.block_size;
     let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
-    // (template stripes, template blocks per disk) of each volume's layout.
-    let templates = cfg
+    let layouts = cfg
         .volumes
         .iter()
         .map(|v| {
-            let l = pool
-                .layout
+            pool.layout
                 .build(pool.disks, v.width, v.level.nparity())
                 .map_err(|source| ConfigError::Geometry {
                     volume: v.name.clone(),
                     source,
-                })?;
-            Ok((l.template_stripes(), l.template_blocks_per_disk()))
+                })
         })
         .collect::<Result<Vec<_>, ConfigError>>()?;
     let max_request = cfg.max_request_bytes;
     let need = |vols: &[VolumeConfig]| -> u64 {
         vols.iter()
-            .zip(&templates)
-            .map(|(v, &(tpl, bpd))| zone_stripes(v, tpl, bs, max_request) / tpl * bpd)
+            .zip(&layouts)
+            .map(|(v, l)| {
+                let stripes = zone_stripes(v, l.template_stripes(), bs, max_request);
+                blocks_per_disk(l.as_ref(), stripes)
+            })
             .sum()
     };
     let with = |share: f64| -> Vec<VolumeConfig> {
@@ -73,7 +77,7 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
         vols
     };
     // Bisection on the share: blocks needed only grow with it.
-    let (mut lo, mut hi) = (0.0f64, 2.0f64);
+    let (mut lo, mut hi) = (0.0f64, AUTO_SPARE_MAX);
     if need(&with(hi)) <= have {
         lo = hi;
     } else {
