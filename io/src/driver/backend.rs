@@ -9,7 +9,6 @@ use fusionraid_nbd::{Backend, BlockSize, Command, Completer, ErrorCode, ExportIn
 
 use super::event_loop::{Shared, in_turn};
 use super::{CmdMsg, Inbox, VolumeInfo};
-use crate::waker::Waker;
 
 /// How volumes are exported.
 #[derive(Clone, Debug, Default)]
@@ -24,14 +23,12 @@ pub struct EngineBackend {
     exports: Vec<ExportInfo>,
     inbox: Inbox,
     shared: Arc<Shared>,
-    waker: Arc<Waker>,
 }
 
 impl EngineBackend {
     pub(crate) fn new(
         inbox: Inbox,
         shared: Arc<Shared>,
-        waker: Arc<Waker>,
         volumes: &[VolumeInfo],
         max_request_bytes: u64,
         scheme: &str,
@@ -67,7 +64,6 @@ impl EngineBackend {
             exports,
             inbox,
             shared,
-            waker,
         }
     }
 }
@@ -96,20 +92,17 @@ impl Backend for EngineBackend {
         // its client, and the turns then run (see event_loop.rs). When the queue is full,
         // run them now, or wake the loop thread before waiting for room.
         let res = match self.inbox.tx.try_send(msg) {
-            Ok(()) => Ok(()),
             Err(TrySendError::Full(m)) => {
                 self.shared.run_inline();
                 match self.inbox.tx.try_send(m) {
                     Err(TrySendError::Full(m)) => {
-                        self.waker.wake();
+                        self.shared.wake();
                         self.inbox.tx.send(m).map_err(|e| e.0)
                     }
-                    other => other.map_err(|e| match e {
-                        TrySendError::Full(m) | TrySendError::Disconnected(m) => m,
-                    }),
+                    r => r.map_err(unsent),
                 }
             }
-            Err(TrySendError::Disconnected(m)) => Err(m),
+            r => r.map_err(unsent),
         };
         if let Err(m) = res {
             m.done.fail(ErrorCode::Shutdown);
@@ -118,6 +111,13 @@ impl Backend for EngineBackend {
 
     fn idle(&self) {
         self.shared.run_inline();
+    }
+}
+
+/// The command a failed `try_send` gives back.
+fn unsent(e: TrySendError<CmdMsg>) -> CmdMsg {
+    match e {
+        TrySendError::Full(m) | TrySendError::Disconnected(m) => m,
     }
 }
 

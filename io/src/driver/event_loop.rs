@@ -91,6 +91,11 @@ impl Shared {
         })
     }
 
+    /// Wakes the loop thread whether or not it sleeps.
+    pub fn wake(&self) {
+        self.waker.wake()
+    }
+
     /// The loop thread's body.
     pub fn run(&self) {
         loop {
@@ -155,7 +160,7 @@ pub(crate) struct EventLoop {
     pub clock: Clock,
     pub waker: Arc<Waker>,
     pub cmd_rx: Receiver<CmdMsg>,
-    /// Follow-up commands submitted from completions on this thread (see `Inbox`).
+    /// Follow-up commands submitted from completions inside a turn (see `Inbox`).
     pub reentrant: Arc<Mutex<VecDeque<CmdMsg>>>,
     pub ctl_rx: Receiver<Ctl>,
     pub max_request_bytes: u64,
@@ -495,7 +500,6 @@ impl EventLoop {
             return None;
         }
         let deadline = self.next_deadline();
-        planned.store(deadline.unwrap_or(NO_DEADLINE), Ordering::SeqCst);
         let mut timeout = deadline.map(|d| {
             if d <= now {
                 MIN_SLEEP
@@ -503,11 +507,16 @@ impl EventLoop {
                 self.clock.until(d)
             }
         });
-        if let Some(by) = self.leave_by {
-            planned.store(AWAKE, Ordering::SeqCst);
-            let left = by.saturating_duration_since(Instant::now()).max(MIN_SLEEP);
-            timeout = Some(timeout.map_or(left, |t| t.min(left)));
-        }
+        // Draining, it wakes for the grace period's end whatever connection threads do.
+        let wake_at = match self.leave_by {
+            Some(by) => {
+                let left = by.saturating_duration_since(Instant::now()).max(MIN_SLEEP);
+                timeout = Some(timeout.map_or(left, |t| t.min(left)));
+                AWAKE
+            }
+            None => deadline.unwrap_or(NO_DEADLINE),
+        };
+        planned.store(wake_at, Ordering::SeqCst);
         Some(timeout)
     }
 }

@@ -190,7 +190,6 @@ impl Driver {
         EngineBackend::new(
             self.inbox.clone(),
             self.shared.clone(),
-            self.waker.clone(),
             &self.volumes,
             self.max_request_bytes,
             &self.scheme,

@@ -122,12 +122,12 @@ impl RingState {
         self.unsubmitted = true;
     }
 
-    /// Hands queued entries to the kernel (one system call for every member).
     /// Entries pushed that `submit` has not handed to the kernel yet.
     pub fn unsubmitted(&self) -> bool {
         self.unsubmitted
     }
 
+    /// Hands queued entries to the kernel (one system call for every member).
     pub fn submit(&mut self) {
         if !self.unsubmitted {
             return;
