@@ -42,20 +42,8 @@ impl Inflight {
     /// Waits for a free request slot. False if the connection is closing. `before_wait`
     /// runs (without the lock) once if there is no slot now.
     pub fn acquire_slot(&self, before_wait: impl FnOnce()) -> bool {
-        let mut s = self.lock();
-        if !s.closed && s.requests >= self.max_requests {
-            drop(s);
-            before_wait();
-            s = self.lock();
-        }
-        while !s.closed && s.requests >= self.max_requests {
-            s = self.wait(s);
-        }
-        if s.closed {
-            return false;
-        }
-        s.requests += 1;
-        true
+        let full = |s: &State| s.requests >= self.max_requests;
+        self.acquire(full, before_wait, |s| s.requests += 1)
     }
 
     /// Waits until `n` more payload bytes fit in the budget. A request is
@@ -63,19 +51,31 @@ impl Inflight {
     /// than the budget cannot deadlock. False if the connection is closing. `before_wait`
     /// as for [`Inflight::acquire_slot`].
     pub fn acquire_bytes(&self, n: u64, before_wait: impl FnOnce()) -> bool {
+        let full = |s: &State| s.bytes > 0 && s.bytes + n > self.max_bytes;
+        self.acquire(full, before_wait, |s| s.bytes += n)
+    }
+
+    /// Waits while `full` holds (calling `before_wait` first, without the lock, if it
+    /// does), then `take`s; false instead if the connection closes.
+    fn acquire(
+        &self,
+        full: impl Fn(&State) -> bool,
+        before_wait: impl FnOnce(),
+        take: impl FnOnce(&mut State),
+    ) -> bool {
         let mut s = self.lock();
-        if !s.closed && s.bytes > 0 && s.bytes + n > self.max_bytes {
+        if !s.closed && full(&s) {
             drop(s);
             before_wait();
             s = self.lock();
         }
-        while !s.closed && s.bytes > 0 && s.bytes + n > self.max_bytes {
+        while !s.closed && full(&s) {
             s = self.wait(s);
         }
         if s.closed {
             return false;
         }
-        s.bytes += n;
+        take(&mut s);
         true
     }
 
