@@ -101,6 +101,7 @@ impl Io {
             }
         }
         let sb = Superblock {
+            version: Superblock::version_for(pool.cfg.image_bound),
             uuid: pool.uuid,
             index: index as u32,
             count: pool.cfg.members.len() as u32,
@@ -203,6 +204,7 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         .map_or(0, |d| d.as_secs());
     for (i, m) in members.iter_mut().enumerate() {
         let sb = Superblock {
+            version: crate::superblock::VERSION,
             uuid,
             index: i as u32,
             count: specs.len() as u32,
@@ -290,6 +292,7 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             );
         }
         if sb.count != reference.count
+            || sb.version != reference.version
             || sb.disk_bytes != reference.disk_bytes
             || sb.config != reference.config
         {
@@ -307,8 +310,9 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             reference.count
         );
     }
-    let stored = PoolFile::parse(&reference.config)
+    let mut stored = PoolFile::parse(&reference.config)
         .context("the pool configuration stored in the superblocks")?;
+    stored.image_bound = reference.image_bound();
     // An `auto` spare share in the file is whatever `create` resolved it to.
     let mut file = file.clone();
     for (v, s) in file.volumes.iter_mut().zip(&stored.volumes) {
@@ -338,6 +342,7 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     // What the members say is where the data is.
     let mut file = file.clone();
     file.data_offset = stored.data_offset;
+    file.image_bound = stored.image_bound;
     let file = &file;
     let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
     let mut names: Vec<Option<String>> = vec![None; n];

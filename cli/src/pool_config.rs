@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use fusionraid_core::detector::DetectorConfig;
-use fusionraid_core::meta::JournalConfig;
+use fusionraid_core::meta::{ImageBound, JournalConfig};
 use fusionraid_core::scheme::fusion::{
     ConversionPolicy, FusionConfig, LayoutKind, PoolGeometry, VolumeConfig, sizing,
 };
@@ -219,6 +219,10 @@ pub struct PoolFile {
     pub volumes: Vec<VolumeSection>,
     #[serde(default)]
     pub serve: ServeSection,
+    /// How the pool's checkpoint area is sized: not a setting but a fact of the pool,
+    /// taken from its superblocks' version (new pools: the zone rule).
+    #[serde(skip)]
+    pub image_bound: ImageBound,
 }
 
 fn default_name() -> String {
@@ -600,10 +604,7 @@ impl PoolFile {
                     v.size.0,
                 );
                 c.replicated_fraction = v.replicated_fraction;
-                c.spare_fraction = v
-                    .spare_fraction
-                    .share()
-                    .unwrap_or_else(|| sizing::auto_spare_cap(&c));
+                c.spare_fraction = v.spare_fraction.share().unwrap_or(sizing::AUTO_SPARE_MAX);
                 Ok(c)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -626,6 +627,7 @@ impl PoolFile {
             pool_id,
             journal_bytes: self.metadata.journal_size.0,
             commit_interval_ns: self.metadata.commit_interval_ms * 1_000_000,
+            image_bound: self.image_bound,
         });
         Ok(f)
     }
@@ -715,7 +717,7 @@ mod tests {
         let Spare::Share(share) = r.volumes[0].spare_fraction else {
             panic!("unresolved");
         };
-        assert!((share - 1.8).abs() < 1e-9, "{share}");
+        assert_eq!(share, sizing::AUTO_SPARE_MAX);
         // Stored and parsed back, it is the same geometry.
         let again = PoolFile::parse(&r.to_toml()).unwrap();
         assert_eq!(again.geometry_key(), r.geometry_key());

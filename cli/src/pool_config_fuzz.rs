@@ -105,6 +105,7 @@ fn check_accepted(p: &PoolFile) {
     // pool: `serve` compares the two.
     let stored = p.to_toml();
     let sb = Superblock {
+        version: crate::superblock::VERSION,
         uuid: [1; 16],
         index: 0,
         count: p.members.len() as u32,

@@ -5,7 +5,7 @@
 //!
 //! superblock (little endian):
 //!   0  magic "FRAIDSB\0"         8 bytes
-//!   8  version                   u32 (1)
+//!   8  version                   u32 (2; 1 is read too, see VERSION)
 //!  12  crc32c                    u32 over all 64 KiB with this field zero
 //!  16  pool uuid                 16 bytes
 //!  32  member index              u32
@@ -20,16 +20,23 @@
 //! (core::meta; docs/FORMAT.md).
 
 use anyhow::bail;
+use fusionraid_core::meta::ImageBound;
 
 pub const SUPERBLOCK_BYTES: u64 = 64 << 10;
 const MAGIC: [u8; 8] = *b"FRAIDSB\0";
-const VERSION: u32 = 1;
+/// The version `create` writes. Version 2 sized the checkpoint area from each volume's
+/// zone (`ImageBound::Zone`); pools of version 1 keep the area their three-stripes rule
+/// gave them, since it places the second checkpoint slot.
+pub const VERSION: u32 = 2;
+/// The oldest version this build reads.
+const OLDEST: u32 = 1;
 const HEADER: usize = 64;
 /// The longest pool configuration a superblock holds.
 pub const MAX_CONFIG_BYTES: usize = SUPERBLOCK_BYTES as usize - HEADER;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Superblock {
+    pub version: u32,
     pub uuid: [u8; 16],
     pub index: u32,
     pub count: u32,
@@ -54,7 +61,12 @@ impl std::fmt::Display for SbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SbError::Blank => write!(f, "no fusionraid superblock (run `fusionraid create`)"),
-            SbError::Version(v) => write!(f, "superblock version {v}, this build reads {VERSION}"),
+            SbError::Version(v) => {
+                write!(
+                    f,
+                    "superblock version {v}, this build reads {OLDEST} to {VERSION}"
+                )
+            }
             SbError::Checksum => write!(f, "superblock checksum mismatch (corrupted)"),
             SbError::Corrupt(m) => write!(f, "superblock corrupted: {m}"),
         }
@@ -62,6 +74,23 @@ impl std::fmt::Display for SbError {
 }
 
 impl Superblock {
+    /// How the pool's checkpoint area was sized.
+    pub fn image_bound(&self) -> ImageBound {
+        if self.version >= 2 {
+            ImageBound::Zone
+        } else {
+            ImageBound::ThreeStripes
+        }
+    }
+
+    /// The version that records `bound` (what a replacement member's superblock repeats).
+    pub fn version_for(bound: ImageBound) -> u32 {
+        match bound {
+            ImageBound::ThreeStripes => 1,
+            ImageBound::Zone => VERSION,
+        }
+    }
+
     pub fn encode(&self) -> anyhow::Result<Vec<u8>> {
         let cfg = self.config.as_bytes();
         if cfg.len() > SUPERBLOCK_BYTES as usize - HEADER {
@@ -73,7 +102,8 @@ impl Superblock {
         }
         let mut b = vec![0u8; SUPERBLOCK_BYTES as usize];
         b[0..8].copy_from_slice(&MAGIC);
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        assert!((OLDEST..=VERSION).contains(&self.version));
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[16..32].copy_from_slice(&self.uuid);
         b[32..36].copy_from_slice(&self.index.to_le_bytes());
         b[36..40].copy_from_slice(&self.count.to_le_bytes());
@@ -99,7 +129,7 @@ impl Superblock {
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let version = u32_at(8);
-        if version != VERSION {
+        if !(OLDEST..=VERSION).contains(&version) {
             return Err(SbError::Version(version));
         }
         let mut copy = b.to_vec();
@@ -115,6 +145,7 @@ impl Superblock {
             .map_err(|e| SbError::Corrupt(format!("config is not UTF-8: {e}")))?
             .to_string();
         let sb = Superblock {
+            version,
             uuid: b[16..32].try_into().expect("16 bytes"),
             index: u32_at(32),
             count: u32_at(36),
@@ -164,6 +195,7 @@ mod tests {
 
     fn sample() -> Superblock {
         Superblock {
+            version: VERSION,
             uuid: new_uuid().unwrap(),
             index: 3,
             count: 7,
@@ -178,6 +210,13 @@ mod tests {
         let s = sample();
         assert_eq!(Superblock::decode(&s.encode().unwrap()).unwrap(), s);
         assert_eq!(uuid_string(&s.uuid).len(), 36);
+        // Version 1 superblocks are still read, and say how their pool was sized.
+        let old = Superblock { version: 1, ..s };
+        let back = Superblock::decode(&old.encode().unwrap()).unwrap();
+        assert_eq!(back.version, 1);
+        assert_eq!(back.image_bound(), ImageBound::ThreeStripes);
+        assert_eq!(Superblock::version_for(back.image_bound()), 1);
+        assert_eq!(sample().image_bound(), ImageBound::Zone);
     }
 
     #[test]
@@ -193,6 +232,8 @@ mod tests {
         let mut v = s.encode().unwrap();
         v[8] = 9;
         assert_eq!(Superblock::decode(&v), Err(SbError::Version(9)));
+        v[8] = 0;
+        assert_eq!(Superblock::decode(&v), Err(SbError::Version(0)));
         let big = Superblock {
             config: "x".repeat(70_000),
             ..s

@@ -18,9 +18,11 @@ fn valid() -> impl Strategy<Value = Superblock> {
         any::<u64>(),
         any::<u64>(),
         "\\PC{0,200}",
+        1u32..=2,
     )
         .prop_map(
-            |(uuid, count, index, disk_bytes, created_unix, config)| Superblock {
+            |(uuid, count, index, disk_bytes, created_unix, config, version)| Superblock {
+                version,
                 uuid,
                 index: index % count,
                 count,

@@ -122,6 +122,7 @@ fn config(sc: &Scenario) -> FusionConfig {
         pool_id: 0xF00D ^ sc.seed,
         journal_bytes: sc.journal_bytes,
         commit_interval_ns: sc.commit_interval_ns,
+        ..Default::default()
     });
     let end = meta_layout(&cfg).expect("journaled").end();
     cfg.pool.data_offset = end.div_ceil(4096) * 4096;

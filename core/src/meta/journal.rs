@@ -21,6 +21,23 @@ pub struct JournalConfig {
     /// Commit at least this often while records are pending: bounds what an unflushed
     /// crash loses and how long freed stripes stay held.
     pub commit_interval_ns: Nanos,
+    /// How the checkpoint area was sized when the pool was created (part of the on-disk
+    /// layout: it places the second checkpoint slot).
+    pub image_bound: ImageBound,
+}
+
+/// The rule that sized a pool's checkpoint area (`durable::max_image_bytes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ImageBound {
+    /// Pools whose superblocks predate version 2: every volume's zone counted as three
+    /// stripes per data stripe, plus 4096. A spare share above `2 - copies x
+    /// replicated_fraction` can outgrow it.
+    ThreeStripes,
+    /// The zone's own stripe count, its spare share taken as at least
+    /// `sizing::AUTO_SPARE_MAX`: the area is sized before `auto` is resolved and must hold
+    /// whatever it resolves to.
+    #[default]
+    Zone,
 }
 
 impl Default for JournalConfig {
@@ -29,6 +46,7 @@ impl Default for JournalConfig {
             pool_id: 0,
             journal_bytes: 4 << 20,
             commit_interval_ns: 20_000_000,
+            image_bound: ImageBound::Zone,
         }
     }
 }

@@ -28,7 +28,7 @@ pub mod record;
 pub mod recover;
 
 pub use image::{Image, SetImage, VolImage};
-pub use journal::{Journal, JournalConfig};
+pub use journal::{ImageBound, Journal, JournalConfig};
 pub use layout::MetaLayout;
 pub use record::Record;
 pub use recover::{RecoveryError, RecoveryReport, recover_image};

@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 
 use super::jobs::Job;
 use super::pairs::{PairSet, Slot, SlotState};
+use super::sizing;
 use super::vol::Vol;
 use super::{ConfigError, FusionConfig, FusionScheme};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError};
@@ -25,7 +26,9 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::meta::image::{encode_header, encode_vol};
 use crate::meta::journal::Sealed;
-use crate::meta::{Journal, MetaLayout, RecoveryError, RecoveryReport, VolImage, recover_image};
+use crate::meta::{
+    ImageBound, Journal, MetaLayout, RecoveryError, RecoveryReport, VolImage, recover_image,
+};
 use crate::space::{StripeState, StripeTable};
 use crate::types::{DiskId, Nanos};
 use crate::volume::Loc;
@@ -84,13 +87,13 @@ pub fn meta_layout(cfg: &FusionConfig) -> Option<MetaLayout> {
         cfg.pool.disks,
         copies,
         j.journal_bytes,
-        max_image_bytes(cfg),
+        max_image_bytes(cfg, j.image_bound),
     ))
 }
 
 /// The largest checkpoint image the volumes can produce: every block mapped and patched as
 /// finely as its pages allow, every stripe in a pair set, a checksum for every page.
-fn max_image_bytes(cfg: &FusionConfig) -> u64 {
+fn max_image_bytes(cfg: &FusionConfig, bound: ImageBound) -> u64 {
     let bs = cfg.pool.block_size;
     let mut total = 12u64;
     for v in &cfg.volumes {
@@ -101,13 +104,14 @@ fn max_image_bytes(cfg: &FusionConfig) -> u64 {
         } else {
             0
         };
-        // Stripes: the zone is the data stripes plus replicated and spare shares, bounded
-        // generously by 3x plus template rounding.
         let dcols = (v.width.saturating_sub(v.level.nparity())).max(1) as u64;
-        let stripes = blocks
-            .div_ceil(dcols)
-            .saturating_mul(3)
-            .saturating_add(4096);
+        let stripes = match bound {
+            ImageBound::ThreeStripes => blocks
+                .div_ceil(dcols)
+                .saturating_mul(3)
+                .saturating_add(4096),
+            ImageBound::Zone => zone_stripe_bound(cfg, v),
+        };
         let copies = v.level.copies() as u64;
         let sets = (stripes / copies).saturating_mul(3 + 4 * copies + dcols * copies);
         total = total
@@ -120,6 +124,22 @@ fn max_image_bytes(cfg: &FusionConfig) -> u64 {
             .saturating_add(4 + stripes.saturating_mul(v.level.nparity() as u64 * 10));
     }
     total
+}
+
+/// The stripes of `v`'s zone with its spare share raised to at least `AUTO_SPARE_MAX`, so
+/// the bound is the same before and after `auto` is resolved. It depends only on what the
+/// pool stores (sizes, shares, layout, block size), never on the members' capacity.
+fn zone_stripe_bound(cfg: &FusionConfig, v: &super::VolumeConfig) -> u64 {
+    let mut v = v.clone();
+    v.spare_fraction = v.spare_fraction.max(sizing::AUTO_SPARE_MAX);
+    // A layout that does not build fails `FusionScheme::new` anyway; the bound then only
+    // needs to be some number.
+    let tpl = cfg
+        .pool
+        .layout
+        .build(cfg.pool.disks, v.width, v.level.nparity())
+        .map_or(1, |l| l.template_stripes());
+    sizing::zone_stripes(&v, tpl, cfg.pool.block_size, cfg.max_request_bytes)
 }
 
 impl Durable {
@@ -710,4 +730,75 @@ fn install_remaps(
         states[donor as usize] = StripeState::Donor;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::JournalConfig;
+    use crate::scheme::fusion::{LayoutKind, Level, PoolGeometry, VolumeConfig};
+
+    fn cfg(spare: f64, bound: ImageBound) -> FusionConfig {
+        let pool = PoolGeometry {
+            disks: 7,
+            disk_bytes: 1 << 30,
+            block_size: 64 << 10,
+            data_offset: 1 << 20,
+            layout: LayoutKind::Mols,
+        };
+        let mut v = VolumeConfig::new("v", Level::Raid5, 5, 1 << 30);
+        v.spare_fraction = spare;
+        let mut c = FusionConfig::new(pool, vec![v]);
+        c.journal = Some(JournalConfig {
+            image_bound: bound,
+            ..Default::default()
+        });
+        c
+    }
+
+    fn zone(c: &FusionConfig) -> u64 {
+        let v = &c.volumes[0];
+        let l = c.pool.layout.build(7, v.width, v.level.nparity()).unwrap();
+        sizing::zone_stripes(
+            v,
+            l.template_stripes(),
+            c.pool.block_size,
+            c.max_request_bytes,
+        )
+    }
+
+    #[test]
+    fn the_zone_bound_holds_every_share_auto_can_give_and_does_not_move_with_it() {
+        // The area is sized before `auto` is resolved (from the share it may reach) and
+        // again at every start (from the share it did reach): both must give one layout.
+        let at_cap = meta_layout(&cfg(sizing::AUTO_SPARE_MAX, ImageBound::Zone)).unwrap();
+        for spare in [0.0, 0.25, 1.8, 3.999] {
+            let c = cfg(spare, ImageBound::Zone);
+            assert_eq!(meta_layout(&c).unwrap(), at_cap, "spare {spare}");
+        }
+        // Its stripe count is the zone's at the cap, which an old-style bound falls short of.
+        let c = cfg(sizing::AUTO_SPARE_MAX, ImageBound::Zone);
+        assert_eq!(zone_stripe_bound(&c, &c.volumes[0]), zone(&c));
+        let three = (c.volumes[0].size_bytes / c.pool.block_size).div_ceil(4) * 3 + 4096;
+        assert!(zone(&c) > three, "{} vs {three}", zone(&c));
+        // An explicit share above the cap is counted as it is.
+        let big = cfg(6.0, ImageBound::Zone);
+        assert_eq!(zone_stripe_bound(&big, &big.volumes[0]), zone(&big));
+        assert!(meta_layout(&big).unwrap().max_chunks > at_cap.max_chunks);
+    }
+
+    #[test]
+    fn pools_sized_by_three_stripes_keep_their_layout() {
+        // Superblocks of version 1: the checkpoint slots must stay where that rule put them
+        // (the numbers are what builds before the zone bound computed for this pool).
+        for spare in [0.25, 1.8, 4.0] {
+            let l = meta_layout(&cfg(spare, ImageBound::ThreeStripes)).unwrap();
+            assert_eq!(
+                (l.max_chunks, l.slot_chunks, l.end()),
+                LEGACY,
+                "spare {spare}"
+            );
+        }
+    }
+    const LEGACY: (u64, u64, u64) = (15, 6, 7_405_568);
 }

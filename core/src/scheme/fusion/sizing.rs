@@ -13,8 +13,11 @@
 use super::{ConfigError, FusionConfig, VolumeConfig};
 use crate::space::zone::blocks_per_disk;
 
-/// No volume's `auto` share exceeds this (see [`auto_spare_cap`]).
-pub const AUTO_SPARE_MAX: f64 = 2.0;
+/// No volume's `auto` share exceeds this. Beyond it the cleaner gains little (at 4.0 a
+/// volume of sustained 4 KiB random writes is within a tenth of the two copies and parity it
+/// must write anyway; docs/BENCHMARKS.md) while every spare stripe still costs engine memory.
+/// The checkpoint area is sized for it (`ImageBound::Zone`).
+pub const AUTO_SPARE_MAX: f64 = 4.0;
 
 /// Stripes of the zone of `v`, whose layout template has `tpl` stripes.
 pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64) -> u64 {
@@ -32,15 +35,8 @@ pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_byte
     want.div_ceil(tpl) * tpl
 }
 
-/// The largest spare share `auto` gives `v`: the checkpoint's size bound
-/// (`durable::max_image_bytes`) counts at most three zone stripes per data stripe, and the
-/// replicated area takes `copies * replicated_fraction` of them.
-pub fn auto_spare_cap(v: &VolumeConfig) -> f64 {
-    (AUTO_SPARE_MAX - v.level.copies() as f64 * v.replicated_fraction).max(0.0)
-}
-
 /// Sets the spare share of the volumes marked in `auto` to the largest share (the same for
-/// all, each within its [`auto_spare_cap`]) at which every zone still fits on the members.
+/// all, at most [`AUTO_SPARE_MAX`]) at which every zone still fits on the members.
 /// When not even a share of 0 fits, they get 0 and `FusionScheme::new` says what is missing.
 pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), ConfigError> {
     assert_eq!(auto.len(), cfg.volumes.len(), "one flag per volume");
@@ -72,7 +68,7 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
     let with = |share: f64| -> Vec<VolumeConfig> {
         let mut vols = cfg.volumes.clone();
         for (v, _) in vols.iter_mut().zip(auto).filter(|(_, a)| **a) {
-            v.spare_fraction = share.min(auto_spare_cap(v));
+            v.spare_fraction = share;
         }
         vols
     };
@@ -123,18 +119,17 @@ mod tests {
 
     #[test]
     fn auto_spare_takes_the_room_the_volumes_leave() {
-        // 7 x 1 GiB for one 1 GiB volume: room for the cap.
-        let mut c = cfg(1 << 30, &[(1 << 30, 0.25)]);
+        // 7 x 2 GiB for one 1 GiB volume: room for the cap.
+        let mut c = cfg(2 << 30, &[(1 << 30, 0.25)]);
         fill_auto_spare(&mut c, &[true]).unwrap();
-        assert_eq!(c.volumes[0].spare_fraction, auto_spare_cap(&c.volumes[0]));
-        assert!((c.volumes[0].spare_fraction - 1.8).abs() < 1e-9);
+        assert_eq!(c.volumes[0].spare_fraction, AUTO_SPARE_MAX);
         FusionScheme::new(c).expect("fits");
 
         // 7 x 512 MiB: less room; the share found fits, a little more does not.
         let mut c = cfg(512 << 20, &[(1 << 30, 0.25), (256 << 20, 0.25)]);
         fill_auto_spare(&mut c, &[true, false]).unwrap();
         let share = c.volumes[0].spare_fraction;
-        assert!(share > 0.25 && share < 1.8, "{share}");
+        assert!(share > 0.25 && share < AUTO_SPARE_MAX, "{share}");
         assert_eq!(c.volumes[1].spare_fraction, 0.25, "fixed shares stay");
         FusionScheme::new(c.clone()).expect("the share found fits");
         let mut more = c.clone();
