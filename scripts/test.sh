@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs the system tools the interop tests drive
-# (fio, qemu-utils, libnbd-bin, nbdkit) when they are missing, then runs the suite with
+# (fio, qemu-utils, libnbd-bin, nbdkit; xz-utils for a fixture) when they are missing, then runs the suite with
 # those tools required, so a missing tool fails loudly instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ command -v qemu-img >/dev/null || need+=(qemu-utils)
 command -v nbdinfo >/dev/null || need+=(libnbd-bin)
 command -v nbdkit >/dev/null || need+=(nbdkit)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v xz >/dev/null || need+=(xz-utils)
 command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || need+=(fuse3)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
