@@ -16,7 +16,8 @@ pub mod types;
 pub mod volume;
 
 pub use engine::api::{
-    Data, DevError, DevOp, DeviceIo, IoId, IoResult, Op, Reply, ReqError, Request, VolumeId,
+    Data, DevError, DevOp, DeviceIo, IoId, IoResult, Op, Reply, ReqError, Request, SharedBytes,
+    VolumeId,
 };
 pub use engine::{Engine, EngineConfig};
 pub use types::{DiskId, Nanos, PAGE_SIZE, Placement};

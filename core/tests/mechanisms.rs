@@ -9,7 +9,7 @@ use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
 };
-use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, Request};
+use fusionraid_core::{Data, DevOp, DiskId, Engine, EngineConfig, Op, Request};
 
 const BS: u64 = 65536;
 
@@ -81,6 +81,40 @@ fn small_writes_are_replicated_and_large_writes_take_a_fresh_full_stripe() {
     assert_eq!(read(&mut d, 4, 6 * BS, 4 * BS), pattern(2, 4 * BS));
     assert_eq!(read(&mut d, 5, 12 * BS, 3 * BS), pattern(3, 3 * BS));
     assert_eq!(read(&mut d, 6, 3 * 4096, 4096), pattern(1, 4096));
+}
+
+/// The copies of a replicated write refer to the user's payload, each to its own pages: no
+/// copy per replica.
+#[test]
+fn replica_writes_share_the_payload() {
+    let mut d = driver(|_| {});
+    let payload = pattern(9, 3 * 4096);
+    d.engine
+        .submit(
+            Request {
+                id: 1,
+                volume: 0,
+                op: Op::Write {
+                    offset: 5 * 4096,
+                    data: Data::Bytes(payload.clone()),
+                    fua: false,
+                },
+            },
+            0,
+        )
+        .unwrap();
+    let mut shared = Vec::new();
+    while let Some(io) = d.engine.poll_device_io() {
+        if let DevOp::Write { data, .. } = &io.op {
+            let Data::Shared(s) = data else {
+                panic!("replica write with its own copy: {data:?}");
+            };
+            shared.push(s.clone());
+        }
+    }
+    assert_eq!(shared.len(), 2, "two copies");
+    assert!(shared[0].shares_buffer_with(&shared[1]));
+    assert!(shared.iter().all(|s| s.as_slice() == &payload[..]));
 }
 
 /// Packs: single-page writes to different blocks at different page positions share one

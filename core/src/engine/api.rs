@@ -8,6 +8,9 @@ use crate::types::{DiskId, Nanos};
 #[derive(Clone, PartialEq, Eq)]
 pub enum Data {
     Bytes(Vec<u8>),
+    /// Bytes several device writes share: the copies of a replicated write each refer to
+    /// the user's payload instead of carrying a copy of their own.
+    Shared(SharedBytes),
     Size(u64),
 }
 
@@ -15,6 +18,7 @@ impl Data {
     pub fn len(&self) -> u64 {
         match self {
             Data::Bytes(b) => b.len() as u64,
+            Data::Shared(s) => s.len as u64,
             Data::Size(n) => *n,
         }
     }
@@ -24,12 +28,15 @@ impl Data {
     pub fn bytes(&self) -> Option<&[u8]> {
         match self {
             Data::Bytes(b) => Some(b),
+            Data::Shared(s) => Some(s.as_slice()),
             Data::Size(_) => None,
         }
     }
+    /// The bytes as a vector of their own (a copy when they are shared with others).
     pub fn into_bytes(self) -> Option<Vec<u8>> {
         match self {
             Data::Bytes(b) => Some(b),
+            Data::Shared(s) => Some(s.into_vec()),
             Data::Size(_) => None,
         }
     }
@@ -39,10 +46,70 @@ impl std::fmt::Debug for Data {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Data::Bytes(b) => write!(f, "Bytes({})", b.len()),
+            Data::Shared(s) => write!(f, "Shared({}+{})", s.start, s.len),
             Data::Size(n) => write!(f, "Size({n})"),
         }
     }
 }
+
+/// A range of a buffer that is shared, read-only, by whoever holds a clone.
+#[derive(Clone)]
+pub struct SharedBytes {
+    buf: std::sync::Arc<Vec<u8>>,
+    start: usize,
+    len: usize,
+}
+
+impl SharedBytes {
+    /// All of `buf`.
+    pub fn new(buf: Vec<u8>) -> Self {
+        let len = buf.len();
+        SharedBytes {
+            buf: std::sync::Arc::new(buf),
+            start: 0,
+            len,
+        }
+    }
+    /// Bytes `[start, start + len)` of the same buffer.
+    pub fn range(&self, start: usize, len: usize) -> Self {
+        assert!(
+            start + len <= self.len,
+            "range {start}+{len} of {}",
+            self.len
+        );
+        SharedBytes {
+            buf: self.buf.clone(),
+            start: self.start + start,
+            len,
+        }
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+    /// True when both refer to one buffer (whatever their ranges).
+    pub fn shares_buffer_with(&self, other: &SharedBytes) -> bool {
+        std::sync::Arc::ptr_eq(&self.buf, &other.buf)
+    }
+    /// The bytes as a vector: the buffer itself when this is its only holder and covers
+    /// all of it, else a copy.
+    pub fn into_vec(self) -> Vec<u8> {
+        if self.start == 0 && self.len == self.buf.len() {
+            match std::sync::Arc::try_unwrap(self.buf) {
+                Ok(v) => v,
+                Err(buf) => buf.to_vec(),
+            }
+        } else {
+            self.as_slice().to_vec()
+        }
+    }
+}
+
+impl PartialEq for SharedBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl Eq for SharedBytes {}
 
 /// Index of a volume in the pool.
 pub type VolumeId = u32;
@@ -185,3 +252,38 @@ pub struct DevError(pub String);
 
 /// The result of a device I/O: read data for reads.
 pub type IoResult = Result<Option<Data>, DevError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_bytes_ranges_and_ownership() {
+        let all = SharedBytes::new((0..=255u8).collect());
+        let mid = all.range(16, 32);
+        assert_eq!(mid.as_slice(), &(16..48u8).collect::<Vec<_>>()[..]);
+        let inner = mid.range(8, 4);
+        assert_eq!(inner.as_slice(), &[24, 25, 26, 27]);
+        assert!(inner.shares_buffer_with(&all));
+        assert!(!inner.shares_buffer_with(&SharedBytes::new(vec![24, 25, 26, 27])));
+        // Equality is by content, like the Vec it stands in for.
+        assert_eq!(
+            Data::Shared(inner.clone()),
+            Data::Shared(SharedBytes::new(vec![24, 25, 26, 27]))
+        );
+        assert_eq!(Data::Shared(mid.clone()).len(), 32);
+        // A part is copied out; the whole buffer of its only holder is handed over.
+        assert_eq!(inner.into_vec(), vec![24, 25, 26, 27]);
+        let ptr = all.as_slice().as_ptr();
+        drop(mid);
+        let v = all.into_vec();
+        assert_eq!(v.as_ptr(), ptr, "sole holder: no copy");
+        assert_eq!(v.len(), 256);
+    }
+
+    #[test]
+    #[should_panic(expected = "range")]
+    fn a_range_past_the_end_panics() {
+        SharedBytes::new(vec![0; 8]).range(4, 5);
+    }
+}

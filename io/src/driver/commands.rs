@@ -117,8 +117,8 @@ impl Tracker {
             return None;
         };
         match result {
-            Ok(Some(Data::Bytes(b))) => p.data = Some(b),
             Ok(Some(Data::Size(_))) => p.error = Some(ErrorCode::Io),
+            Ok(Some(d)) => p.data = d.into_bytes(),
             Ok(None) => {}
             Err(e) => {
                 tracing::debug!("request failed: {e}");

@@ -98,7 +98,7 @@ impl MemMember {
                 Ok(Some(Data::Bytes(self.slice(off, len).to_vec())))
             }
             DevOp::Write { offset, data, .. } => {
-                let Data::Bytes(bytes) = data else {
+                let Some(bytes) = data.bytes() else {
                     return Err(DevError("size-only write to a real member".into()));
                 };
                 let (off, len) = self.range(offset, bytes.len() as u64)?;

@@ -94,7 +94,7 @@ impl NbdMember {
                 (CommandKind::Read { offset, len }, "read", offset)
             }
             DevOp::Write { offset, data, fua } => {
-                let Data::Bytes(bytes) = data else {
+                let Some(bytes) = data.into_bytes() else {
                     return self.fail(tag, "size-only write to a real member".into());
                 };
                 (

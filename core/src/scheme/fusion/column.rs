@@ -348,8 +348,8 @@ impl FusionScheme {
             Err(_) => j.failed = true,
             Ok(Some(d)) if tag.part & WRITE_PART == 0 => {
                 j.cols[tag.part as usize] = Some(match d {
-                    Data::Bytes(b) => b,
                     Data::Size(_) => Vec::new(), // size-only: no content
+                    d => d.into_bytes().expect("bytes"),
                 })
             }
             Ok(_) => {}

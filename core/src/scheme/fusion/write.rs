@@ -12,7 +12,7 @@ use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
 use super::pack;
 use super::pairs::{PairSet, Slot, SlotState, common_disks, match_columns};
 use super::vol::{Parked, Vol};
-use crate::engine::api::{Data, DevOp, IoResult, ReqError};
+use crate::engine::api::{Data, DevOp, IoResult, ReqError, SharedBytes};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::parity;
@@ -349,19 +349,32 @@ impl FusionScheme {
         // Under a journal the commit flushes the data before the FUA write is answered, so
         // the device writes need no FUA of their own.
         let fua = self.write_job(h).fua && self.durable().is_none();
-        // The payload leaves the job while the device writes are built (no copy of it) and
-        // goes back below: completion computes the checksums from it.
-        let data = match &mut self.write_job(h).kind {
-            WriteKind::Data(Data::Bytes(b)) => Some(std::mem::take(b)),
-            WriteKind::Zeroes(n) if !ctx.size_only => Some(vec![0u8; *n as usize]),
+        // The payload becomes shared: every replica write refers to it (no copy each), and
+        // the job keeps a reference too, from which completion computes the checksums.
+        let data: Option<SharedBytes> = match &mut self.write_job(h).kind {
+            WriteKind::Data(d @ (Data::Bytes(_) | Data::Shared(_))) => {
+                let shared = match std::mem::replace(d, Data::Size(0)) {
+                    Data::Bytes(b) => SharedBytes::new(b),
+                    Data::Shared(s) => s,
+                    Data::Size(_) => unreachable!("matched above"),
+                };
+                *d = Data::Shared(shared.clone());
+                Some(shared)
+            }
+            WriteKind::Zeroes(n) if !ctx.size_only => {
+                Some(SharedBytes::new(vec![0u8; *n as usize]))
+            }
             _ => None,
         };
         let v = &mut self.vols[vol];
         let mut n_io = 0u32;
-        let piece_bytes = |p: &Piece| -> Option<&[u8]> {
-            let d = data.as_ref()?;
+        let piece_range = |p: &Piece| -> (usize, usize) {
             let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - offset) as usize;
-            Some(&d[start..start + p.count as usize * PAGE_SIZE as usize])
+            (start, p.count as usize * PAGE_SIZE as usize)
+        };
+        let piece_bytes = |p: &Piece| -> Option<&[u8]> {
+            let (start, len) = piece_range(p);
+            Some(&data.as_ref()?.as_slice()[start..start + len])
         };
         for &s in &stripes {
             let width = v.zone.width();
@@ -413,8 +426,11 @@ impl FusionScheme {
                     if ctx.is_failed(disk) {
                         continue; // degraded: the surviving copies carry the data
                     }
-                    let payload = match piece_bytes(p) {
-                        Some(b) => Data::Bytes(b.to_vec()),
+                    let payload = match &data {
+                        Some(d) => {
+                            let (start, len) = piece_range(p);
+                            Data::Shared(d.range(start, len))
+                        }
                         None => Data::Size(p.count as u64 * PAGE_SIZE),
                     };
                     ctx.issue(
@@ -436,10 +452,8 @@ impl FusionScheme {
         if n_io > 0 {
             v.writes_in_flight += 1;
         }
+        drop(data);
         let w = self.write_job(h);
-        if let (WriteKind::Data(Data::Bytes(b)), Some(d)) = (&mut w.kind, data) {
-            *b = d;
-        }
         w.pieces = pieces;
         w.stripes = stripes;
         w.pending = n_io;
@@ -525,7 +539,8 @@ impl FusionScheme {
         let zero_sum = matches!(w.kind, WriteKind::Zeroes(_)).then(sums::zero_page_sum);
         let sums_of = |p: &Piece| -> Option<Vec<u32>> {
             match &w.kind {
-                WriteKind::Data(Data::Bytes(b)) => {
+                WriteKind::Data(d @ (Data::Bytes(_) | Data::Shared(_))) => {
+                    let b = d.bytes().expect("bytes");
                     let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - w.offset) as usize;
                     Some(sums::sums_of(
                         &b[start..start + p.count as usize * PAGE_SIZE as usize],

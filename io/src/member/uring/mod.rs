@@ -168,7 +168,7 @@ impl FileMember {
                 Buf::None => unreachable!("reads always have a buffer"),
             },
             DevOp::Write { data, fua, .. } => {
-                let Data::Bytes(bytes) = data else {
+                let Some(bytes) = data.bytes() else {
                     st.release(&buf);
                     return self.fail(tag, "size-only write to a real member".into());
                 };

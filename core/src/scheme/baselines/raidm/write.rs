@@ -68,7 +68,9 @@ impl RaidM {
             let grp = self.vols[vol].grp;
             let lpa = (self.vols[vol].base + offset / PAGE_SIZE) as u32 + placed;
             let bytes: Option<Vec<u8>> = match data {
-                Some(Data::Bytes(b)) => Some(b[placed as usize * PS..].to_vec()),
+                Some(d @ (Data::Bytes(_) | Data::Shared(_))) => {
+                    Some(d.bytes().expect("bytes")[placed as usize * PS..].to_vec())
+                }
                 Some(Data::Size(_)) => None,
                 None => (!ctx.size_only).then(|| vec![0u8; (total - placed) as usize * PS]),
             };
