@@ -102,7 +102,7 @@ impl MemMember {
                     return Err(DevError("size-only write to a real member".into()));
                 };
                 let (off, len) = self.range(offset, bytes.len() as u64)?;
-                self.slice(off, len).copy_from_slice(&bytes);
+                self.slice(off, len).copy_from_slice(bytes);
                 Ok(None)
             }
             DevOp::Flush => Ok(None),

@@ -176,14 +176,14 @@ impl FileMember {
                 match &mut buf {
                     Buf::Fixed(i) => {
                         let pool = st.pool.as_mut().expect("fixed slot without pool");
-                        pool.slice_mut(*i, n).copy_from_slice(&bytes);
+                        pool.slice_mut(*i, n).copy_from_slice(bytes);
                         opcode::WriteFixed::new(fd, pool.ptr(*i), n as u32, *i)
                             .offset(offset)
                             .rw_flags(flags)
                             .build()
                     }
                     Buf::Heap(b) => {
-                        b.as_mut_slice().copy_from_slice(&bytes);
+                        b.as_mut_slice().copy_from_slice(bytes);
                         opcode::Write::new(fd, b.as_mut_ptr(), n as u32)
                             .offset(offset)
                             .rw_flags(flags)
