@@ -115,6 +115,48 @@ fn replica_writes_share_the_payload() {
     assert_eq!(shared.len(), 2, "two copies");
     assert!(shared[0].shares_buffer_with(&shared[1]));
     assert!(shared.iter().all(|s| s.as_slice() == &payload[..]));
+    // (Those writes were taken from the engine, not performed: a fresh engine goes on.)
+    let mut d = driver(|_| {});
+
+    // A new full stripe: the data columns the payload covers whole are its blocks, shared;
+    // the zero-padded columns and the parity are buffers of their own.
+    let payload = pattern(10, 4 * BS);
+    d.engine
+        .submit(
+            Request {
+                id: 2,
+                volume: 0,
+                op: Op::Write {
+                    offset: 6 * BS,
+                    data: Data::Bytes(payload.clone()),
+                    fua: false,
+                },
+            },
+            0,
+        )
+        .unwrap();
+    let (mut shared, mut own) = (Vec::new(), 0);
+    while let Some(io) = d.engine.poll_device_io() {
+        match &io.op {
+            DevOp::Write {
+                data: Data::Shared(s),
+                ..
+            } => shared.push(s.clone()),
+            DevOp::Write { .. } => own += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        (shared.len(), own),
+        (4, 3),
+        "4 data blocks, 2 padding, 1 parity"
+    );
+    assert!(shared.iter().all(|s| s.shares_buffer_with(&shared[0])));
+    let mut blocks: Vec<&[u8]> = shared.iter().map(|s| s.as_slice()).collect();
+    blocks.sort();
+    let mut want: Vec<&[u8]> = payload.chunks(BS as usize).collect();
+    want.sort();
+    assert_eq!(blocks, want);
 }
 
 /// Packs: single-page writes to different blocks at different page positions share one

@@ -86,6 +86,12 @@ impl SharedBytes {
     pub fn as_slice(&self) -> &[u8] {
         &self.buf[self.start..self.start + self.len]
     }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
     /// True when both refer to one buffer (whatever their ranges).
     pub fn shares_buffer_with(&self, other: &SharedBytes) -> bool {
         std::sync::Arc::ptr_eq(&self.buf, &other.buf)

@@ -372,31 +372,19 @@ impl FusionScheme {
             let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - offset) as usize;
             (start, p.count as usize * PAGE_SIZE as usize)
         };
-        let piece_bytes = |p: &Piece| -> Option<&[u8]> {
-            let (start, len) = piece_range(p);
-            Some(&data.as_ref()?.as_slice()[start..start + len])
-        };
         for &s in &stripes {
             let width = v.zone.width();
-            let cols: Option<Vec<Vec<u8>>> = data.as_ref().map(|_| {
-                let mut cols = vec![vec![0u8; bs as usize]; width];
-                for p in pieces.iter() {
-                    if let Dest::Stripe { stripe, col } = p.dest
-                        && stripe == s
-                    {
-                        let at = p.first as usize * PAGE_SIZE as usize;
-                        let src = piece_bytes(p).expect("data present");
-                        cols[col][at..at + src.len()].copy_from_slice(src);
-                    }
-                }
-                fill_parity(&mut cols, v.zone.nparity());
-                cols
+            let cols: Option<Vec<Data>> = data.as_ref().map(|d| {
+                stripe_columns(s, width, v.zone.nparity(), bs, &pieces, |p| {
+                    let (start, len) = piece_range(p);
+                    d.range(start, len)
+                })
             });
             let mut cols = cols.map(|c| c.into_iter());
             for c in 0..width {
                 let (disk, off) = v.zone.device_offset(s, c, 0);
                 let payload = match cols.as_mut() {
-                    Some(it) => Data::Bytes(it.next().expect("column")),
+                    Some(it) => it.next().expect("column"),
                     None => Data::Size(bs),
                 };
                 if ctx.is_failed(disk) {
@@ -710,6 +698,70 @@ pub(super) fn write_columns(
 }
 
 /// Compute the parity columns (the last `nparity`) from the data columns in place.
+/// The columns of a new full stripe `s`: a data column one piece covers whole is that part
+/// of the user's payload (`bytes_of`), shared, not copied; the others are built (missing
+/// pages zero); the parity is computed from them.
+fn stripe_columns(
+    s: u32,
+    width: usize,
+    nparity: usize,
+    bs: u64,
+    pieces: &[Piece],
+    bytes_of: impl Fn(&Piece) -> SharedBytes,
+) -> Vec<Data> {
+    let dcols = width - nparity;
+    let mut whole: Vec<Option<SharedBytes>> = vec![None; dcols];
+    let mut built: Vec<Option<Vec<u8>>> = vec![None; dcols];
+    for p in pieces {
+        let Dest::Stripe { stripe, col } = p.dest else {
+            continue;
+        };
+        if stripe != s {
+            continue;
+        }
+        assert!(col < dcols, "a piece in a parity column");
+        let src = bytes_of(p);
+        if p.first == 0 && src.len() as u64 == bs {
+            assert!(
+                whole[col].is_none() && built[col].is_none(),
+                "two pieces, one column"
+            );
+            whole[col] = Some(src);
+        } else {
+            let at = p.first as usize * PAGE_SIZE as usize;
+            let c = built[col].get_or_insert_with(|| vec![0u8; bs as usize]);
+            c[at..at + src.len()].copy_from_slice(src.as_slice());
+        }
+    }
+    let zero = vec![0u8; bs as usize];
+    let mut par = vec![vec![0u8; bs as usize]; nparity];
+    {
+        let data: Vec<&[u8]> = (0..dcols)
+            .map(|c| match (&whole[c], &built[c]) {
+                (Some(w), _) => w.as_slice(),
+                (None, Some(b)) => b.as_slice(),
+                (None, None) => zero.as_slice(),
+            })
+            .collect();
+        match par.as_mut_slice() {
+            [p] => parity::gen_p(&data, p),
+            [p, q] => parity::gen_pq(&data, p, q),
+            _ => unreachable!("1 or 2 parity columns"),
+        }
+    }
+    let mut out: Vec<Data> = whole
+        .into_iter()
+        .zip(built)
+        .map(|(w, b)| match (w, b) {
+            (Some(w), _) => Data::Shared(w),
+            (None, Some(b)) => Data::Bytes(b),
+            (None, None) => Data::Bytes(zero.clone()),
+        })
+        .collect();
+    out.extend(par.into_iter().map(Data::Bytes));
+    out
+}
+
 pub(super) fn fill_parity(cols: &mut [Vec<u8>], nparity: usize) {
     let dcols = cols.len() - nparity;
     let (data, par) = cols.split_at_mut(dcols);
