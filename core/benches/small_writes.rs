@@ -67,13 +67,12 @@ impl Members {
                         Ok(Some(Data::Bytes(disk[o..o + l].to_vec())))
                     }
                     DevOp::Write { offset, data, .. } => {
-                        if let Data::Bytes(b) = data {
-                            self.bytes_written += b.len() as u64;
-                            if offset < DATA_OFFSET {
-                                self.meta_written += b.len() as u64;
-                            }
-                            disk[offset as usize..offset as usize + b.len()].copy_from_slice(&b);
+                        let b = data.bytes().expect("the bench carries data");
+                        self.bytes_written += b.len() as u64;
+                        if offset < DATA_OFFSET {
+                            self.meta_written += b.len() as u64;
                         }
+                        disk[offset as usize..offset as usize + b.len()].copy_from_slice(b);
                         Ok(None)
                     }
                     _ => Ok(None),
