@@ -12,8 +12,12 @@ use fusionraid_core::{Engine, EngineConfig};
 const BS: u64 = 65536;
 
 fn driver() -> Driver {
-    // 8 disks, MOLS, one RAID5 6+1 volume of 96 blocks; conversion off so blocks stay where
-    // the test put them.
+    driver_with(|_| {})
+}
+
+fn driver_with(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
+    // 8 disks, MOLS, one RAID5 6+1 volume of 96 blocks; conversion off (unless `tune` turns
+    // it on) so blocks stay where the test put them.
     let pool = PoolGeometry {
         disks: 8,
         disk_bytes: u64::MAX / 4,
@@ -24,6 +28,7 @@ fn driver() -> Driver {
     let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
     cfg.conversion.enabled = false;
     cfg.max_request_bytes = 24 * BS;
+    tune(&mut cfg);
     let scheme = FusionScheme::new(cfg).unwrap();
     let disk_bytes = 4096 + scheme.blocks_per_disk() * BS;
     Driver::new(
@@ -168,4 +173,58 @@ fn scrub_repairs_a_bad_second_copy_and_a_bad_parity_that_reads_never_touch() {
     let status = d.engine.volume_status(0).unwrap().scrub.unwrap();
     assert!(status.contains(" 0 bad copies"), "{status}");
     assert!(status.contains(" 0 rewritten"), "{status}");
+}
+
+/// Both copies of a replicated block go bad before its pair set is converted. The data is
+/// lost (its reads fail, and keep failing), but it must not hold the pair set forever: the
+/// repair finds no good copy and moves the block as it is (its checksums still mark it
+/// lost), the conversion then goes ahead and the engine goes quiet. Before, conversion and
+/// repair were retried every scan, forever, and the replicated area never came back.
+#[test]
+fn a_block_lost_in_both_copies_does_not_stall_conversion() {
+    let mut d = driver_with(|c| {
+        c.conversion.enabled = true;
+        c.conversion.idle_ns = Some(30_000_000);
+        c.conversion.replicated_high_water = 100.0; // only the idle trigger
+        c.conversion.pause_fg_bytes_per_sec = 1e15;
+    });
+    // Six whole blocks fill one pair set's six slots.
+    let blocks = [2u64, 17, 95, 40, 41, 42];
+    let mut copies = Vec::new();
+    for (i, &b) in blocks.iter().enumerate() {
+        let w = write(&mut d, i as u64, b * BS, pattern(20 + i as u8, BS));
+        assert_eq!(w.len(), 2, "a replicated block write");
+        if b == 17 {
+            copies = w;
+        }
+    }
+    for c in &copies {
+        corrupt(&mut d, c, 3 * 4096 + 5);
+    }
+    d.run_until(Some(d.now + 200_000_000));
+    let st = d.engine.stats().clone();
+    assert!(st.conversions >= 1, "the pair set was never converted");
+    assert!(st.unrecoverable_pages >= 1);
+    assert_eq!(st.repaired_blocks, 0, "a lost block is moved, not repaired");
+    // Quiet: nothing more to do in the background.
+    d.log.clear();
+    d.run_until(Some(d.now + 500_000_000));
+    assert!(
+        d.log.is_empty(),
+        "background I/O goes on: {} ops",
+        d.log.len()
+    );
+    // The lost page fails its read, the rest of the volume is intact.
+    let err = read(&mut d, 100, 17 * BS, BS).unwrap_err();
+    assert!(err.contains("lost"), "{err}");
+    for (i, &b) in blocks.iter().enumerate().filter(|(_, b)| **b != 17) {
+        assert_eq!(
+            read(&mut d, 200 + b, b * BS, BS).unwrap(),
+            pattern(20 + i as u8, BS)
+        );
+    }
+    // Writing the block again makes it whole.
+    write(&mut d, 300, 17 * BS, pattern(99, BS));
+    assert_eq!(read(&mut d, 301, 17 * BS, BS).unwrap(), pattern(99, BS));
+    d.engine.scheme().check_invariants();
 }

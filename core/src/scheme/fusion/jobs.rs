@@ -100,6 +100,11 @@ pub struct ReadPart {
     /// Copies of `loc` whose data failed its checksum: bit i for replica copy i,
     /// `BAD_RAID` for the RAID block itself (then it is rebuilt from parity).
     pub bad: u8,
+    /// The latest bytes read for these pages that failed their checksum. When no copy is
+    /// good the pages are lost; a relocation still moves these bytes (the pages' checksums,
+    /// unchanged, go on saying they are lost), so that lost data never pins the space it
+    /// sits in: a conversion or cleaning that waits for it would wait forever.
+    pub lost_copy: Option<Vec<u8>>,
 }
 
 /// `ReadPart::bad` bit for a RAID block that failed its checksum.
@@ -118,6 +123,8 @@ pub struct ReadJob {
     pub parts: Vec<ReadPart>,
     pub pending: usize,
     pub error: Option<String>,
+    /// Some pages had no good copy and were delivered as last read (relocations only).
+    pub lost: bool,
 }
 
 #[derive(Debug)]
@@ -214,4 +221,6 @@ pub struct RelocJob {
     pub rebuild: bool,
     /// Moving blocks off a copy that failed its checksum.
     pub repair: bool,
+    /// Blocks read with lost pages (no good copy): moved as they were, not repaired.
+    pub lost: Vec<bool>,
 }

@@ -71,6 +71,7 @@ impl FusionScheme {
                     pins: Vec::new(),
                     expect: Vec::new(),
                     bad: 0,
+                    lost_copy: None,
                 });
             }
             b += 1;
@@ -84,6 +85,7 @@ impl FusionScheme {
             parts,
             pending: n,
             error: None,
+            lost: false,
         };
         let h = self.jobs.insert(Job::Read(job));
         for i in 0..n {
@@ -158,7 +160,7 @@ impl FusionScheme {
                 match pick {
                     None if bad != 0 => {
                         ctx.stats.unrecoverable_pages += count as u64;
-                        self.part_failed(
+                        self.part_lost(
                             ctx,
                             h,
                             i,
@@ -304,6 +306,7 @@ impl FusionScheme {
                 let p = &mut job.parts[i];
                 if p.loc != loc {
                     p.bad = 0; // the bad copies were those of the old location
+                    p.lost_copy = None;
                 }
                 (p.first, p.count, p.buf_off, p.loc) = (f, c, off, loc);
                 out.push(i);
@@ -323,6 +326,7 @@ impl FusionScheme {
                     pins: Vec::new(),
                     expect: Vec::new(),
                     bad: 0,
+                    lost_copy: None,
                 });
                 job.pending += 1;
                 out.push(job.parts.len() - 1);
@@ -340,6 +344,27 @@ impl FusionScheme {
         job.parts[i].mode = PartMode::Done;
         job.pending -= 1;
         job.error.get_or_insert_with(|| why.to_string());
+    }
+
+    /// No copy of part `i` is good: its pages are lost. A relocation gets the bytes last
+    /// read for them (`ReadPart::lost_copy`) and moves them; any other read fails with `why`.
+    fn part_lost(&mut self, ctx: &mut Ctx, h: u64, i: usize, why: &str) {
+        let job = self.read_job(h);
+        let relocating = matches!(job.purpose, ReadPurpose::Reloc { .. });
+        let total = job.len;
+        let p = &mut job.parts[i];
+        let len = p.count as usize * PAGE_SIZE as usize;
+        match p.lost_copy.take() {
+            Some(b) if relocating && b.len() == len => {
+                p.mode = PartMode::Done;
+                let off = p.buf_off;
+                let buf = job.buf.get_or_insert_with(|| vec![0u8; total]);
+                buf[off..off + len].copy_from_slice(&b);
+                job.pending -= 1;
+                job.lost = true;
+            }
+            _ => self.part_failed(ctx, h, i, why),
+        }
     }
 
     pub(super) fn read_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
@@ -438,7 +463,7 @@ impl FusionScheme {
                 // Silent corruption (or a torn write the device acknowledged): this copy
                 // is not the data that was written.
                 ctx.stats.checksum_errors += 1;
-                done_bytes = None;
+                p.lost_copy = done_bytes.take().flatten();
                 match p.mode {
                     PartMode::Direct { .. } => {
                         p.bad |= match p.loc {
@@ -458,7 +483,7 @@ impl FusionScheme {
                     }
                     _ => {
                         ctx.stats.unrecoverable_pages += p.count as u64;
-                        self.part_failed(
+                        self.part_lost(
                             ctx,
                             tag.job,
                             i,
@@ -516,6 +541,7 @@ impl FusionScheme {
         let purpose = std::mem::replace(&mut job.purpose, ReadPurpose::Delivered);
         let len: u64 = job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum();
         let error = job.error.take();
+        let lost = job.lost;
         // Parts that were not read (unmapped, trimmed) read as zeros.
         let buf = job
             .buf
@@ -535,7 +561,7 @@ impl FusionScheme {
                 } else {
                     Some(buf.unwrap_or_default())
                 };
-                self.reloc_block_read(ctx, r, index, data);
+                self.reloc_block_read(ctx, r, index, data, lost);
             }
             ReadPurpose::Delivered => {}
         }

@@ -329,6 +329,7 @@ impl FusionScheme {
             failed: false,
             rebuild,
             repair: kind == RelocKind::Repair,
+            lost: vec![false; n],
         }));
         for (i, ub) in picked.into_iter().enumerate() {
             self.start_read(
@@ -342,18 +343,21 @@ impl FusionScheme {
         true
     }
 
-    /// One block of a relocation has been read (None: unreadable, the relocation is dropped).
+    /// One block of a relocation has been read (None: unreadable, the relocation is dropped;
+    /// `lost`: some of its pages had no good copy and are moved as they were read).
     pub(super) fn reloc_block_read(
         &mut self,
         ctx: &mut Ctx,
         h: u64,
         index: usize,
         data: Option<Vec<u8>>,
+        lost: bool,
     ) {
         let Some(Job::Reloc(j)) = self.jobs.get_mut(h) else {
             unreachable!()
         };
         j.reads_left -= 1;
+        j.lost[index] = lost;
         match data {
             Some(d) => j.data[index] = Some(d),
             None => j.failed = true,
@@ -421,7 +425,7 @@ impl FusionScheme {
             v.relocating.remove(u);
         }
         let now = ctx.now;
-        let mut moved = 0;
+        let (mut moved, mut repaired) = (0, 0);
         if ok {
             v.stripes.set_state(j.stripe, StripeState::Raid);
             v.note_stripe(ctx, j.stripe);
@@ -435,13 +439,14 @@ impl FusionScheme {
                 let loc = Loc::Raid(v.zone.flbn(j.stripe, c));
                 v.map_whole(ub, loc, now);
                 moved += 1;
+                repaired += u64::from(!j.lost[c]);
             }
             if v.stripes.valid(j.stripe) == 0 {
                 v.stripes.set_state(j.stripe, StripeState::Free);
             }
             ctx.stats.relocations += moved;
             if j.repair {
-                ctx.stats.repaired_blocks += moved;
+                ctx.stats.repaired_blocks += repaired;
             }
         } else if v.stripes.state(j.stripe) == StripeState::Busy {
             v.stripes.set_state(j.stripe, StripeState::Free);
