@@ -62,6 +62,11 @@ pub struct FusionScheme {
     durable: Option<durable::Durable>,
     /// Lists the write path reuses (allocation per write was a tenth of the work).
     write_bufs: bufs::WriteBufs,
+    /// Until then `kick_background` has nothing to do in any volume (see
+    /// `background::quiet_until`); 0 when unknown. Whatever makes a volume need a kick
+    /// (a write parks for space, a background task finishes, a rebuild, rebalance or scrub
+    /// begins) sets it back to 0 through `wake_background`.
+    bg_quiet_until: Nanos,
 }
 
 impl FusionScheme {
@@ -153,6 +158,7 @@ impl FusionScheme {
             name,
             durable: None,
             write_bufs: bufs::WriteBufs::default(),
+            bg_quiet_until: 0,
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.

@@ -233,6 +233,7 @@ impl FusionScheme {
                 ..Default::default()
             });
         }
+        self.wake_background();
     }
 
     /// When the next rebuild step may start (the background rescan period at the soonest).
@@ -373,6 +374,7 @@ impl FusionScheme {
                 });
             }
         }
+        self.wake_background();
     }
 
     pub(super) fn rebalance_due(&self, ctx: &Ctx, vol: usize) -> bool {

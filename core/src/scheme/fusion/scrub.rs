@@ -149,6 +149,7 @@ impl FusionScheme {
                 ..Default::default()
             });
         }
+        self.wake_background();
         Ok(())
     }
 
