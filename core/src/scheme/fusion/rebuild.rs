@@ -234,6 +234,7 @@ impl FusionScheme {
             });
         }
         self.wake_background();
+        self.maintenance_begun = true;
     }
 
     /// When the next rebuild step may start (the background rescan period at the soonest).
@@ -375,6 +376,7 @@ impl FusionScheme {
             }
         }
         self.wake_background();
+        self.maintenance_begun = true;
     }
 
     pub(super) fn rebalance_due(&self, ctx: &Ctx, vol: usize) -> bool {

@@ -150,6 +150,7 @@ impl FusionScheme {
             });
         }
         self.wake_background();
+        self.maintenance_begun = true;
         Ok(())
     }
 
