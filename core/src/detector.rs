@@ -234,6 +234,12 @@ impl SpikeDetector {
         self.update_state();
     }
 
+    /// No request issued in the window is still pending: sliding the window would only move
+    /// its slot number (see `advance`), which the next call to `advance` does as well.
+    pub fn window_empty(&self) -> bool {
+        self.in_window == 0
+    }
+
     /// Whether the disk is currently considered in a latency spike.
     pub fn is_unresponsive(&self) -> bool {
         self.unresponsive

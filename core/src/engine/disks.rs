@@ -186,6 +186,13 @@ impl Disks {
     pub fn advance(&mut self, now: Nanos) {
         let mut m = MinDeadline::default();
         for s in &mut self.list {
+            if s.detector.window_empty() {
+                // Nothing can become a straggler and no deadline is due: the detector
+                // catches up at its next issue or completion, exactly as it would now (an
+                // empty window only moves its slot number; most members are idle at a
+                // timeout).
+                continue;
+            }
             s.detector.advance(now);
             if let Some(d) = s.detector.next_deadline() {
                 m.add(d);

@@ -2,8 +2,8 @@
 //! after another, in submission order: the mapping update of an earlier write can never land
 //! after a later one's. Reads take no lock; stripe pins protect them instead.
 //!
-//! Each block with a holder or waiters has an entry: held or not, and the FIFO of waiters
-//! that want it. A waiter runs once it is at the head of every one of its blocks' queues and
+//! A held block has its bit set; a block that waiters want has the FIFO of those waiters.
+//! A waiter runs once it is at the head of every one of its blocks' queues and
 //! none of them is held, so a later request never overtakes an earlier one on a shared block.
 //! Releasing `n` blocks only looks at the heads of those `n` queues: the cost does not grow
 //! with the number of waiters (with thousands of writes parked behind a slow member, a scan
@@ -13,13 +13,6 @@ use std::collections::VecDeque;
 
 use crate::fasthash::FastMap;
 
-#[derive(Default)]
-struct BlockEntry {
-    held: bool,
-    /// Sequence numbers of the waiters that want this block, oldest first.
-    queue: VecDeque<u64>,
-}
-
 struct Waiter<T> {
     first: u64,
     end: u64,
@@ -27,7 +20,13 @@ struct Waiter<T> {
 }
 
 pub struct BlockLocks<T> {
-    blocks: FastMap<u64, BlockEntry>,
+    /// Bit `b` set: block `b` is held. A bit per block (grown up to the highest block
+    /// locked so far) instead of a map entry: every write takes and gives back its blocks,
+    /// and most never meet a waiter, so the common case is a bit test and a bit flip.
+    held_bits: Vec<u64>,
+    /// Blocks some waiter wants: the sequence numbers of their waiters, oldest first. A
+    /// block is in here only while its queue is not empty.
+    queues: FastMap<u64, VecDeque<u64>>,
     waiters: FastMap<u64, Waiter<T>>,
     next_seq: u64,
     held: usize,
@@ -36,7 +35,8 @@ pub struct BlockLocks<T> {
 impl<T> Default for BlockLocks<T> {
     fn default() -> Self {
         BlockLocks {
-            blocks: FastMap::default(),
+            held_bits: Vec::new(),
+            queues: FastMap::default(),
             waiters: FastMap::default(),
             next_seq: 0,
             held: 0,
@@ -45,13 +45,35 @@ impl<T> Default for BlockLocks<T> {
 }
 
 impl<T> BlockLocks<T> {
+    fn held_bit(&self, b: u64) -> bool {
+        self.held_bits
+            .get((b / 64) as usize)
+            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+    }
+
+    fn set_held(&mut self, b: u64, on: bool) {
+        let w = (b / 64) as usize;
+        if w >= self.held_bits.len() {
+            if !on {
+                return;
+            }
+            self.held_bits.resize(w + 1, 0);
+        }
+        if on {
+            self.held_bits[w] |= 1 << (b % 64);
+        } else {
+            self.held_bits[w] &= !(1 << (b % 64));
+        }
+    }
+
+    /// Some waiter wants `b`.
+    fn wanted(&self, b: u64) -> bool {
+        !self.queues.is_empty() && self.queues.contains_key(&b)
+    }
+
     /// Neither held nor wanted by a waiter.
     fn available(&self, first: u64, end: u64) -> bool {
-        (first..end).all(|b| {
-            self.blocks
-                .get(&b)
-                .is_none_or(|e| !e.held && e.queue.is_empty())
-        })
+        (first..end).all(|b| !self.held_bit(b) && !self.wanted(b))
     }
 
     /// Lock blocks `[first, end)` now, or queue `item` behind the holders (and behind earlier
@@ -63,7 +85,7 @@ impl<T> BlockLocks<T> {
         let seq = self.next_seq;
         self.next_seq += 1;
         for b in first..end {
-            self.blocks.entry(b).or_default().queue.push_back(seq);
+            self.queues.entry(b).or_default().push_back(seq);
         }
         self.waiters.insert(seq, Waiter { first, end, item });
         None
@@ -74,40 +96,19 @@ impl<T> BlockLocks<T> {
         self.take_if_available(first, end)
     }
 
-    /// `available` then `take`, with one map lookup per block instead of two (every write
-    /// locks its blocks): blocks are taken as they are found free, and given back if a
-    /// later one is not.
     fn take_if_available(&mut self, first: u64, end: u64) -> bool {
-        use std::collections::hash_map::Entry;
+        if !self.available(first, end) {
+            return false;
+        }
         for b in first..end {
-            match self.blocks.entry(b) {
-                Entry::Vacant(v) => {
-                    v.insert(BlockEntry {
-                        held: true,
-                        queue: VecDeque::new(),
-                    });
-                }
-                Entry::Occupied(mut o) => {
-                    let e = o.get_mut();
-                    if e.held || !e.queue.is_empty() {
-                        // Not available: undo the blocks taken so far. Removing their
-                        // entries is exact: each was vacant, or free with no waiter, which
-                        // means the same as no entry.
-                        for u in first..b {
-                            self.blocks.remove(&u);
-                        }
-                        return false;
-                    }
-                    e.held = true;
-                }
-            }
+            self.set_held(b, true);
         }
         self.held += (end - first) as usize;
         true
     }
 
     pub fn is_locked(&self, b: u64) -> bool {
-        self.blocks.get(&b).is_some_and(|e| e.held)
+        self.held_bit(b)
     }
 
     /// Could `b` be locked right now without overtaking a waiter?
@@ -118,34 +119,25 @@ impl<T> BlockLocks<T> {
     /// Waiter `seq` may run: first in line on each of its blocks, none of them held.
     fn ready(&self, seq: u64) -> bool {
         let w = &self.waiters[&seq];
-        (w.first..w.end).all(|b| {
-            let e = &self.blocks[&b];
-            !e.held && e.queue.front() == Some(&seq)
-        })
+        (w.first..w.end).all(|b| !self.held_bit(b) && self.queues[&b].front() == Some(&seq))
     }
 
     /// Release `[first, end)` and return waiters that now hold their locks, in submission
     /// order.
     pub fn release(&mut self, first: u64, end: u64) -> Vec<T> {
-        // Only a waiter at the head of a released block's queue can have become runnable:
-        // every other waiter is still behind a holder or an earlier waiter.
-        let mut heads: Vec<u64> = Vec::new();
         for b in first..end {
-            // One lookup per block: the entry is dropped in place when nobody waits.
-            let std::collections::hash_map::Entry::Occupied(mut o) = self.blocks.entry(b) else {
-                panic!("releasing block {b} that is not locked");
-            };
-            let e = o.get_mut();
-            assert!(e.held, "releasing block {b} that is not locked");
-            e.held = false;
-            match e.queue.front() {
-                Some(&seq) => heads.push(seq),
-                None => {
-                    o.remove();
-                }
-            }
+            assert!(self.held_bit(b), "releasing block {b} that is not locked");
+            self.set_held(b, false);
         }
         self.held -= (end - first) as usize;
+        if self.queues.is_empty() {
+            return Vec::new(); // nobody waits for anything
+        }
+        // Only a waiter at the head of a released block's queue can have become runnable:
+        // every other waiter is still behind a holder or an earlier waiter.
+        let mut heads: Vec<u64> = (first..end)
+            .filter_map(|b| self.queues.get(&b).and_then(|q| q.front().copied()))
+            .collect();
         heads.sort_unstable();
         heads.dedup();
         let mut ready = Vec::new();
@@ -155,9 +147,15 @@ impl<T> BlockLocks<T> {
             }
             let w = self.waiters.remove(&seq).expect("waiter exists");
             for b in w.first..w.end {
-                let e = self.blocks.get_mut(&b).expect("wanted block has an entry");
-                e.queue.pop_front();
-                e.held = true;
+                let std::collections::hash_map::Entry::Occupied(mut q) = self.queues.entry(b)
+                else {
+                    panic!("wanted block {b} has no queue");
+                };
+                q.get_mut().pop_front();
+                if q.get().is_empty() {
+                    q.remove();
+                }
+                self.set_held(b, true);
             }
             self.held += (w.end - w.first) as usize;
             ready.push(w.item);
@@ -204,7 +202,7 @@ mod tests {
         let overlaps = |a: (u64, u64), b: (u64, u64)| a.0 < b.1 && b.0 < a.1;
         for id in 0..4000u32 {
             if rng.below(2) == 0 || holders.is_empty() {
-                let first = rng.below(40);
+                let first = rng.below(40) + if id % 2 == 0 { 0 } else { 60 };
                 let end = first + 1 + rng.below(4);
                 let free = !holders.iter().any(|h| overlaps((h.0, h.1), (first, end)))
                     && !queue.iter().any(|w| overlaps((w.0, w.1), (first, end)));

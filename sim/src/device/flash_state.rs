@@ -125,11 +125,16 @@ impl ValidMap {
         while pos < end {
             let r = (pos >> region_shift) as usize;
             let r_end = ((r as u64 + 1) * region_bytes).min(end);
-            let before = self.region_valid(r);
+            let (full, partial) = (self.full[r], self.partial[r]);
             let base = r as u64 * region_bytes;
             self.apply_region(r, pos - base, r_end - base, valid);
-            let after = self.region_valid(r);
-            self.total = self.total + after - before;
+            self.total = if self.full[r] == full {
+                // Same full slices: only the partial bytes moved (spares two bit counts).
+                self.total + self.partial[r] as u64 - partial as u64
+            } else {
+                let before = full.count_ones() as u64 * self.slice + partial as u64;
+                self.total + self.region_valid(r) - before
+            };
             pos = r_end;
         }
     }
@@ -144,10 +149,12 @@ impl ValidMap {
             // Area of the partially valid slices; their valid bytes `x` are spread over it.
             let pa = (SLICES - (full | empty).count_ones() as u64) * s;
             let share = |bytes: u64| -> u64 {
-                if pa == 0 {
-                    0
-                } else {
-                    ((x as u128 * bytes as u128) / pa as u128) as u64
+                // The product fits 64 bits for every real slice size; 128-bit division is
+                // a library call on x86-64. No partially valid area (pa 0): no share.
+                match x.checked_mul(bytes) {
+                    Some(p) => p.checked_div(pa).unwrap_or(0),
+                    None if pa == 0 => 0,
+                    None => ((x as u128 * bytes as u128) / pa as u128) as u64,
                 }
             };
             let state = if full & bit != 0 {
@@ -426,6 +433,112 @@ mod tests {
         m.apply(0, MIB / 2 + 4096, false);
         let v = m.valid_bytes() as f64 / MIB as f64;
         assert!((v - 0.5).abs() < 0.02, "{v}");
+    }
+
+    /// The general path as it was before the partial-bytes shortcut and the 64-bit share:
+    /// the reference for `apply_general`.
+    fn reference_apply(m: &mut ValidMap, off: u64, len: u64, valid: bool) {
+        let end = off.saturating_add(len).min(m.capacity);
+        let mut pos = off;
+        let region_bytes = m.slice * SLICES;
+        let region_shift = m.shift + SLICES.trailing_zeros();
+        while pos < end {
+            let r = (pos >> region_shift) as usize;
+            let r_end = ((r as u64 + 1) * region_bytes).min(end);
+            let before = m.region_valid(r);
+            let (lo, hi) = (
+                pos - r as u64 * region_bytes,
+                r_end - r as u64 * region_bytes,
+            );
+            let s = m.slice;
+            let (mut full, mut empty) = (m.full[r], m.empty[r]);
+            let mut x = m.partial[r] as u64;
+            for k in lo >> m.shift..(hi + s - 1) >> m.shift {
+                let w = hi.min((k + 1) * s) - lo.max(k * s);
+                let bit = 1u16 << k;
+                let pa = (SLICES - (full | empty).count_ones() as u64) * s;
+                let share = |bytes: u64| -> u64 {
+                    if pa == 0 {
+                        0
+                    } else {
+                        ((x as u128 * bytes as u128) / pa as u128) as u64
+                    }
+                };
+                let state = if full & bit != 0 {
+                    Slice::Full
+                } else if empty & bit != 0 {
+                    Slice::Empty
+                } else {
+                    Slice::Partial
+                };
+                match (valid, w == s, state) {
+                    (true, _, Slice::Full) | (false, _, Slice::Empty) => {}
+                    (true, true, st) => {
+                        if st == Slice::Partial {
+                            x -= share(s).min(x);
+                        }
+                        full |= bit;
+                        empty &= !bit;
+                    }
+                    (true, false, Slice::Empty) => {
+                        empty &= !bit;
+                        x += w;
+                    }
+                    (true, false, Slice::Partial) => x = (x + w - share(w).min(w)).min(pa),
+                    (false, true, st) => {
+                        if st == Slice::Partial {
+                            x -= share(s).min(x);
+                        }
+                        full &= !bit;
+                        empty |= bit;
+                    }
+                    (false, false, Slice::Full) => {
+                        full &= !bit;
+                        x += s - w;
+                    }
+                    (false, false, Slice::Partial) => x -= share(w).min(x),
+                }
+            }
+            m.full[r] = full;
+            m.empty[r] = empty;
+            m.partial[r] = x as u32;
+            let after = m.region_valid(r);
+            m.total = m.total + after - before;
+            pos = r_end;
+        }
+    }
+
+    #[test]
+    fn general_path_matches_the_reference() {
+        let mut rng = fusionraid_core::rng::Rng::new(12);
+        // 64 KiB slices, and 128 KiB slices (a drive beyond 256 GiB).
+        for cap in [8 * MIB + 4096, (1u64 << 38) + 3 * 4096] {
+            let mut a = ValidMap::new(cap);
+            let mut b = a.clone();
+            let slices = cap / a.slice_bytes();
+            for _ in 0..30_000 {
+                let (off, len) = match rng.below(4) {
+                    0 => (rng.below(slices.min(300)) * a.slice, a.slice),
+                    1 => (
+                        rng.below(slices.min(300) * 16) * 4096,
+                        4096 * (1 + rng.below(20)),
+                    ),
+                    2 => (rng.below(cap / 4096) * 4096, 4096 * (1 + rng.below(64))),
+                    _ => (
+                        rng.below(slices.min(300)) * a.slice + 4096 * rng.below(8),
+                        a.slice * (1 + rng.below(3)),
+                    ),
+                };
+                let valid = rng.below(5) != 0;
+                a.apply_general(off, len, valid);
+                reference_apply(&mut b, off, len, valid);
+                assert_eq!(a.valid_bytes(), b.valid_bytes());
+                assert_eq!(
+                    (&a.full, &a.empty, &a.partial),
+                    (&b.full, &b.empty, &b.partial)
+                );
+            }
+        }
     }
 
     #[test]

@@ -64,6 +64,12 @@ pub struct SsdModel {
     costs: GcCosts,
     stats: DeviceStats,
     last_now: Nanos,
+    /// Link time of one page, reads and writes (the link rates never change).
+    page_xfer: [Nanos; 2],
+    /// The last request length and its link time, reads and writes: most requests of a
+    /// member have one size (a FusionRAID block), so `xfer_ns` (a float division and a
+    /// rounding) runs once per size change instead of on every request.
+    last_xfer: [(u64, Nanos); 2],
 }
 
 impl SsdModel {
@@ -92,8 +98,27 @@ impl SsdModel {
             costs: cfg.gc_costs(),
             stats: DeviceStats::default(),
             last_now: 0,
+            page_xfer: [cfg.page_xfer_ns(false), cfg.page_xfer_ns(true)],
+            last_xfer: [
+                (0, xfer_ns(0, cfg.read_mb_s)),
+                (0, xfer_ns(0, cfg.write_mb_s)),
+            ],
             cfg,
         })
+    }
+
+    /// `xfer_ns(len, rate)` of the read or write link (memoised for the last length).
+    fn link_ns(&mut self, write: bool, len: u64) -> Nanos {
+        let rate = if write {
+            self.cfg.write_mb_s
+        } else {
+            self.cfg.read_mb_s
+        };
+        let m = &mut self.last_xfer[write as usize];
+        if m.0 != len {
+            *m = (len, xfer_ns(len, rate));
+        }
+        m.1
     }
 
     pub fn config(&self) -> &SsdConfig {
@@ -145,8 +170,9 @@ impl SsdModel {
         // The link is booked in submission order (a pure bandwidth limit): booking it when
         // the data leaves the die would let one read stuck behind a program hold up every
         // later read on the link.
-        let xfer = self.scale_ns(xfer_ns(len, self.cfg.read_mb_s));
-        let x4k = self.scale_ns(self.cfg.page_xfer_ns(false));
+        let xfer = self.link_ns(false, len);
+        let xfer = self.scale_ns(xfer);
+        let x4k = self.scale_ns(self.page_xfer[0]);
         let link_start = arrive.max(self.link_read_free);
         self.link_read_free = link_start + xfer;
         wait = wait.max(link_start - arrive);
@@ -220,8 +246,9 @@ impl SsdModel {
         let part_ns = self.scale_ns(self.cfg.ctrl_write_ns * pages.div_ceil(parts) as u64);
         let arrive = t0 + self.ctrl_w.reserve(t0, parts, part_ns);
 
-        let xfer = self.scale_ns(xfer_ns(len, self.cfg.write_mb_s));
-        let x4k = self.scale_ns(self.cfg.page_xfer_ns(true));
+        let xfer = self.link_ns(true, len);
+        let xfer = self.scale_ns(xfer);
+        let x4k = self.scale_ns(self.page_xfer[1]);
         let link_start = arrive.max(self.link_write_free);
         self.link_write_free = link_start + xfer;
         let in_device = link_start + xfer.saturating_sub(x4k);

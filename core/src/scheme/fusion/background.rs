@@ -31,6 +31,45 @@ impl FusionScheme {
 
     /// Start background tasks where the triggers say so, up to the concurrency limit.
     pub(super) fn kick_background(&mut self, ctx: &mut Ctx) {
+        if ctx.now < self.bg_quiet_until {
+            // Every volume would pass the skip test below (this runs after every device
+            // completion; most find all volumes quiet). Debug builds (`cargo test` without
+            // --release: failures, rebuilds, scrubs, full pools) check it against them.
+            debug_assert!(
+                ctx.now < self.quiet_until(),
+                "a volume needs a kick the cache missed (a change without wake_background)"
+            );
+            return;
+        }
+        self.kick_volumes(ctx);
+        self.bg_quiet_until = self.quiet_until();
+    }
+
+    /// Until when every volume passes `kick_volumes`' skip test, as things stand: no
+    /// waiting write, no rebuild, rebalance or scrub, and before its next scan (0 when a
+    /// volume needs a kick now). Only `wake_background` can make it earlier.
+    fn quiet_until(&self) -> Nanos {
+        let mut until = Nanos::MAX;
+        for v in &self.vols {
+            if !(v.space_waiters.is_empty()
+                && v.rebuild.is_none()
+                && v.rebalance.is_none()
+                && v.scrub.is_none())
+            {
+                return 0;
+            }
+            until = until.min(v.next_bg_scan);
+        }
+        until
+    }
+
+    /// Something happened that the cached `bg_quiet_until` does not account for (a volume
+    /// may need a kick before it): forget it.
+    pub(super) fn wake_background(&mut self) {
+        self.bg_quiet_until = 0;
+    }
+
+    fn kick_volumes(&mut self, ctx: &mut Ctx) {
         for vol in 0..self.vols.len() {
             let v = &self.vols[vol];
             if v.space_waiters.is_empty()
@@ -342,6 +381,7 @@ impl FusionScheme {
             let v = &mut self.vols[vol];
             v.bg_running -= 1;
             v.next_bg_scan = 0; // a finished task changes what can start
+            self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
             v.pairs.set_mut(id).converting = false;
             v.settle_set(id, ctx.now);
             return;
@@ -356,6 +396,7 @@ impl FusionScheme {
             let v = &mut self.vols[vol];
             v.bg_running -= 1;
             v.next_bg_scan = 0;
+            self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
             let set = v.pairs.set_mut(id);
             set.converting = false;
             set.convert_after = ctx.now + CONVERT_RETRY_NS;
@@ -435,6 +476,7 @@ impl FusionScheme {
         let v = &mut self.vols[j.vol];
         v.bg_running -= 1;
         v.next_bg_scan = 0; // a finished task changes what can start
+        self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
         let keep = j.keep;
         let set = v.pairs.remove(j.set);
         let stripe = set.stripes[keep];

@@ -438,6 +438,7 @@ impl FusionScheme {
         v.columns.remove(&j.stripe);
         v.rebuild_running -= 1;
         v.next_bg_scan = 0;
+        self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
         match (j.mode, ok) {
             (ColumnMode::Rebuild, true) => {
                 for &m in &j.moves {

@@ -62,6 +62,14 @@ pub struct FusionScheme {
     durable: Option<durable::Durable>,
     /// Lists the write path reuses (allocation per write was a tenth of the work).
     write_bufs: bufs::WriteBufs,
+    /// Until then `kick_background` has nothing to do in any volume (see
+    /// `background::quiet_until`); 0 when unknown. Whatever makes a volume need a kick
+    /// (a write parks for space, a background task finishes, a rebuild, rebalance or scrub
+    /// begins) sets it back to 0 through `wake_background`.
+    bg_quiet_until: Nanos,
+    /// A rebuild, rebalance or scrub was begun in some volume at least once (they are never
+    /// dropped again): until then `next_deadline` need not ask for their timers.
+    maintenance_begun: bool,
 }
 
 impl FusionScheme {
@@ -153,6 +161,8 @@ impl FusionScheme {
             name,
             durable: None,
             write_bufs: bufs::WriteBufs::default(),
+            bg_quiet_until: 0,
+            maintenance_begun: false,
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -268,14 +278,13 @@ impl Scheme for FusionScheme {
 
     fn next_deadline(&self, now: Nanos) -> Option<Nanos> {
         // Asked after every input: one pass over the volumes, and the rebuild and scrub
-        // timers only when one of them ever started (the minimum does not depend on the
-        // order the candidates are looked at).
+        // timers only once one of them was begun (they find nothing in volumes without
+        // one; the minimum does not depend on the order the candidates are looked at).
         let mut d = self.hedge_deadline(now);
         let mut add = |t: Nanos| d = Some(d.map_or(t, |x: Nanos| x.min(t)));
-        let mut maintenance = false;
+        let maintenance = self.maintenance_begun;
         let mut background = false;
         for v in &self.vols {
-            maintenance |= v.rebuild.is_some() || v.rebalance.is_some() || v.scrub.is_some();
             background |= v.pairs.set_count() > 0 || !v.space_waiters.is_empty();
             if (!v.space_waiters.is_empty() || !v.repair.is_empty()) && v.next_bg_scan > now {
                 // Writes wait (or blocks await repair) and the last scan found nothing: scan

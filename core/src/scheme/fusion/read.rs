@@ -202,18 +202,19 @@ impl FusionScheme {
                 let (s, c) = v.zone.split(f);
                 let width = v.zone.width();
                 let disk = v.zone.disk(s, c);
-                let failed_cols: Vec<usize> = (0..width)
-                    .filter(|&x| ctx.is_failed(v.zone.disk(s, x)))
-                    .collect();
-                let others_fine = (0..width)
-                    .filter(|&x| x != c)
-                    .all(|x| !ctx.avoid(v.zone.disk(s, x)));
+                // The other columns are looked at only when the target's state asks for it:
+                // most reads go straight to a healthy member.
+                let others_fine = || {
+                    (0..width)
+                        .filter(|&x| x != c)
+                        .all(|x| !ctx.avoid(v.zone.disk(s, x)))
+                };
                 let rebuild = ctx.is_failed(disk)
                     || bad & BAD_RAID != 0
                     || (redirect
                         && ctx.is_unresponsive(disk)
-                        && others_fine
-                        && bad & BAD_REBUILD == 0);
+                        && bad & BAD_REBUILD == 0
+                        && others_fine());
                 if !rebuild {
                     let (dk, off) = v.zone.device_offset(s, c, page_off);
                     v.stripes.pin(s);
@@ -225,7 +226,9 @@ impl FusionScheme {
                     );
                     Some((PartMode::Direct { stripe: s }, vec![(DIRECT, s)], 1))
                 } else {
-                    let mut missing = failed_cols.clone();
+                    let mut missing: Vec<usize> = (0..width)
+                        .filter(|&x| ctx.is_failed(v.zone.disk(s, x)))
+                        .collect();
                     if !missing.contains(&c) {
                         missing.push(c);
                     }

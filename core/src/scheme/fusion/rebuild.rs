@@ -233,6 +233,8 @@ impl FusionScheme {
                 ..Default::default()
             });
         }
+        self.wake_background();
+        self.maintenance_begun = true;
     }
 
     /// When the next rebuild step may start (the background rescan period at the soonest).
@@ -373,6 +375,8 @@ impl FusionScheme {
                 });
             }
         }
+        self.wake_background();
+        self.maintenance_begun = true;
     }
 
     pub(super) fn rebalance_due(&self, ctx: &Ctx, vol: usize) -> bool {

@@ -420,6 +420,7 @@ impl FusionScheme {
         let v = &mut self.vols[j.vol];
         v.bg_running -= 1;
         v.next_bg_scan = 0; // a finished task changes what can start
+        self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
         v.rebuild_running -= j.rebuild as usize;
         for u in &j.blocks {
             v.relocating.remove(u);

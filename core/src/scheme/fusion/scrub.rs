@@ -149,6 +149,8 @@ impl FusionScheme {
                 ..Default::default()
             });
         }
+        self.wake_background();
+        self.maintenance_begun = true;
         Ok(())
     }
 

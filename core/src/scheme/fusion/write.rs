@@ -79,6 +79,7 @@ impl FusionScheme {
             Planned::NoSpace => {
                 let vol = self.write_job(h).vol;
                 self.vols[vol].space_waiters.push(h);
+                self.wake_background();
                 self.vols[vol].waiters_mark = self.vols[vol].space_mark();
                 // Held stripes come back with the next journal commit (which waiting writes
                 // trigger at once): see `Vol::room_on_the_way`.
