@@ -32,6 +32,14 @@ impl Data {
             Data::Size(_) => None,
         }
     }
+    /// The bytes, shareable (no copy: a vector becomes the shared buffer).
+    pub fn into_shared(self) -> Option<SharedBytes> {
+        match self {
+            Data::Bytes(b) => Some(SharedBytes::new(b)),
+            Data::Shared(s) => Some(s),
+            Data::Size(_) => None,
+        }
+    }
     /// The bytes as a vector of their own (a copy when they are shared with others).
     pub fn into_bytes(self) -> Option<Vec<u8>> {
         match self {

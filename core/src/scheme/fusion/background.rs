@@ -4,8 +4,9 @@
 use super::FusionScheme;
 use super::jobs::{ConvertJob, Job};
 use super::pairs::SlotState;
+use super::stripe_parity::fill_parity;
 use super::vol::Vol;
-use super::write::{fill_parity, write_columns};
+use super::write::write_columns;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;

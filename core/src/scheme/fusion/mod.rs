@@ -20,6 +20,7 @@ pub mod rebuild;
 mod relocate;
 pub mod scrub;
 pub mod sizing;
+mod stripe_parity;
 pub mod vol;
 mod write;
 

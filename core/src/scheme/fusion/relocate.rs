@@ -4,7 +4,8 @@
 
 use super::FusionScheme;
 use super::jobs::{Job, ReadPurpose, RelocJob};
-use super::write::{fill_parity, write_columns};
+use super::stripe_parity::fill_parity;
+use super::write::write_columns;
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;

@@ -23,7 +23,8 @@
 
 use super::FusionScheme;
 use super::jobs::Job;
-use super::write::{fill_parity, write_columns};
+use super::stripe_parity::fill_parity;
+use super::write::write_columns;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;

@@ -11,11 +11,11 @@ use super::FusionScheme;
 use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
 use super::pack;
 use super::pairs::{PairSet, Slot, SlotState, common_disks, match_columns};
+use super::stripe_parity::stripe_columns;
 use super::vol::{Parked, Vol};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError, SharedBytes};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::parity;
 use crate::space::StripeState;
 use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::{Loc, sums};
@@ -353,12 +353,10 @@ impl FusionScheme {
         // The payload becomes shared: every replica write refers to it (no copy each), and
         // the job keeps a reference too, from which completion computes the checksums.
         let data: Option<SharedBytes> = match &mut self.write_job(h).kind {
-            WriteKind::Data(d @ (Data::Bytes(_) | Data::Shared(_))) => {
-                let shared = match std::mem::replace(d, Data::Size(0)) {
-                    Data::Bytes(b) => SharedBytes::new(b),
-                    Data::Shared(s) => s,
-                    Data::Size(_) => unreachable!("matched above"),
-                };
+            WriteKind::Data(d) if d.bytes().is_some() => {
+                let shared = std::mem::replace(d, Data::Size(0))
+                    .into_shared()
+                    .expect("bytes");
                 *d = Data::Shared(shared.clone());
                 Some(shared)
             }
@@ -441,7 +439,6 @@ impl FusionScheme {
         if n_io > 0 {
             v.writes_in_flight += 1;
         }
-        drop(data);
         let w = self.write_job(h);
         w.pieces = pieces;
         w.stripes = stripes;
@@ -528,13 +525,10 @@ impl FusionScheme {
         let zero_sum = matches!(w.kind, WriteKind::Zeroes(_)).then(sums::zero_page_sum);
         let sums_of = |p: &Piece| -> Option<Vec<u32>> {
             match &w.kind {
-                WriteKind::Data(d @ (Data::Bytes(_) | Data::Shared(_))) => {
-                    let b = d.bytes().expect("bytes");
+                WriteKind::Data(d) => d.bytes().map(|b| {
                     let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - w.offset) as usize;
-                    Some(sums::sums_of(
-                        &b[start..start + p.count as usize * PAGE_SIZE as usize],
-                    ))
-                }
+                    sums::sums_of(&b[start..start + p.count as usize * PAGE_SIZE as usize])
+                }),
                 WriteKind::Zeroes(_) if !ctx.size_only => {
                     Some(vec![zero_sum.expect("zeroes"); p.count as usize])
                 }
@@ -696,82 +690,6 @@ pub(super) fn write_columns(
         n += 1;
     }
     n
-}
-
-/// Compute the parity columns (the last `nparity`) from the data columns in place.
-/// The columns of a new full stripe `s`: a data column one piece covers whole is that part
-/// of the user's payload (`bytes_of`), shared, not copied; the others are built (missing
-/// pages zero); the parity is computed from them.
-fn stripe_columns(
-    s: u32,
-    width: usize,
-    nparity: usize,
-    bs: u64,
-    pieces: &[Piece],
-    bytes_of: impl Fn(&Piece) -> SharedBytes,
-) -> Vec<Data> {
-    let dcols = width - nparity;
-    let mut whole: Vec<Option<SharedBytes>> = vec![None; dcols];
-    let mut built: Vec<Option<Vec<u8>>> = vec![None; dcols];
-    for p in pieces {
-        let Dest::Stripe { stripe, col } = p.dest else {
-            continue;
-        };
-        if stripe != s {
-            continue;
-        }
-        assert!(col < dcols, "a piece in a parity column");
-        let src = bytes_of(p);
-        if p.first == 0 && src.len() as u64 == bs {
-            assert!(
-                whole[col].is_none() && built[col].is_none(),
-                "two pieces, one column"
-            );
-            whole[col] = Some(src);
-        } else {
-            let at = p.first as usize * PAGE_SIZE as usize;
-            let c = built[col].get_or_insert_with(|| vec![0u8; bs as usize]);
-            c[at..at + src.len()].copy_from_slice(src.as_slice());
-        }
-    }
-    let zero = vec![0u8; bs as usize];
-    let mut par = vec![vec![0u8; bs as usize]; nparity];
-    {
-        let data: Vec<&[u8]> = (0..dcols)
-            .map(|c| match (&whole[c], &built[c]) {
-                (Some(w), _) => w.as_slice(),
-                (None, Some(b)) => b.as_slice(),
-                (None, None) => zero.as_slice(),
-            })
-            .collect();
-        match par.as_mut_slice() {
-            [p] => parity::gen_p(&data, p),
-            [p, q] => parity::gen_pq(&data, p, q),
-            _ => unreachable!("1 or 2 parity columns"),
-        }
-    }
-    let mut out: Vec<Data> = whole
-        .into_iter()
-        .zip(built)
-        .map(|(w, b)| match (w, b) {
-            (Some(w), _) => Data::Shared(w),
-            (None, Some(b)) => Data::Bytes(b),
-            (None, None) => Data::Bytes(zero.clone()),
-        })
-        .collect();
-    out.extend(par.into_iter().map(Data::Bytes));
-    out
-}
-
-pub(super) fn fill_parity(cols: &mut [Vec<u8>], nparity: usize) {
-    let dcols = cols.len() - nparity;
-    let (data, par) = cols.split_at_mut(dcols);
-    let data: Vec<&[u8]> = data.iter().map(|c| c.as_slice()).collect();
-    match par {
-        [p] => parity::gen_p(&data, p),
-        [p, q] => parity::gen_pq(&data, p, q),
-        _ => unreachable!("1 or 2 parity columns"),
-    }
 }
 
 /// Make sure `needed` spare replica slots exist, opening new pair sets while the replicated

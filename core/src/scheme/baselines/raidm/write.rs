@@ -1,7 +1,7 @@
 //! User writes, trims and write-zeroes: head choice, placement, acknowledging, failing for space.
 
 use super::{Job, NO_SPACE, PS, RaidM};
-use crate::engine::api::{Data, IoResult, ReqError};
+use crate::engine::api::{IoResult, ReqError};
 use crate::engine::ctx::Ctx;
 use crate::scheme::baselines::sparse::NONE;
 use crate::types::PAGE_SIZE;
@@ -68,10 +68,7 @@ impl RaidM {
             let grp = self.vols[vol].grp;
             let lpa = (self.vols[vol].base + offset / PAGE_SIZE) as u32 + placed;
             let bytes: Option<Vec<u8>> = match data {
-                Some(d @ (Data::Bytes(_) | Data::Shared(_))) => {
-                    Some(d.bytes().expect("bytes")[placed as usize * PS..].to_vec())
-                }
-                Some(Data::Size(_)) => None,
+                Some(d) => d.bytes().map(|b| b[placed as usize * PS..].to_vec()),
                 None => (!ctx.size_only).then(|| vec![0u8; (total - placed) as usize * PS]),
             };
             let Some(p) = self.place(
