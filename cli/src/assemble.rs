@@ -310,9 +310,8 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             reference.count
         );
     }
-    let mut stored = PoolFile::parse(&reference.config)
+    let stored = PoolFile::parse(&reference.config)
         .context("the pool configuration stored in the superblocks")?;
-    stored.image_bound = reference.image_bound();
     // An `auto` spare share in the file is whatever `create` resolved it to.
     let mut file = file.clone();
     for (v, s) in file.volumes.iter_mut().zip(&stored.volumes) {
@@ -320,7 +319,6 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             v.spare_fraction = s.spare_fraction;
         }
     }
-    let file = &file;
     if stored.geometry_key() != file.geometry_key() {
         bail!(
             "the pool file's geometry differs from the pool on the members\n  on the members: {}\n  \
@@ -339,10 +337,9 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             stored.data_offset.map_or(0, |s| s.0)
         );
     }
-    // What the members say is where the data is.
-    let mut file = file.clone();
+    // What the members say is where the data is, and how its metadata area was sized.
     file.data_offset = stored.data_offset;
-    file.image_bound = stored.image_bound;
+    file.image_bound = reference.image_bound();
     let file = &file;
     let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
     let mut names: Vec<Option<String>> = vec![None; n];

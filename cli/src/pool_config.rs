@@ -614,8 +614,8 @@ impl PoolFile {
             .iter()
             .map(|v| v.spare_fraction == Spare::Auto)
             .collect();
-        // Without members (sizing the metadata area) the cap stands in: the metadata's
-        // size does not depend on the spare share.
+        // Without members (sizing the metadata area) the cap stands in: the metadata area
+        // is the same for every share up to it (`ImageBound::Zone`).
         if disk_bytes > 0 && auto.contains(&true) {
             sizing::fill_auto_spare(&mut f, &auto)?;
         }
