@@ -182,12 +182,7 @@ fn scrub_repairs_a_bad_second_copy_and_a_bad_parity_that_reads_never_touch() {
 /// repair were retried every scan, forever, and the replicated area never came back.
 #[test]
 fn a_block_lost_in_both_copies_does_not_stall_conversion() {
-    let mut d = driver_with(|c| {
-        c.conversion.enabled = true;
-        c.conversion.idle_ns = Some(30_000_000);
-        c.conversion.replicated_high_water = 100.0; // only the idle trigger
-        c.conversion.pause_fg_bytes_per_sec = 1e15;
-    });
+    let mut d = driver_with(common::convert_when_idle);
     // Six whole blocks fill one pair set's six slots.
     let blocks = [2u64, 17, 95, 40, 41, 42];
     let mut copies = Vec::new();

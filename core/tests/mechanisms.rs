@@ -235,12 +235,7 @@ fn no_write_path_ever_reads() {
 /// the other, and every block stays readable, including after losing any one disk.
 #[test]
 fn figure_7_in_position_conversion() {
-    let mut d = driver(|c| {
-        c.conversion.enabled = true;
-        c.conversion.idle_ns = Some(30_000_000);
-        c.conversion.replicated_high_water = 100.0; // only the idle trigger
-        c.conversion.pause_fg_bytes_per_sec = 1e15;
-    });
+    let mut d = driver(common::convert_when_idle);
     // As in the figure (blocks 2, 17, 95 and one invalidated copy), single-block writes fill
     // the slots of one pair set and one block is rewritten elsewhere. A 6+1 stripe has 6 data columns, so a pair set has 6 slots: fill them, then rewrite 2.
     for (i, b) in [2u64, 17, 95, 40, 41, 42].iter().enumerate() {

@@ -7,6 +7,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use fusionraid_core::rng::Rng;
+use fusionraid_core::scheme::fusion::FusionConfig;
 use fusionraid_core::{Data, DevError, DevOp, Engine, IoId, IoResult, Nanos, Op, Reply, Request};
 
 /// One device command as the driver saw it (for tests that check what the engine issued).
@@ -422,4 +423,13 @@ pub fn seeds(one: &str, many: &str, default: u64) -> Vec<u64> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(default);
     (0..n).collect()
+}
+
+/// Conversion on, started only by the idle trigger (30 ms without foreground writes) and
+/// never paused by foreground traffic: tests decide when a pair set converts.
+pub fn convert_when_idle(c: &mut FusionConfig) {
+    c.conversion.enabled = true;
+    c.conversion.idle_ns = Some(30_000_000);
+    c.conversion.replicated_high_water = 100.0; // only the idle trigger
+    c.conversion.pause_fg_bytes_per_sec = 1e15;
 }
