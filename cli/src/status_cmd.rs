@@ -184,8 +184,8 @@ pub fn render(doc: &StatusDoc) -> String {
     );
     let _ = writeln!(
         o,
-        "steering: {} writes redirected, {} reads redirected, {} reads reconstructed",
-        s.redirected_writes, s.redirected_reads, s.reconstructed_reads
+        "steering: {} writes redirected, {} pair sets opened away from slow members, {} reads redirected, {} reads reconstructed",
+        s.redirected_writes, s.steered_pair_sets, s.redirected_reads, s.reconstructed_reads
     );
     let _ = writeln!(
         o,

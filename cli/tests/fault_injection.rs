@@ -268,7 +268,10 @@ fn steered_around(test: &str, param: &str, write: bool, factor: f64) {
         "another member spiked more than the slow one: {j:#}"
     );
     let steered = if write {
+        // Placement redirects a write whose first choice touches the slow member; a pair
+        // set opened while it is marked keeps the writes it takes off it altogether.
         snap["redirected_writes"].as_u64().unwrap_or(0)
+            + snap["steered_pair_sets"].as_u64().unwrap_or(0)
     } else {
         snap["redirected_reads"].as_u64().unwrap_or(0)
             + snap["reconstructed_reads"].as_u64().unwrap_or(0)
@@ -284,7 +287,7 @@ fn steered_around(test: &str, param: &str, write: bool, factor: f64) {
         nd_share * 100.0
     );
     eprintln!(
-        "{test}: requests waiting >= 100 ms: fusionraid {:.1}%, fusion-nd {:.1}%",
+        "{test}: requests waiting >= 100 ms: fusionraid {:.1}%, fusion-nd {:.1}%; {steered} steered",
         fr_share * 100.0,
         nd_share * 100.0
     );

@@ -9,6 +9,9 @@ pub struct EngineStats {
     pub disk_failures: u64,
     /// Writes whose first-choice location touched an unresponsive disk and went elsewhere.
     pub redirected_writes: u64,
+    /// Pair sets opened on stripes drawn away from an unresponsive disk: the small writes
+    /// they take are steered around it without a first choice to count as redirected.
+    pub steered_pair_sets: u64,
     /// Reads served from another replica or rebuilt from parity to avoid a slow disk.
     pub redirected_reads: u64,
     pub reconstructed_reads: u64,

@@ -94,6 +94,9 @@ pub struct StatusSnapshot {
     pub requests: u64,
     pub failed_requests: u64,
     pub redirected_writes: u64,
+    /// Pair sets opened away from an unresponsive member (their writes steered around it).
+    #[serde(default)]
+    pub steered_pair_sets: u64,
     pub redirected_reads: u64,
     pub reconstructed_reads: u64,
     /// Device reads that failed their page checksum, pages lost beyond redundancy, and
@@ -213,6 +216,7 @@ pub(crate) fn snapshot(
         requests: st.requests,
         failed_requests: st.failed_requests,
         redirected_writes: st.redirected_writes,
+        steered_pair_sets: st.steered_pair_sets,
         redirected_reads: st.redirected_reads,
         reconstructed_reads: st.reconstructed_reads,
         checksum_errors: st.checksum_errors,

@@ -19,6 +19,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         rejected_busy: now.rejected_busy - base.rejected_busy,
         disk_failures: now.disk_failures - base.disk_failures,
         redirected_writes: now.redirected_writes - base.redirected_writes,
+        steered_pair_sets: now.steered_pair_sets - base.steered_pair_sets,
         redirected_reads: now.redirected_reads - base.redirected_reads,
         reconstructed_reads: now.reconstructed_reads - base.reconstructed_reads,
         hedged_reads: now.hedged_reads - base.hedged_reads,

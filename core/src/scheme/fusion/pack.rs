@@ -118,20 +118,29 @@ impl Packs {
     }
 
     /// Reserve pages `[first, first+count)` in an open pack whose slot `ok` accepts.
+    /// Also says whether `ok` turned down a pack that had the pages free: the piece was
+    /// steered away from it (a redirected write when `ok` avoids slow members).
     pub fn reserve(
         &mut self,
         first: u16,
         count: u16,
         mut ok: impl FnMut(SlotRef) -> bool,
-    ) -> Option<SlotRef> {
+    ) -> (Option<SlotRef>, bool) {
         let want = Pages::range(first, count);
-        let p = self
-            .open
-            .iter_mut()
-            .find(|p| p.open && !p.used.overlaps(&want) && ok(p.r))?;
-        p.used.add(&want);
-        p.writing += 1;
-        Some(p.r)
+        let mut refused = false;
+        for p in self.open.iter_mut() {
+            if !p.open || p.used.overlaps(&want) {
+                continue;
+            }
+            if !ok(p.r) {
+                refused = true;
+                continue;
+            }
+            p.used.add(&want);
+            p.writing += 1;
+            return (Some(p.r), refused);
+        }
+        (None, refused)
     }
 
     /// How many new slots would the sub-block pieces `[first, first+count)` of one write
@@ -351,11 +360,15 @@ mod tests {
     fn pieces_share_a_slot_only_at_free_positions() {
         let mut p = Packs::new(16);
         p.start(r(0, 0), 3, 2);
-        assert_eq!(p.reserve(4, 1, |_| true), None, "page 4 is taken");
-        assert_eq!(p.reserve(5, 11, |_| true), Some(r(0, 0)));
-        assert_eq!(p.reserve(0, 3, |_| false), None, "slot refused");
-        assert_eq!(p.reserve(0, 3, |_| true), Some(r(0, 0)));
-        assert_eq!(p.reserve(0, 1, |_| true), None, "all 16 pages handed out");
+        assert_eq!(p.reserve(4, 1, |_| true), (None, false), "page 4 is taken");
+        assert_eq!(p.reserve(5, 11, |_| true), (Some(r(0, 0)), false));
+        assert_eq!(p.reserve(0, 3, |_| false), (None, true), "slot refused");
+        assert_eq!(p.reserve(0, 3, |_| true), (Some(r(0, 0)), false));
+        assert_eq!(
+            p.reserve(0, 1, |_| true),
+            (None, false),
+            "all 16 pages handed out"
+        );
         assert_eq!(p.write_done(r(0, 0), Some(7)), Settled::No);
         assert_eq!(p.write_done(r(0, 0), Some(8)), Settled::No);
         // The last write finds the slot full: it closes and settles with two owners.
@@ -371,7 +384,7 @@ mod tests {
         let mut p = Packs::new(16);
         p.start(r(1, 2), 0, 8);
         p.unreserve(r(1, 2), 0, 8);
-        assert_eq!(p.reserve(0, 16, |_| true), Some(r(1, 2)));
+        assert_eq!(p.reserve(0, 16, |_| true), (Some(r(1, 2)), false));
         assert_eq!(p.write_done(r(1, 2), None), Settled::Empty);
         assert!(!p.is_active(r(1, 2)));
     }
@@ -381,7 +394,11 @@ mod tests {
         let mut p = Packs::new(16);
         p.start(r(0, 1), 0, 1);
         assert_eq!(p.close(r(0, 1)), Settled::No, "a write is in flight");
-        assert_eq!(p.reserve(1, 1, |_| true), None, "closed packs take nothing");
+        assert_eq!(
+            p.reserve(1, 1, |_| true),
+            (None, false),
+            "closed packs take nothing"
+        );
         assert_eq!(p.write_done(r(0, 1), Some(3)), Settled::Live);
     }
 }

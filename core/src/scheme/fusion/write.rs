@@ -193,15 +193,20 @@ impl FusionScheme {
                 let mut placed = true;
                 for &(b, first, count) in &raw {
                     let partial = count < ppb;
+                    // Whether this piece was steered away from a member to avoid: an open
+                    // pack with room, or spare slots, passed over for it (counted once).
+                    let mut redirected = false;
                     if partial {
                         let (pairs, zone) = (&v.pairs, &v.zone);
-                        let got = v.packs.reserve(first, count, |r| {
+                        let (got, refused) = v.packs.reserve(first, count, |r| {
                             let (cp, n) = pairs.copies_array(r);
                             cp[..n]
                                 .iter()
                                 .all(|&(s, c)| !avoid(ctx, redirect, zone.disk(s, c)))
                         });
+                        redirected = refused && redirect;
                         if let Some(r) = got {
+                            ctx.stats.redirected_writes += u64::from(redirected);
                             packed.push((r, first, count));
                             pieces.push(Piece {
                                 ub: b,
@@ -218,7 +223,7 @@ impl FusionScheme {
                     if strict.is_none() && open_pair_set_if_room(ctx, v, redirect) {
                         // Every spare slot touches a disk to avoid: a fresh pair set, drawn
                         // from stripes away from it, is the redirection target.
-                        ctx.stats.redirected_writes += 1;
+                        redirected = true;
                         strict = v
                             .pairs
                             .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)))
@@ -226,9 +231,8 @@ impl FusionScheme {
                     }
                     let r = match strict {
                         Some((r, skipped)) => {
-                            if skipped > 0 && redirect {
-                                ctx.stats.redirected_writes += 1;
-                            }
+                            redirected |= skipped > 0 && redirect;
+                            ctx.stats.redirected_writes += u64::from(redirected);
                             Some(r)
                         }
                         None => v
@@ -723,19 +727,27 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
     let copies = v.copies();
     let dcols = v.zone.dcols();
     let mut cand = [0u32; 4];
+    // Candidates drawn away from an unresponsive member (a stripe on it was turned down):
+    // the writes of a set made of them are steered around it.
+    let mut steered = [false; 4];
     let mut ncand = 0;
     // The member states, borrowed apart from the RNG the draws use.
     let (rng, members) = (&mut *ctx.rng, &*ctx.disks);
     let failed = |d: DiskId| members.get(d).failed;
+    let avoided = std::cell::Cell::new(false);
     let bad = |d: DiskId| {
         let m = members.get(d);
-        m.failed || (redirect && m.detector.is_unresponsive())
+        let slow = redirect && m.detector.is_unresponsive();
+        avoided.set(avoided.get() || (slow && !m.failed));
+        m.failed || slow
     };
     for _ in 0..4 {
         let zone = &v.zone;
+        avoided.set(false);
         let pick = v
             .stripes
             .take_random_spare(rng, |s| (0..zone.width()).all(|c| !bad(zone.disk(s, c))));
+        steered[ncand] = pick.is_some() && avoided.get();
         let pick = pick.or_else(|| {
             v.stripes
                 .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
@@ -836,5 +848,8 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
         in_lru: false,
     };
     v.pairs.insert(set, ctx.now);
+    if chosen.iter().any(|&c| steered[c]) {
+        ctx.stats.steered_pair_sets += 1;
+    }
     true
 }
