@@ -737,9 +737,14 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
     let avoided = std::cell::Cell::new(false);
     let bad = |d: DiskId| {
         let m = members.get(d);
+        if m.failed {
+            return true;
+        }
         let slow = redirect && m.detector.is_unresponsive();
-        avoided.set(avoided.get() || (slow && !m.failed));
-        m.failed || slow
+        if slow {
+            avoided.set(true);
+        }
+        slow
     };
     for _ in 0..4 {
         let zone = &v.zone;
