@@ -178,10 +178,17 @@ impl PageSums {
     /// with the checksums captured when the read was planned. Returns the index of the first
     /// page that fails (unknown checksums always pass).
     pub fn first_mismatch(expect: &[u32], data: &[u8]) -> Option<usize> {
+        Self::mismatches(expect, data).next()
+    }
+
+    /// Indexes of the pages of `data` that do not match their checksums in `expect`.
+    pub fn mismatches<'a>(expect: &'a [u32], data: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
         expect
             .iter()
             .zip(data.chunks(PAGE_SIZE as usize))
-            .position(|(&e, page)| e != 0 && page_sum(page) != e)
+            .enumerate()
+            .filter(|(_, (e, page))| **e != 0 && page_sum(page) != **e)
+            .map(|(i, _)| i)
     }
 }
 

@@ -340,7 +340,12 @@ impl Driver {
             );
             let before = self.events.len();
             if before == 0 {
-                panic!("requests in flight but no events pending: the engine is stuck");
+                panic!(
+                    "requests in flight but no events pending: the engine is stuck ({} requests, {} I/Os, scrub {:?})",
+                    self.engine.inflight_requests(),
+                    self.engine.inflight_ios(),
+                    self.engine.volume_status(0).and_then(|s| s.scrub)
+                );
             }
             let next = self.events.peek().map(|r| r.0.0).expect("event");
             self.run_until(Some(next));

@@ -26,7 +26,7 @@ pub const MAX_OPEN: usize = 8;
 pub struct Pages([u64; 4]);
 
 impl Pages {
-    fn range(first: u16, count: u16) -> Pages {
+    pub(super) fn range(first: u16, count: u16) -> Pages {
         /// The bits of word `w` below page `x`.
         fn below(x: usize, w: usize) -> u64 {
             let base = w * 64;
@@ -53,15 +53,21 @@ impl Pages {
     fn overlaps(&self, o: &Pages) -> bool {
         self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
     }
-    fn add(&mut self, o: &Pages) {
+    pub(super) fn add(&mut self, o: &Pages) {
         for (a, b) in self.0.iter_mut().zip(&o.0) {
             *a |= b;
         }
     }
-    fn remove(&mut self, o: &Pages) {
+    pub(super) fn remove(&mut self, o: &Pages) {
         for (a, b) in self.0.iter_mut().zip(&o.0) {
             *a &= !b;
         }
+    }
+    pub(super) fn contains(&self, page: u16) -> bool {
+        self.0[page as usize / 64] & (1 << (page % 64)) != 0
+    }
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
     }
     fn count(&self) -> u32 {
         // Bit counts are a software routine on baseline x86-64: skip the empty words (all

@@ -65,6 +65,9 @@ pub struct Scrub {
     pub pages_checked: u64,
     /// Copies that failed their checksum (their blocks were queued for repair).
     pub bad_copies: u64,
+    /// Pages left out of the check because they are known lost (`Vol::lost`): nothing
+    /// could repair them, and a repair would only move them again.
+    pub known_lost_pages: u64,
     /// RAID stripes whose parity was checked, and of those rewritten.
     pub stripes_checked: u64,
     pub parity_rewritten: u64,
@@ -78,7 +81,7 @@ pub struct Scrub {
 
 impl Scrub {
     pub fn describe(&self, blocks: u64, stripes: u64) -> String {
-        let found = format!(
+        let mut found = format!(
             "{} pages checked, {} bad copies (queued for repair), {} of {} stripes' parity \
              checked, {} rewritten, {} skipped",
             self.pages_checked,
@@ -88,6 +91,9 @@ impl Scrub {
             self.parity_rewritten,
             self.stripes_skipped
         );
+        if self.known_lost_pages > 0 {
+            found += &format!(", {} pages known lost", self.known_lost_pages);
+        }
         match (self.done_at, self.pass) {
             (Some(t), _) => format!(
                 "done in {:.3} s: {found}",
@@ -239,11 +245,12 @@ impl FusionScheme {
                         v.pairs.copies(r)
                     }
                 };
-                let expect = if ctx.size_only {
+                let mut expect = if ctx.size_only {
                     Vec::new()
                 } else {
                     v.sums.get(ub, f, c)
                 };
+                s.known_lost_pages += v.skip_lost(ub, f, &mut expect);
                 for (stripe, col) in copies {
                     let (disk, off) = v.zone.device_offset(stripe, col, f as u64 * PAGE_SIZE);
                     if ctx.is_failed(disk) {

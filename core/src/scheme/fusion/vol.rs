@@ -2,7 +2,7 @@
 //! Pairing Table and write locks, and the bookkeeping that keeps them consistent.
 
 use super::config::VolumeConfig;
-use super::pack::{Packs, Settled};
+use super::pack::{Packs, Pages, Settled};
 use super::pairs::{PairTable, SlotRef, SlotState};
 use crate::fasthash::FastMap;
 use crate::meta::Record;
@@ -41,6 +41,12 @@ pub struct Vol {
     /// User blocks a read or scrub found a bad copy of, waiting to be moved (relocation
     /// rewrites them from a good copy or from parity). Bounded by `MAX_REPAIR`.
     pub repair: Vec<u64>,
+    /// Pages known lost: no good copy was left when they were last read (user block ->
+    /// pages). Scrub leaves them out, or every pass would queue a repair that can only
+    /// move them again; a user write of the pages, or a trim, takes them out. Held in
+    /// memory only (after a restart the first scrub finds them once more); an entry exists
+    /// only for data actually lost.
+    pub lost: FastMap<u64, Pages>,
     pub pairs: PairTable,
     /// Replica slots shared by the patches of several blocks.
     pub packs: Packs,
@@ -109,6 +115,7 @@ impl Vol {
             patches: PatchTable::new((block / PAGE_SIZE) as u16),
             sums: PageSums::new(blocks, (block / PAGE_SIZE) as u16),
             repair: Vec::new(),
+            lost: FastMap::default(),
             pairs: PairTable::default(),
             packs: Packs::new((block / PAGE_SIZE) as u16),
             raid_extra: FastMap::default(),
@@ -341,6 +348,7 @@ impl Vol {
     fn apply_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
         if loc == Loc::Unmapped {
             self.sums.clear_block(ub);
+            self.unmark_lost(ub, 0, self.pages_per_block);
         }
         let old = self.bmt.get(ub);
         // No allocation for an unpatched block (the common case): the base goes last.
@@ -396,6 +404,7 @@ impl Vol {
         };
         assert_eq!(sums.len(), count as usize, "one checksum per page written");
         self.sums.set(ub, first, &sums);
+        self.unmark_lost(ub, first, count);
         self.record(|vol| Record::Written {
             vol,
             ub,
@@ -462,6 +471,43 @@ impl Vol {
     }
 
     /// Queue `ub` for repair (a copy of its data failed its checksum).
+    /// Pages `[first, first+count)` of `ub` have no good copy left.
+    pub fn mark_lost(&mut self, ub: u64, first: u16, count: u16) {
+        self.lost
+            .entry(ub)
+            .or_default()
+            .add(&Pages::range(first, count));
+    }
+
+    /// Pages `[first, first+count)` of `ub` hold new data (or none): no longer lost.
+    fn unmark_lost(&mut self, ub: u64, first: u16, count: u16) {
+        if self.lost.is_empty() {
+            return; // the common case: nothing was ever lost
+        }
+        if let Some(p) = self.lost.get_mut(&ub) {
+            p.remove(&Pages::range(first, count));
+            if p.is_empty() {
+                self.lost.remove(&ub);
+            }
+        }
+    }
+
+    /// Clear the expected checksums (`expect`, of pages from `first` on) of `ub`'s pages
+    /// known lost, so a check passes over them; returns how many it cleared.
+    pub fn skip_lost(&self, ub: u64, first: u16, expect: &mut [u32]) -> u64 {
+        let Some(p) = self.lost.get(&ub) else {
+            return 0;
+        };
+        let mut n = 0;
+        for (i, e) in expect.iter_mut().enumerate() {
+            if p.contains(first + i as u16) && *e != 0 {
+                *e = 0;
+                n += 1;
+            }
+        }
+        n
+    }
+
     pub fn queue_repair(&mut self, ub: u64) {
         if self.repair.len() < MAX_REPAIR && !self.repair.contains(&ub) {
             self.repair.push(ub);
