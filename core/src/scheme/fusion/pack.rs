@@ -219,17 +219,15 @@ impl Packs {
         p.writing -= 1;
     }
 
-    /// A write into pack `r` is over; `owner` is the block whose pages it now holds (None:
-    /// the write failed). Closes the pack when its pages are used up.
-    pub fn write_done(&mut self, r: SlotRef, owner: Option<u64>) -> Settled {
-        if let Some(ub) = owner {
-            self.add_owner(r, ub);
-        }
+    /// A write into pack `r` is over (`ok` false: it failed). The block whose pages it now
+    /// holds was made an owner first (`add_owner`, before its mapping could release older
+    /// pages in the same pack). Closes the pack when its pages are used up.
+    pub fn write_done(&mut self, r: SlotRef, ok: bool) -> Settled {
         let ppb = self.pages_per_block as u32;
         let p = self.find_mut(r).expect("write into a pack not open");
         assert!(p.writing > 0);
         p.writing -= 1;
-        if owner.is_none() || p.used.count() >= ppb {
+        if !ok || p.used.count() >= ppb {
             // Full, or a copy failed under it: take no more pieces.
             p.open = false;
         }
@@ -375,10 +373,14 @@ mod tests {
             (None, false),
             "all 16 pages handed out"
         );
-        assert_eq!(p.write_done(r(0, 0), Some(7)), Settled::No);
-        assert_eq!(p.write_done(r(0, 0), Some(8)), Settled::No);
-        // The last write finds the slot full: it closes and settles with two owners.
-        assert_eq!(p.write_done(r(0, 0), Some(7)), Settled::Live);
+        p.add_owner(r(0, 0), 7);
+        assert_eq!(p.write_done(r(0, 0), true), Settled::No);
+        p.add_owner(r(0, 0), 8);
+        assert_eq!(p.write_done(r(0, 0), true), Settled::No);
+        // The last write finds the slot full: it closes and settles with two owners (a
+        // block is an owner once however many of its pieces it holds).
+        p.add_owner(r(0, 0), 7);
+        assert_eq!(p.write_done(r(0, 0), true), Settled::Live);
         assert_eq!(p.owners(r(0, 0)), &[7, 8]);
         assert_eq!(p.remove_owner(r(0, 0), 7), Settled::Live);
         assert_eq!(p.remove_owner(r(0, 0), 8), Settled::Empty);
@@ -391,7 +393,7 @@ mod tests {
         p.start(r(1, 2), 0, 8);
         p.unreserve(r(1, 2), 0, 8);
         assert_eq!(p.reserve(0, 16, |_| true), (Some(r(1, 2)), false));
-        assert_eq!(p.write_done(r(1, 2), None), Settled::Empty);
+        assert_eq!(p.write_done(r(1, 2), false), Settled::Empty);
         assert!(!p.is_active(r(1, 2)));
     }
 
@@ -405,6 +407,7 @@ mod tests {
             (None, false),
             "closed packs take nothing"
         );
-        assert_eq!(p.write_done(r(0, 1), Some(3)), Settled::Live);
+        p.add_owner(r(0, 1), 3);
+        assert_eq!(p.write_done(r(0, 1), true), Settled::Live);
     }
 }

@@ -271,9 +271,10 @@ impl Vol {
         self.settle_set(id, now)
     }
 
-    /// Pages of user block `ub` now sit in pack `r` (or, `ub` None, the write failed).
-    pub fn pack_write_done(&mut self, r: SlotRef, ub: Option<u64>, now: Nanos) {
-        let st = self.packs.write_done(r, ub);
+    /// A write into pack `r` is over (`ok` false: it failed; else its block was made an
+    /// owner of `r` before its pages were mapped).
+    pub fn pack_write_done(&mut self, r: SlotRef, ok: bool, now: Nanos) {
+        let st = self.packs.write_done(r, ok);
         self.pack_changed(r, st, now);
     }
 

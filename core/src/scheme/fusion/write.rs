@@ -499,7 +499,7 @@ impl FusionScheme {
         for p in pieces {
             if let Dest::Slot(r) = p.dest {
                 if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
-                    v.pack_write_done(r, None, ctx.now);
+                    v.pack_write_done(r, false, ctx.now);
                     continue;
                 }
                 v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Dead;
@@ -559,7 +559,7 @@ impl FusionScheme {
                         // Owner first: mapping the patch may release the block's older pages.
                         v.packs.add_owner(r, p.ub);
                         v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
-                        v.pack_write_done(r, Some(p.ub), now);
+                        v.pack_write_done(r, true, now);
                         continue;
                     }
                     v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Live(p.ub);
