@@ -288,7 +288,12 @@ impl FusionScheme {
                     break;
                 }
                 let taken = v.stripes.take_spare(|s| {
-                    (0..v.zone.width()).all(|c| !avoid(ctx, redirect, v.zone.disk(s, c)))
+                    // The stripe's disks from the layout table in one lookup, not one per
+                    // column (each a division by the layout's period).
+                    v.zone
+                        .stripe_disk_list(s)
+                        .iter()
+                        .all(|&d| !avoid(ctx, redirect, d))
                 });
                 let taken = taken.map(|(s, skipped)| {
                     if skipped > 0 && redirect {
@@ -751,7 +756,7 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
         avoided.set(false);
         let pick = v
             .stripes
-            .take_random_spare(rng, |s| (0..zone.width()).all(|c| !bad(zone.disk(s, c))));
+            .take_random_spare(rng, |s| zone.stripe_disk_list(s).iter().all(|&d| !bad(d)));
         steered[ncand] = pick.is_some() && avoided.get();
         let pick = pick.or_else(|| {
             v.stripes
