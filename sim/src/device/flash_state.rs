@@ -19,6 +19,9 @@
 //! overwrites invalidate whole blocks, so `u` is scaled down by the byte-weighted fraction of
 //! recent writes that continued a sequential stream.
 
+use std::sync::OnceLock;
+
+use super::PAGE;
 use super::footprint::Footprint;
 
 /// Slices per region (one `u16` mask).
@@ -246,6 +249,23 @@ pub fn victim_valid_fraction_fast(alpha: f64) -> f64 {
     t[i] + (t[i + 1] - t[i]) * f
 }
 
+/// `exp(-len / SEQ_TAU_BYTES)`: the weight the sequential fraction keeps across a write of
+/// `len` bytes. A member's writes come in a few whole-page sizes that alternate (blocks,
+/// parity, log records), so a memo of the last length missed most of the time and `exp` is
+/// a library call; whole pages up to `KEEP_PAGES` are looked up in a table of the very same
+/// `exp` values, built once per process.
+fn keep_factor(len: u64) -> f64 {
+    const KEEP_PAGES: u64 = 256;
+    let exact = |len: u64| (-(len as f64) / SEQ_TAU_BYTES).exp();
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    if len.is_multiple_of(PAGE) && len / PAGE <= KEEP_PAGES {
+        let t = TABLE.get_or_init(|| (0..=KEEP_PAGES).map(|i| exact(i * PAGE)).collect());
+        t[(len / PAGE) as usize]
+    } else {
+        exact(len)
+    }
+}
+
 /// Flash-side accounting of one SSD.
 #[derive(Clone, Debug)]
 pub struct FlashState {
@@ -261,9 +281,6 @@ pub struct FlashState {
     /// Victim valid fraction is capped so GC cost stays finite on a 100%-full drive.
     max_u: f64,
     cache: (f64, f64),
-    /// (write length, its decay factor in the sequential fraction): writes come in a few
-    /// sizes, and `exp` is a library call on every write otherwise.
-    keep: (u64, f64),
 }
 
 impl FlashState {
@@ -284,7 +301,6 @@ impl FlashState {
             next_stream: 0,
             max_u: 0.98,
             cache: (-1.0, 0.0),
-            keep: (0, 1.0),
         }
     }
 
@@ -336,10 +352,7 @@ impl FlashState {
             s
         });
         self.streams[slot] = off + len;
-        if self.keep.0 != len {
-            self.keep = (len, (-(len as f64) / SEQ_TAU_BYTES).exp());
-        }
-        let keep = self.keep.1;
+        let keep = keep_factor(len);
         let hit = if seq.is_some() { 1.0 } else { 0.0 };
         self.seq_frac = self.seq_frac * keep + (1.0 - keep) * hit;
     }
