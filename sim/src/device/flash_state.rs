@@ -100,23 +100,34 @@ impl ValidMap {
 
     /// Applies a write (`valid = true`) or a trim to `[off, off + len)`.
     pub fn apply(&mut self, off: u64, len: u64, valid: bool) {
-        if valid && len == self.slice && off & (self.slice - 1) == 0 && off < self.capacity {
-            // One whole slice written (a FusionRAID block): exact, so it needs none of the
-            // partial-slice arithmetic when the slice was full or empty (a partial one goes
-            // the general way, which takes its share of the region's partial bytes out).
-            let k = off >> self.shift;
-            let (r, bit) = ((k / SLICES) as usize, 1u16 << (k % SLICES));
-            if self.full[r] & bit != 0 {
+        let k = off >> self.shift;
+        let in_one_slice = len > 0
+            && off < self.capacity
+            && len <= self.capacity - off
+            && (off + len - 1) >> self.shift == k;
+        if !in_one_slice {
+            return self.apply_general(off, len, valid);
+        }
+        // Inside one slice (a FusionRAID block, or a page-sized log or parity write): the
+        // general path's region and slice loops run once, so take that step directly.
+        let (r, bit) = ((k / SLICES) as usize, 1u16 << (k % SLICES));
+        let (full, empty, partial) = (self.full[r], self.empty[r], self.partial[r]);
+        if valid && len == self.slice {
+            // One whole slice written: exact, so it needs none of the partial-slice
+            // arithmetic when the slice was full or empty.
+            if full & bit != 0 {
                 return;
             }
-            if self.empty[r] & bit != 0 && off + len <= self.capacity {
-                self.empty[r] &= !bit;
-                self.full[r] |= bit;
+            if empty & bit != 0 {
+                self.empty[r] = empty & !bit;
+                self.full[r] = full | bit;
                 self.total += self.slice;
                 return;
             }
         }
-        self.apply_general(off, len, valid);
+        let (mut f, mut e, mut x) = (full, empty, partial as u64);
+        self.slice_step(bit, len, valid, &mut f, &mut e, &mut x);
+        self.store_region(r, (f, e, x), full, partial);
     }
 
     /// `apply` region by region, slice by slice.
@@ -128,78 +139,99 @@ impl ValidMap {
         while pos < end {
             let r = (pos >> region_shift) as usize;
             let r_end = ((r as u64 + 1) * region_bytes).min(end);
-            let (full, partial) = (self.full[r], self.partial[r]);
             let base = r as u64 * region_bytes;
             self.apply_region(r, pos - base, r_end - base, valid);
-            self.total = if self.full[r] == full {
-                // Same full slices: only the partial bytes moved (spares two bit counts).
-                self.total + self.partial[r] as u64 - partial as u64
-            } else {
-                let before = full.count_ones() as u64 * self.slice + partial as u64;
-                self.total + self.region_valid(r) - before
-            };
             pos = r_end;
         }
     }
 
     fn apply_region(&mut self, r: usize, lo: u64, hi: u64, valid: bool) {
         let s = self.slice;
-        let (mut full, mut empty) = (self.full[r], self.empty[r]);
-        let mut x = self.partial[r] as u64;
+        let (full, partial) = (self.full[r], self.partial[r]);
+        let (mut f, mut e) = (full, self.empty[r]);
+        let mut x = partial as u64;
         for k in lo >> self.shift..(hi + s - 1) >> self.shift {
             let w = hi.min((k + 1) * s) - lo.max(k * s);
-            let bit = 1u16 << k;
-            // Area of the partially valid slices; their valid bytes `x` are spread over it.
-            let pa = (SLICES - (full | empty).count_ones() as u64) * s;
-            let share = |bytes: u64| -> u64 {
-                // The product fits 64 bits for every real slice size; 128-bit division is
-                // a library call on x86-64. No partially valid area (pa 0): no share.
-                match x.checked_mul(bytes) {
-                    Some(p) => p.checked_div(pa).unwrap_or(0),
-                    None if pa == 0 => 0,
-                    None => ((x as u128 * bytes as u128) / pa as u128) as u64,
-                }
-            };
-            let state = if full & bit != 0 {
-                Slice::Full
-            } else if empty & bit != 0 {
-                Slice::Empty
-            } else {
-                Slice::Partial
-            };
-            let whole = w == s;
-            match (valid, whole, state) {
-                (true, _, Slice::Full) | (false, _, Slice::Empty) => {}
-                (true, true, st) => {
-                    if st == Slice::Partial {
-                        x -= share(s).min(x);
-                    }
-                    full |= bit;
-                    empty &= !bit;
-                }
-                (true, false, Slice::Empty) => {
-                    empty &= !bit;
-                    x += w;
-                }
-                // Expected part of w landing on bytes that were not valid yet.
-                (true, false, Slice::Partial) => x = (x + w - share(w).min(w)).min(pa),
-                (false, true, st) => {
-                    if st == Slice::Partial {
-                        x -= share(s).min(x);
-                    }
-                    full &= !bit;
-                    empty |= bit;
-                }
-                (false, false, Slice::Full) => {
-                    full &= !bit;
-                    x += s - w;
-                }
-                (false, false, Slice::Partial) => x -= share(w).min(x),
-            }
+            self.slice_step(1u16 << k, w, valid, &mut f, &mut e, &mut x);
         }
-        self.full[r] = full;
-        self.empty[r] = empty;
+        self.store_region(r, (f, e, x), full, partial);
+    }
+
+    /// Region `r`'s new masks and partial bytes; `full` and `partial` are the ones it had,
+    /// for the running total.
+    fn store_region(&mut self, r: usize, (f, e, x): (u16, u16, u64), full: u16, partial: u32) {
+        self.full[r] = f;
+        self.empty[r] = e;
         self.partial[r] = x as u32;
+        self.total = if f == full {
+            // Same full slices: only the partial bytes moved (spares two bit counts).
+            self.total + self.partial[r] as u64 - partial as u64
+        } else {
+            let before = full.count_ones() as u64 * self.slice + partial as u64;
+            self.total + self.region_valid(r) - before
+        };
+    }
+
+    /// A write (`valid`) or trim of `w` bytes of the slice `bit` of a region with masks
+    /// `full`, `empty` and `x` valid bytes in its partially valid slices.
+    #[inline(always)]
+    fn slice_step(
+        &self,
+        bit: u16,
+        w: u64,
+        valid: bool,
+        full: &mut u16,
+        empty: &mut u16,
+        x: &mut u64,
+    ) {
+        let s = self.slice;
+        // Area of the partially valid slices; their valid bytes `x` are spread over it.
+        let pa = (SLICES - (*full | *empty).count_ones() as u64) * s;
+        let share = |x: u64, bytes: u64| -> u64 {
+            // The product fits 64 bits for every real slice size; 128-bit division is
+            // a library call on x86-64. No partially valid area (pa 0): no share.
+            match x.checked_mul(bytes) {
+                Some(p) => p.checked_div(pa).unwrap_or(0),
+                None if pa == 0 => 0,
+                None => ((x as u128 * bytes as u128) / pa as u128) as u64,
+            }
+        };
+        let state = if *full & bit != 0 {
+            Slice::Full
+        } else if *empty & bit != 0 {
+            Slice::Empty
+        } else {
+            Slice::Partial
+        };
+        let whole = w == s;
+        match (valid, whole, state) {
+            (true, _, Slice::Full) | (false, _, Slice::Empty) => {}
+            (true, true, st) => {
+                if st == Slice::Partial {
+                    *x -= share(*x, s).min(*x);
+                }
+                *full |= bit;
+                *empty &= !bit;
+            }
+            (true, false, Slice::Empty) => {
+                *empty &= !bit;
+                *x += w;
+            }
+            // Expected part of w landing on bytes that were not valid yet.
+            (true, false, Slice::Partial) => *x = (*x + w - share(*x, w).min(w)).min(pa),
+            (false, true, st) => {
+                if st == Slice::Partial {
+                    *x -= share(*x, s).min(*x);
+                }
+                *full &= !bit;
+                *empty |= bit;
+            }
+            (false, false, Slice::Full) => {
+                *full &= !bit;
+                *x += s - w;
+            }
+            (false, false, Slice::Partial) => *x -= share(*x, w).min(*x),
+        }
     }
 
     /// Marks `[0, len)` fully valid and everything else invalid (a sequential fill).
@@ -555,16 +587,19 @@ mod tests {
     }
 
     #[test]
-    fn whole_slice_fast_path_matches_the_general_path() {
-        // The same writes through `apply` and through the region arithmetic alone.
+    fn one_slice_fast_path_matches_the_general_path() {
+        // The same writes and trims through `apply` and through the region arithmetic alone.
         let mut rng = fusionraid_core::rng::Rng::new(11);
         let mut a = ValidMap::new(8 * MIB + 4096);
         let mut b = a.clone();
-        for _ in 0..20_000 {
-            let (off, len) = match rng.below(3) {
+        for _ in 0..40_000 {
+            let (off, len) = match rng.below(5) {
                 0 => (rng.below(129) * 65536, 65536),
                 1 => (rng.below(2050) * 4096, 4096 * (1 + rng.below(4))),
-                _ => (rng.below(129) * 65536, 65536 * (1 + rng.below(3))),
+                2 => (rng.below(129) * 65536, 65536 * (1 + rng.below(3))),
+                // Unaligned, and past the end of the drive.
+                3 => (rng.below(8 * MIB + 8192), rng.below(70_000)),
+                _ => (8 * MIB - 4096 * rng.below(3), 4096 * rng.below(4)),
             };
             let valid = rng.below(5) != 0;
             a.apply(off, len, valid);
