@@ -224,6 +224,9 @@ impl SsdModel {
     /// Die `d` stood idle from its last booking until `start`: background GC used that time.
     /// Returns whether GC was still at work at `start`.
     fn idle_gc(&mut self, d: usize, start: Nanos) -> bool {
+        if !self.gc_may_work() {
+            return false;
+        }
         let idle = start.saturating_sub(self.die_free[d]);
         let out = gc::in_idle_time(
             &self.cfg.gc,
@@ -237,6 +240,13 @@ impl SsdModel {
         self.stats.gc_bytes_copied += copied;
         self.stats.flash_bytes_written += copied;
         out.running
+    }
+
+    /// Whether erased space is low enough for the GC policy to do anything; if not, its
+    /// outcome is nothing, and asking for it (after every program and idle period) is
+    /// skipped.
+    fn gc_may_work(&self) -> bool {
+        self.flash.free_bytes() < self.cfg.gc.works_below()
     }
 
     fn write(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {
@@ -320,8 +330,13 @@ impl SsdModel {
         {
             start += self.rng.below(self.scale_ns(step_ns).max(1));
         }
-        let ratio = bytes as f64 / self.cfg.program_unit_bytes as f64;
-        let dur = self.scale(self.cfg.program_ns as f64 * ratio.max(0.25));
+        let dur = if bytes == self.cfg.program_unit_bytes {
+            // A full unit (every program but an explicit flush's): ratio 1, in integers.
+            self.scale_ns(self.cfg.program_ns)
+        } else {
+            let ratio = bytes as f64 / self.cfg.program_unit_bytes as f64;
+            self.scale(self.cfg.program_ns as f64 * ratio.max(0.25))
+        };
         let end = start + dur;
         self.die_free[d] = end;
         self.programs[d] = ProgramWindow {
@@ -333,6 +348,9 @@ impl SsdModel {
         self.buffer.schedule_release(end, bytes);
         self.flash.consume(bytes);
         self.stats.flash_bytes_written += bytes;
+        if !self.gc_may_work() {
+            return;
+        }
 
         let out = gc::after_program(
             &self.cfg.gc,
