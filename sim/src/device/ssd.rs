@@ -323,7 +323,11 @@ impl SsdModel {
     /// Programs `bytes` of buffered data on the next die, then books the GC work it causes.
     fn program(&mut self, t: Nanos, bytes: u64) {
         let d = self.next_die;
-        self.next_die = (d + 1) % self.die_free.len();
+        self.next_die = if d + 1 == self.die_free.len() {
+            0
+        } else {
+            d + 1
+        };
         let mut start = self.stalls.defer(t.max(self.die_free[d]), true);
         if self.idle_gc(d, start)
             && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
