@@ -130,7 +130,9 @@ impl ValidMap {
         self.store_region(r, (f, e, x), full, partial);
     }
 
-    /// `apply` region by region, slice by slice.
+    /// `apply` region by region, slice by slice. Kept out of line: writes across slices are
+    /// rare, and inlined it made every call of `apply` pay for its registers.
+    #[inline(never)]
     fn apply_general(&mut self, off: u64, len: u64, valid: bool) {
         let end = off.saturating_add(len).min(self.capacity);
         let mut pos = off;
@@ -159,6 +161,7 @@ impl ValidMap {
 
     /// Region `r`'s new masks and partial bytes; `full` and `partial` are the ones it had,
     /// for the running total.
+    #[inline(always)]
     fn store_region(&mut self, r: usize, (f, e, x): (u16, u16, u64), full: u16, partial: u32) {
         self.full[r] = f;
         self.empty[r] = e;
