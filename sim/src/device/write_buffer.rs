@@ -82,7 +82,9 @@ impl WriteBuffer {
 
     /// Admits a write of `len` bytes that reaches the buffer at `t`; returns the admission
     /// time (>= t). A large write only needs a quarter of the buffer free to start streaming
-    /// in, which also guarantees progress (see `schedule_release`).
+    /// in, which also guarantees progress (see `schedule_release`). Inlined, like
+    /// `schedule_release`: once per device write and program.
+    #[inline]
     pub fn admit(&mut self, t: Nanos, len: u64) -> Nanos {
         let need = len.min(self.capacity / 4).max(1);
         let mut t = t.max(self.admit_floor);
@@ -120,6 +122,7 @@ impl WriteBuffer {
     }
 
     /// A program holding `bytes` of buffered data completes at `at`.
+    #[inline]
     pub fn schedule_release(&mut self, at: Nanos, bytes: u64) {
         let r = (at, bytes);
         if self.releases.back().is_none_or(|&last| last <= r) {
