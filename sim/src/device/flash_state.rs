@@ -98,7 +98,9 @@ impl ValidMap {
         self.full[r].count_ones() as u64 * self.slice + self.partial[r] as u64
     }
 
-    /// Applies a write (`valid = true`) or a trim to `[off, off + len)`.
+    /// Applies a write (`valid = true`) or a trim to `[off, off + len)`. Inlined: once per
+    /// device write, and the common one-slice case is short.
+    #[inline]
     pub fn apply(&mut self, off: u64, len: u64, valid: bool) {
         let k = off >> self.shift;
         let in_one_slice = len > 0
