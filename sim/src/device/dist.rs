@@ -82,7 +82,10 @@ impl LatencyDist {
     pub fn quantile(&self, u: f64) -> f64 {
         let u = u.clamp(0.0, 1.0);
         let p = &self.points;
-        let i = p.partition_point(|&(q, _)| q <= u);
+        // The first point above `u` (what a binary search for it finds, the quantiles being
+        // sorted): a forward scan, as most samples fall in the first segments (u < 0.9 in
+        // nine of ten draws) and the table is a handful of points.
+        let i = p.iter().position(|&(q, _)| q > u).unwrap_or(p.len());
         if i == 0 {
             return p[0].1;
         }
@@ -97,7 +100,8 @@ impl LatencyDist {
         va + (vb - va) * (u - qa) / (qb - qa)
     }
 
-    /// One sample, in whole nanoseconds.
+    /// One sample, in whole nanoseconds. Inlined: the SSD model draws one per device I/O.
+    #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u64 {
         super::round_u64(self.quantile(rng.unit()))
     }

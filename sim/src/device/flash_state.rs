@@ -19,6 +19,9 @@
 //! overwrites invalidate whole blocks, so `u` is scaled down by the byte-weighted fraction of
 //! recent writes that continued a sequential stream.
 
+use std::sync::OnceLock;
+
+use super::PAGE;
 use super::footprint::Footprint;
 
 /// Slices per region (one `u16` mask).
@@ -95,28 +98,43 @@ impl ValidMap {
         self.full[r].count_ones() as u64 * self.slice + self.partial[r] as u64
     }
 
-    /// Applies a write (`valid = true`) or a trim to `[off, off + len)`.
+    /// Applies a write (`valid = true`) or a trim to `[off, off + len)`. Inlined: once per
+    /// device write, and the common one-slice case is short.
+    #[inline]
     pub fn apply(&mut self, off: u64, len: u64, valid: bool) {
-        if valid && len == self.slice && off & (self.slice - 1) == 0 && off < self.capacity {
-            // One whole slice written (a FusionRAID block): exact, so it needs none of the
-            // partial-slice arithmetic when the slice was full or empty (a partial one goes
-            // the general way, which takes its share of the region's partial bytes out).
-            let k = off >> self.shift;
-            let (r, bit) = ((k / SLICES) as usize, 1u16 << (k % SLICES));
-            if self.full[r] & bit != 0 {
+        let k = off >> self.shift;
+        let in_one_slice = len > 0
+            && off < self.capacity
+            && len <= self.capacity - off
+            && (off + len - 1) >> self.shift == k;
+        if !in_one_slice {
+            return self.apply_general(off, len, valid);
+        }
+        // Inside one slice (a FusionRAID block, or a page-sized log or parity write): the
+        // general path's region and slice loops run once, so take that step directly.
+        let (r, bit) = ((k / SLICES) as usize, 1u16 << (k % SLICES));
+        let (full, empty, partial) = (self.full[r], self.empty[r], self.partial[r]);
+        if valid && len == self.slice {
+            // One whole slice written: exact, so it needs none of the partial-slice
+            // arithmetic when the slice was full or empty.
+            if full & bit != 0 {
                 return;
             }
-            if self.empty[r] & bit != 0 && off + len <= self.capacity {
-                self.empty[r] &= !bit;
-                self.full[r] |= bit;
+            if empty & bit != 0 {
+                self.empty[r] = empty & !bit;
+                self.full[r] = full | bit;
                 self.total += self.slice;
                 return;
             }
         }
-        self.apply_general(off, len, valid);
+        let (mut f, mut e, mut x) = (full, empty, partial as u64);
+        self.slice_step(bit, len, valid, &mut f, &mut e, &mut x);
+        self.store_region(r, (f, e, x), full, partial);
     }
 
-    /// `apply` region by region, slice by slice.
+    /// `apply` region by region, slice by slice. Kept out of line: writes across slices are
+    /// rare, and inlined it made every call of `apply` pay for its registers.
+    #[inline(never)]
     fn apply_general(&mut self, off: u64, len: u64, valid: bool) {
         let end = off.saturating_add(len).min(self.capacity);
         let mut pos = off;
@@ -125,78 +143,100 @@ impl ValidMap {
         while pos < end {
             let r = (pos >> region_shift) as usize;
             let r_end = ((r as u64 + 1) * region_bytes).min(end);
-            let (full, partial) = (self.full[r], self.partial[r]);
             let base = r as u64 * region_bytes;
             self.apply_region(r, pos - base, r_end - base, valid);
-            self.total = if self.full[r] == full {
-                // Same full slices: only the partial bytes moved (spares two bit counts).
-                self.total + self.partial[r] as u64 - partial as u64
-            } else {
-                let before = full.count_ones() as u64 * self.slice + partial as u64;
-                self.total + self.region_valid(r) - before
-            };
             pos = r_end;
         }
     }
 
     fn apply_region(&mut self, r: usize, lo: u64, hi: u64, valid: bool) {
         let s = self.slice;
-        let (mut full, mut empty) = (self.full[r], self.empty[r]);
-        let mut x = self.partial[r] as u64;
+        let (full, partial) = (self.full[r], self.partial[r]);
+        let (mut f, mut e) = (full, self.empty[r]);
+        let mut x = partial as u64;
         for k in lo >> self.shift..(hi + s - 1) >> self.shift {
             let w = hi.min((k + 1) * s) - lo.max(k * s);
-            let bit = 1u16 << k;
-            // Area of the partially valid slices; their valid bytes `x` are spread over it.
-            let pa = (SLICES - (full | empty).count_ones() as u64) * s;
-            let share = |bytes: u64| -> u64 {
-                // The product fits 64 bits for every real slice size; 128-bit division is
-                // a library call on x86-64. No partially valid area (pa 0): no share.
-                match x.checked_mul(bytes) {
-                    Some(p) => p.checked_div(pa).unwrap_or(0),
-                    None if pa == 0 => 0,
-                    None => ((x as u128 * bytes as u128) / pa as u128) as u64,
-                }
-            };
-            let state = if full & bit != 0 {
-                Slice::Full
-            } else if empty & bit != 0 {
-                Slice::Empty
-            } else {
-                Slice::Partial
-            };
-            let whole = w == s;
-            match (valid, whole, state) {
-                (true, _, Slice::Full) | (false, _, Slice::Empty) => {}
-                (true, true, st) => {
-                    if st == Slice::Partial {
-                        x -= share(s).min(x);
-                    }
-                    full |= bit;
-                    empty &= !bit;
-                }
-                (true, false, Slice::Empty) => {
-                    empty &= !bit;
-                    x += w;
-                }
-                // Expected part of w landing on bytes that were not valid yet.
-                (true, false, Slice::Partial) => x = (x + w - share(w).min(w)).min(pa),
-                (false, true, st) => {
-                    if st == Slice::Partial {
-                        x -= share(s).min(x);
-                    }
-                    full &= !bit;
-                    empty |= bit;
-                }
-                (false, false, Slice::Full) => {
-                    full &= !bit;
-                    x += s - w;
-                }
-                (false, false, Slice::Partial) => x -= share(w).min(x),
-            }
+            self.slice_step(1u16 << k, w, valid, &mut f, &mut e, &mut x);
         }
-        self.full[r] = full;
-        self.empty[r] = empty;
+        self.store_region(r, (f, e, x), full, partial);
+    }
+
+    /// Region `r`'s new masks and partial bytes; `full` and `partial` are the ones it had,
+    /// for the running total.
+    #[inline(always)]
+    fn store_region(&mut self, r: usize, (f, e, x): (u16, u16, u64), full: u16, partial: u32) {
+        self.full[r] = f;
+        self.empty[r] = e;
         self.partial[r] = x as u32;
+        self.total = if f == full {
+            // Same full slices: only the partial bytes moved (spares two bit counts).
+            self.total + self.partial[r] as u64 - partial as u64
+        } else {
+            let before = full.count_ones() as u64 * self.slice + partial as u64;
+            self.total + self.region_valid(r) - before
+        };
+    }
+
+    /// A write (`valid`) or trim of `w` bytes of the slice `bit` of a region with masks
+    /// `full`, `empty` and `x` valid bytes in its partially valid slices.
+    #[inline(always)]
+    fn slice_step(
+        &self,
+        bit: u16,
+        w: u64,
+        valid: bool,
+        full: &mut u16,
+        empty: &mut u16,
+        x: &mut u64,
+    ) {
+        let s = self.slice;
+        // Area of the partially valid slices; their valid bytes `x` are spread over it.
+        let pa = (SLICES - (*full | *empty).count_ones() as u64) * s;
+        let share = |x: u64, bytes: u64| -> u64 {
+            // The product fits 64 bits for every real slice size; 128-bit division is
+            // a library call on x86-64. No partially valid area (pa 0): no share.
+            match x.checked_mul(bytes) {
+                Some(p) => p.checked_div(pa).unwrap_or(0),
+                None if pa == 0 => 0,
+                None => ((x as u128 * bytes as u128) / pa as u128) as u64,
+            }
+        };
+        let state = if *full & bit != 0 {
+            Slice::Full
+        } else if *empty & bit != 0 {
+            Slice::Empty
+        } else {
+            Slice::Partial
+        };
+        let whole = w == s;
+        match (valid, whole, state) {
+            (true, _, Slice::Full) | (false, _, Slice::Empty) => {}
+            (true, true, st) => {
+                if st == Slice::Partial {
+                    *x -= share(*x, s).min(*x);
+                }
+                *full |= bit;
+                *empty &= !bit;
+            }
+            (true, false, Slice::Empty) => {
+                *empty &= !bit;
+                *x += w;
+            }
+            // Expected part of w landing on bytes that were not valid yet.
+            (true, false, Slice::Partial) => *x = (*x + w - share(*x, w).min(w)).min(pa),
+            (false, true, st) => {
+                if st == Slice::Partial {
+                    *x -= share(*x, s).min(*x);
+                }
+                *full &= !bit;
+                *empty |= bit;
+            }
+            (false, false, Slice::Full) => {
+                *full &= !bit;
+                *x += s - w;
+            }
+            (false, false, Slice::Partial) => *x -= share(*x, w).min(*x),
+        }
     }
 
     /// Marks `[0, len)` fully valid and everything else invalid (a sequential fill).
@@ -246,6 +286,23 @@ pub fn victim_valid_fraction_fast(alpha: f64) -> f64 {
     t[i] + (t[i + 1] - t[i]) * f
 }
 
+/// `exp(-len / SEQ_TAU_BYTES)`: the weight the sequential fraction keeps across a write of
+/// `len` bytes. A member's writes come in a few whole-page sizes that alternate (blocks,
+/// parity, log records), so a memo of the last length missed most of the time and `exp` is
+/// a library call; whole pages up to `KEEP_PAGES` are looked up in a table of the very same
+/// `exp` values, built once per process.
+fn keep_factor(len: u64) -> f64 {
+    const KEEP_PAGES: u64 = 256;
+    let exact = |len: u64| (-(len as f64) / SEQ_TAU_BYTES).exp();
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    if len.is_multiple_of(PAGE) && len / PAGE <= KEEP_PAGES {
+        let t = TABLE.get_or_init(|| (0..=KEEP_PAGES).map(|i| exact(i * PAGE)).collect());
+        t[(len / PAGE) as usize]
+    } else {
+        exact(len)
+    }
+}
+
 /// Flash-side accounting of one SSD.
 #[derive(Clone, Debug)]
 pub struct FlashState {
@@ -261,9 +318,6 @@ pub struct FlashState {
     /// Victim valid fraction is capped so GC cost stays finite on a 100%-full drive.
     max_u: f64,
     cache: (f64, f64),
-    /// (write length, its decay factor in the sequential fraction): writes come in a few
-    /// sizes, and `exp` is a library call on every write otherwise.
-    keep: (u64, f64),
 }
 
 impl FlashState {
@@ -284,7 +338,6 @@ impl FlashState {
             next_stream: 0,
             max_u: 0.98,
             cache: (-1.0, 0.0),
-            keep: (0, 1.0),
         }
     }
 
@@ -325,7 +378,9 @@ impl FlashState {
         self.valid.valid_bytes() as f64 / self.physical as f64
     }
 
-    /// A host write reached the device (its data will be programmed later).
+    /// A host write reached the device (its data will be programmed later). Inlined into
+    /// the SSD model's write path, its only caller.
+    #[inline]
     pub fn on_write(&mut self, off: u64, len: u64) {
         self.valid.apply(off, len, true);
         self.footprint.on_write(off, len);
@@ -336,10 +391,7 @@ impl FlashState {
             s
         });
         self.streams[slot] = off + len;
-        if self.keep.0 != len {
-            self.keep = (len, (-(len as f64) / SEQ_TAU_BYTES).exp());
-        }
-        let keep = self.keep.1;
+        let keep = keep_factor(len);
         let hit = if seq.is_some() { 1.0 } else { 0.0 };
         self.seq_frac = self.seq_frac * keep + (1.0 - keep) * hit;
     }
@@ -542,16 +594,19 @@ mod tests {
     }
 
     #[test]
-    fn whole_slice_fast_path_matches_the_general_path() {
-        // The same writes through `apply` and through the region arithmetic alone.
+    fn one_slice_fast_path_matches_the_general_path() {
+        // The same writes and trims through `apply` and through the region arithmetic alone.
         let mut rng = fusionraid_core::rng::Rng::new(11);
         let mut a = ValidMap::new(8 * MIB + 4096);
         let mut b = a.clone();
-        for _ in 0..20_000 {
-            let (off, len) = match rng.below(3) {
+        for _ in 0..40_000 {
+            let (off, len) = match rng.below(5) {
                 0 => (rng.below(129) * 65536, 65536),
                 1 => (rng.below(2050) * 4096, 4096 * (1 + rng.below(4))),
-                _ => (rng.below(129) * 65536, 65536 * (1 + rng.below(3))),
+                2 => (rng.below(129) * 65536, 65536 * (1 + rng.below(3))),
+                // Unaligned, and past the end of the drive.
+                3 => (rng.below(8 * MIB + 8192), rng.below(70_000)),
+                _ => (8 * MIB - 4096 * rng.below(3), 4096 * rng.below(4)),
             };
             let valid = rng.below(5) != 0;
             a.apply(off, len, valid);

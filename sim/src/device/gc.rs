@@ -93,6 +93,20 @@ impl GcPolicy {
         }
     }
 
+    /// Erased space (bytes) below which the policy does any work: with at least this much,
+    /// [`in_idle_time`] and [`after_program`] return nothing, and a drive that is not short
+    /// of erased space (every fresh one) can skip asking them.
+    pub fn works_below(&self) -> f64 {
+        match *self {
+            GcPolicy::Blocking { low_bytes, .. } => low_bytes as f64,
+            GcPolicy::Background {
+                start_bytes,
+                critical_bytes,
+                ..
+            } => start_bytes.max(critical_bytes) as f64,
+        }
+    }
+
     /// The rested level at `phase` in `[0, 1)` of [`GcPolicy::rested_free_range`] (0.5 is
     /// the middle); a uniform `phase` keeps the mean at the middle of the range.
     pub fn rested_free_at(&self, phase: f64) -> f64 {

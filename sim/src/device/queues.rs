@@ -24,6 +24,7 @@ impl ServerPool {
     /// Books `parts` jobs of `part_ns` each, arriving at `arrive`, and returns the longest
     /// queueing delay among them (the request can go on once its last part has started and
     /// finished; the service itself is part of the unloaded latency).
+    #[inline]
     pub fn reserve(&mut self, arrive: Nanos, parts: u32, part_ns: Nanos) -> Nanos {
         let mut wait = 0;
         for _ in 0..parts.max(1) {

@@ -224,6 +224,9 @@ impl SsdModel {
     /// Die `d` stood idle from its last booking until `start`: background GC used that time.
     /// Returns whether GC was still at work at `start`.
     fn idle_gc(&mut self, d: usize, start: Nanos) -> bool {
+        if !self.gc_may_work() {
+            return false;
+        }
         let idle = start.saturating_sub(self.die_free[d]);
         let out = gc::in_idle_time(
             &self.cfg.gc,
@@ -237,6 +240,13 @@ impl SsdModel {
         self.stats.gc_bytes_copied += copied;
         self.stats.flash_bytes_written += copied;
         out.running
+    }
+
+    /// Whether erased space is low enough for the GC policy to do anything; if not, its
+    /// outcome is nothing, and asking for it (after every program and idle period) is
+    /// skipped.
+    fn gc_may_work(&self) -> bool {
+        self.flash.free_bytes() < self.cfg.gc.works_below()
     }
 
     fn write(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {
@@ -313,15 +323,24 @@ impl SsdModel {
     /// Programs `bytes` of buffered data on the next die, then books the GC work it causes.
     fn program(&mut self, t: Nanos, bytes: u64) {
         let d = self.next_die;
-        self.next_die = (d + 1) % self.die_free.len();
+        self.next_die = if d + 1 == self.die_free.len() {
+            0
+        } else {
+            d + 1
+        };
         let mut start = self.stalls.defer(t.max(self.die_free[d]), true);
         if self.idle_gc(d, start)
             && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
         {
             start += self.rng.below(self.scale_ns(step_ns).max(1));
         }
-        let ratio = bytes as f64 / self.cfg.program_unit_bytes as f64;
-        let dur = self.scale(self.cfg.program_ns as f64 * ratio.max(0.25));
+        let dur = if bytes == self.cfg.program_unit_bytes {
+            // A full unit (every program but an explicit flush's): ratio 1, in integers.
+            self.scale_ns(self.cfg.program_ns)
+        } else {
+            let ratio = bytes as f64 / self.cfg.program_unit_bytes as f64;
+            self.scale(self.cfg.program_ns as f64 * ratio.max(0.25))
+        };
         let end = start + dur;
         self.die_free[d] = end;
         self.programs[d] = ProgramWindow {
@@ -333,6 +352,9 @@ impl SsdModel {
         self.buffer.schedule_release(end, bytes);
         self.flash.consume(bytes);
         self.stats.flash_bytes_written += bytes;
+        if !self.gc_may_work() {
+            return;
+        }
 
         let out = gc::after_program(
             &self.cfg.gc,

@@ -21,8 +21,10 @@ impl Sim {
     }
 
     /// Runs to the end, calling `progress` now and then (for progress bars).
-    pub fn run_with(self, progress: &mut dyn FnMut(&Progress)) -> Result<Report, SimError> {
-        self.run_detailed(progress).map(|d| d.report)
+    pub fn run_with(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Report, SimError> {
+        // Not through `run_detailed`: its copies of the histograms would be dropped unread.
+        self.run_loop(progress)?;
+        Ok(self.finish())
     }
 
     /// Like [`Sim::run_with`], and also hands back the latency histograms behind the report
