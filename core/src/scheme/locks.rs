@@ -19,6 +19,9 @@ struct Waiter<T> {
     item: T,
 }
 
+/// Emptied waiter queues a lock table keeps for reuse.
+const SPARE_QUEUES: usize = 64;
+
 pub struct BlockLocks<T> {
     /// Bit `b` set: block `b` is held. A bit per block (grown up to the highest block
     /// locked so far) instead of a map entry: every write takes and gives back its blocks,
@@ -27,6 +30,10 @@ pub struct BlockLocks<T> {
     /// Blocks some waiter wants: the sequence numbers of their waiters, oldest first. A
     /// block is in here only while its queue is not empty.
     queues: FastMap<u64, VecDeque<u64>>,
+    /// Emptied queues kept for the next blocks that get waiters (at most `SPARE_QUEUES`):
+    /// writes queue behind each other on a few hot blocks all the time, and a fresh queue
+    /// per wait was an allocation and a free each.
+    spare_queues: Vec<VecDeque<u64>>,
     waiters: FastMap<u64, Waiter<T>>,
     next_seq: u64,
     held: usize,
@@ -37,6 +44,7 @@ impl<T> Default for BlockLocks<T> {
         BlockLocks {
             held_bits: Vec::new(),
             queues: FastMap::default(),
+            spare_queues: Vec::new(),
             waiters: FastMap::default(),
             next_seq: 0,
             held: 0,
@@ -84,8 +92,12 @@ impl<T> BlockLocks<T> {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
+        let spare = &mut self.spare_queues;
         for b in first..end {
-            self.queues.entry(b).or_default().push_back(seq);
+            self.queues
+                .entry(b)
+                .or_insert_with(|| spare.pop().unwrap_or_default())
+                .push_back(seq);
         }
         self.waiters.insert(seq, Waiter { first, end, item });
         None
@@ -153,7 +165,10 @@ impl<T> BlockLocks<T> {
                 };
                 q.get_mut().pop_front();
                 if q.get().is_empty() {
-                    q.remove();
+                    let empty = q.remove();
+                    if self.spare_queues.len() < SPARE_QUEUES {
+                        self.spare_queues.push(empty);
+                    }
                 }
                 self.set_held(b, true);
             }
