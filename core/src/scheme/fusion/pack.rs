@@ -267,7 +267,12 @@ impl Packs {
 
     /// Note that block `ub` has pages in packed slot `r`.
     pub fn add_owner(&mut self, r: SlotRef, ub: u64) {
-        let o = self.owners.entry(r).or_default();
+        // Room for a few owners at once: a pack of 4 KiB pieces gets up to a block's worth,
+        // and growing from empty reallocated at 1, 2 and 4.
+        let o = self
+            .owners
+            .entry(r)
+            .or_insert_with(|| Vec::with_capacity(8));
         if !o.contains(&ub) {
             o.push(ub);
         }
