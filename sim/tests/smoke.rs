@@ -133,3 +133,21 @@ fn slow_member_and_unknown_scheme() {
     let e = Sim::new(&sc).err().expect("unknown scheme").to_string();
     assert!(e.contains("raid9") && e.contains("fusionraid"), "{e}");
 }
+
+/// A member four times slower than the others: FusionRAID steers writes around it both
+/// ways the engine can (placements that pass over their first choice, pair sets drawn away
+/// from it) and the report counts both; Fusion-ND, the same engine without redirection,
+/// steers nothing.
+#[test]
+fn a_slow_member_is_steered_around_and_the_report_counts_it() {
+    let mut sc = small(0.2);
+    sc.pool.speed_factors = vec![(3, 4.0)];
+    let r = run(&sc).redirection;
+    assert!(r.redirected_writes > 0, "{r:?}");
+    assert!(r.steered_pair_sets > 0, "{r:?}");
+    assert!(r.write_share > 0.0 && r.write_share < 1.0, "{r:?}");
+
+    sc.scheme = "fusion-nd".into();
+    let r = run(&sc).redirection;
+    assert_eq!((r.redirected_writes, r.steered_pair_sets), (0, 0), "{r:?}");
+}

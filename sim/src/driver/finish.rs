@@ -175,6 +175,7 @@ impl Sim {
             redirected_writes: es.redirected_writes,
             write_placements: placements,
             write_share: ratio(es.redirected_writes, placements),
+            steered_pair_sets: es.steered_pair_sets,
             redirected_reads: es.redirected_reads,
             read_share: ratio(es.redirected_reads, self.counts.reads),
             reconstructed_reads: es.reconstructed_reads,

@@ -142,6 +142,9 @@ pub struct Redirection {
     pub write_placements: u64,
     /// redirected_writes / write_placements.
     pub write_share: f64,
+    /// Pair sets opened on stripes drawn away from an unresponsive member: the small
+    /// writes they take avoid it without a first choice to count as redirected.
+    pub steered_pair_sets: u64,
     /// Read parts served by another replica or rebuilt from parity to avoid a slow member.
     pub redirected_reads: u64,
     /// redirected_reads / user reads.

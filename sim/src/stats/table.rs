@@ -166,10 +166,11 @@ impl Report {
         let r = &self.redirection;
         let _ = writeln!(
             o,
-            "redirection          writes {} of {} placements ({}), reads {} ({} of user reads), {} rebuilt, {} hedged",
+            "redirection          writes {} of {} placements ({}), {} pair sets drawn away, reads {} ({} of user reads), {} rebuilt, {} hedged",
             r.redirected_writes,
             r.write_placements,
             pct(r.write_share),
+            r.steered_pair_sets,
             r.redirected_reads,
             pct(r.read_share),
             r.reconstructed_reads,
