@@ -352,36 +352,38 @@ impl FusionScheme {
     /// No copy of part `i` is good: its pages are lost. A relocation gets the bytes last
     /// read for them (`ReadPart::lost_copy`) and moves them; any other read fails with `why`.
     fn part_lost(&mut self, ctx: &mut Ctx, h: u64, i: usize, why: &str) {
+        let job = self.read_job(h);
+        let (vol, total) = (job.vol, job.len);
+        let relocating = matches!(job.purpose, ReadPurpose::Reloc { .. });
+        let p = &mut job.parts[i];
+        let (ub, first, count) = (p.ub, p.first, p.count);
+        let len = count as usize * PAGE_SIZE as usize;
+        let copy = p.lost_copy.take().filter(|b| b.len() == len);
         // The pages to remember as lost: those of the last copy read that fail their
         // checksums (the rest of it is good), or all of the part when none was kept.
-        let job = self.read_job(h);
-        let p = &job.parts[i];
-        let (vol, ub, first, count) = (job.vol, p.ub, p.first, p.count);
-        let len = count as usize * PAGE_SIZE as usize;
-        let bad: Vec<usize> = match &p.lost_copy {
-            Some(b) if b.len() == len && p.expect.len() == count as usize => {
+        let bad: Vec<usize> = match &copy {
+            Some(b) if p.expect.len() == count as usize => {
                 PageSums::mismatches(&p.expect, b).collect()
             }
             _ => (0..count as usize).collect(),
         };
-        for page in bad {
-            self.vols[vol].mark_lost(ub, first + page as u16, 1);
-        }
-        let job = self.read_job(h);
-        let relocating = matches!(job.purpose, ReadPurpose::Reloc { .. });
-        let total = job.len;
-        let p = &mut job.parts[i];
-        let len = p.count as usize * PAGE_SIZE as usize;
-        match p.lost_copy.take() {
-            Some(b) if relocating && b.len() == len => {
+        let moved = match copy {
+            Some(b) if relocating => {
                 p.mode = PartMode::Done;
                 let off = p.buf_off;
                 let buf = job.buf.get_or_insert_with(|| vec![0u8; total]);
                 buf[off..off + len].copy_from_slice(&b);
                 job.pending -= 1;
                 job.lost = true;
+                true
             }
-            _ => self.part_failed(ctx, h, i, why),
+            _ => false,
+        };
+        for page in bad {
+            self.vols[vol].mark_lost(ub, first + page as u16, 1);
+        }
+        if !moved {
+            self.part_failed(ctx, h, i, why);
         }
     }
 
