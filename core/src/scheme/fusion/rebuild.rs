@@ -272,92 +272,135 @@ impl FusionScheme {
     }
 
     /// Sweep for blocks on failed members: rebuild the columns of the next RAID stripe
-    /// found, or move up to one stripe's worth of replicated blocks.
+    /// found, or move up to one stripe's worth of blocks (replicated ones, and those of
+    /// RAID stripes no donor column fits).
+    ///
+    /// The blocks of a stripe without a donor are batched with the sweep's other moves:
+    /// each relocation takes a whole fresh stripe, so moving them one at a time would
+    /// spend a stripe per block (the rest zero-padded holes). When free stripes are short,
+    /// as on a small pool after a failure, that used up the last spare stripes the cleaner
+    /// needs to compact holes, and user writes failed for want of space with most of the
+    /// volume's blocks holes.
     pub(super) fn start_rebuild(&mut self, ctx: &mut Ctx, vol: usize) -> bool {
         let failed: Vec<DiskId> = (0..ctx.disk_count() as u32)
             .map(DiskId)
             .filter(|&d| ctx.is_failed(d))
             .collect();
-        let v = &mut self.vols[vol];
-        let dcols = v.zone.dcols();
-        let blocks = v.blocks;
-        let mut r = v.rebuild.take().expect("rebuild in progress");
+        let (dcols, width, bs, blocks) = {
+            let v = &self.vols[vol];
+            (
+                v.zone.dcols(),
+                v.zone.width(),
+                v.zone.block_size(),
+                v.blocks,
+            )
+        };
         let mut picked = Vec::with_capacity(dcols);
-        let mut column = None;
-        for _ in 0..blocks.min(65_536) {
-            let ub = r.cursor;
-            r.cursor = (r.cursor + 1) % blocks;
-            if r.cursor == 0 {
-                r.lost = r.lost_now;
-                r.lost_now = 0;
-            }
-            r.clean_scan += 1;
-            match need(v, ub, &failed) {
-                Need::Nothing => {}
-                Need::Lost => r.lost_now += 1,
-                Need::Columns(s) => {
-                    r.clean_scan = 0;
-                    if !v.columns.contains(&s) {
-                        column = Some((s, ub));
-                        break;
+        // Stripes this call found no donor column for: their blocks join `picked`.
+        let mut no_donor: Vec<u32> = Vec::new();
+        let mut budget = blocks.min(65_536);
+        let (mut tried_column, mut column_started) = (false, false);
+        loop {
+            let v = &mut self.vols[vol];
+            let mut r = v.rebuild.take().expect("rebuild in progress");
+            let mut column = None;
+            while budget > 0 {
+                budget -= 1;
+                let ub = r.cursor;
+                r.cursor = (r.cursor + 1) % blocks;
+                if r.cursor == 0 {
+                    r.lost = r.lost_now;
+                    r.lost_now = 0;
+                }
+                r.clean_scan += 1;
+                match need(v, ub, &failed) {
+                    Need::Nothing => {}
+                    Need::Lost => r.lost_now += 1,
+                    Need::Columns(s) if no_donor.contains(&s) => {
+                        r.clean_scan = 0;
+                        if !v.relocating.contains(&ub) {
+                            picked.push(ub);
+                            if picked.len() == dcols {
+                                break;
+                            }
+                        }
+                    }
+                    Need::Columns(s) => {
+                        r.clean_scan = 0;
+                        if !v.columns.contains(&s) {
+                            column = Some((s, ub));
+                            break;
+                        }
+                    }
+                    Need::Move => {
+                        r.clean_scan = 0;
+                        if v.relocating.contains(&ub) {
+                            continue; // being moved already; the sweep looks again where it lands
+                        }
+                        picked.push(ub);
+                        if picked.len() == dcols {
+                            break;
+                        }
                     }
                 }
-                Need::Move => {
-                    r.clean_scan = 0;
-                    if v.relocating.contains(&ub) {
-                        continue; // being moved already; the sweep looks again where it lands
+            }
+            v.rebuild = Some(r);
+            let Some((s, ub)) = column else {
+                break;
+            };
+            tried_column = true;
+            match self.start_column_rebuild(ctx, vol, s) {
+                ColumnStart::Started => {
+                    column_started = true;
+                    break;
+                }
+                ColumnStart::Running | ColumnStart::Lost => break,
+                // No spare block fits: move the stripe's blocks whole instead, as many at
+                // once as one fresh stripe holds.
+                ColumnStart::NoDonor => {
+                    no_donor.push(s);
+                    if !self.vols[vol].relocating.contains(&ub) {
+                        picked.push(ub);
                     }
-                    picked.push(ub);
-                    if picked.len() == dcols {
+                    if picked.len() == dcols || budget == 0 {
                         break;
                     }
                 }
             }
         }
-        if picked.is_empty() && column.is_none() {
-            let done = r.clean_scan >= blocks && v.rebuild_running == 0;
-            v.rebuild = Some(r);
-            if done {
-                let generation = self.records_generation();
-                let r = self.vols[vol]
-                    .rebuild
-                    .as_mut()
-                    .expect("rebuild in progress");
+        if picked.is_empty() && !tried_column {
+            let generation = self.records_generation();
+            let v = &mut self.vols[vol];
+            let running = v.rebuild_running;
+            let r = v.rebuild.as_mut().expect("rebuild in progress");
+            if r.clean_scan >= blocks && running == 0 {
                 r.done_at = Some(ctx.now);
                 r.done_generation = generation;
             }
             return false;
         }
-        let bs = v.zone.block_size();
-        let bytes = (picked.len() as u64 + column.map_or(0, |_| v.zone.width() as u64)) * bs;
+        // (A stripe's worth for a column attempt, as a column job reads that much.)
+        let bytes = (picked.len() as u64 + if tried_column { width as u64 } else { 0 }) * bs;
         let survivors = (ctx.disk_count() - failed.len()).max(1) as f64;
         let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
-        r.next_at = paced(r.next_at, ctx.now, bytes, rate);
-        self.vols[vol].rebuild = Some(r);
-        let mut started = false;
-        if let Some((s, ub)) = column {
-            match self.start_column_rebuild(ctx, vol, s) {
-                ColumnStart::Started => started = true,
-                ColumnStart::Running | ColumnStart::Lost => {}
-                // No spare block fits: move the block whole instead.
-                ColumnStart::NoDonor if !self.vols[vol].relocating.contains(&ub) => picked.push(ub),
-                ColumnStart::NoDonor => {}
-            }
+        {
+            let r = self.vols[vol]
+                .rebuild
+                .as_mut()
+                .expect("rebuild in progress");
+            r.next_at = paced(r.next_at, ctx.now, bytes, rate);
         }
-        let mut stalled = !started;
+        let mut started = column_started;
         if !picked.is_empty() {
             let n = picked.len() as u64;
             let moved = self.launch_relocation(ctx, vol, picked, true);
-            if moved {
-                if let Some(r) = self.vols[vol].rebuild.as_mut() {
-                    r.moved += n;
-                }
-                stalled = false;
+            if moved && let Some(r) = self.vols[vol].rebuild.as_mut() {
+                r.moved += n;
             }
             started |= moved;
         }
         if let Some(r) = self.vols[vol].rebuild.as_mut() {
-            r.stalled = stalled;
+            r.stalled = !started;
         }
         started
     }
