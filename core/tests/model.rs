@@ -136,7 +136,7 @@ struct Pending {
 
 /// May page `pg` (byte offset in the volume) of a read hold `got`? Either the oracle at
 /// submission (`p.expect`) or at reply, or what an overlapping write in flight at either
-/// moment wrote there.
+/// moment wrote there: a read overlapping a write in time may return either side of it.
 fn page_allowed(
     p: &Pending,
     pg: u64,
@@ -217,11 +217,13 @@ fn run(sc: &Scenario) -> u64 {
             match p.kind {
                 0 => {
                     let got = res.expect("read data").into_bytes().expect("bytes");
-                    let racing_ok = !p.racing.is_empty()
-                        && got.chunks(PAGE_SIZE as usize).enumerate().all(|(k, c)| {
-                            let pg = p.offset + k as u64 * PAGE_SIZE;
-                            page_allowed(&p, pg, c, &oracle[p.vol], &pending, bs)
-                        });
+                    // Checked whether or not a write was in flight at submission: a read
+                    // whose device read failed looks the mapping up again, and may then
+                    // return a write submitted after it that completed first.
+                    let racing_ok = got.chunks(PAGE_SIZE as usize).enumerate().all(|(k, c)| {
+                        let pg = p.offset + k as u64 * PAGE_SIZE;
+                        page_allowed(&p, pg, c, &oracle[p.vol], &pending, bs)
+                    });
                     if got != p.expect && !racing_ok {
                         let first = got.iter().zip(&p.expect).position(|(a, b)| a != b).unwrap();
                         panic!(
@@ -486,7 +488,7 @@ fn replace_failed(d: &mut Driver, vols: usize) -> u64 {
     rebuilt
 }
 
-const REGRESSION_SEEDS: &[u64] = &[2533];
+const REGRESSION_SEEDS: &[u64] = &[2533, 5161];
 
 #[test]
 fn fusion_model_random_seeds() {
@@ -495,6 +497,8 @@ fn fusion_model_random_seeds() {
         // Seeds past the usual range that once failed, always replayed:
         // 2533: a write whose second chunk waited for replica slots its first chunk held,
         // in a replicated area too small for both, waited forever.
+        // 5161: a read retried after a member failed returned a write submitted after it
+        // (and acknowledged before it), which the oracle did not allow: a test bug.
         for &s in REGRESSION_SEEDS {
             if !seeds.contains(&s) {
                 seeds.push(s);
