@@ -328,6 +328,15 @@ impl FusionScheme {
                     Need::Columns(s) => {
                         r.clean_scan = 0;
                         if !v.columns.contains(&s) {
+                            if tried_column {
+                                // One column attempt per call (the pace of donor use stays
+                                // that of the sweep): the next call starts here.
+                                if r.cursor != 0 {
+                                    r.cursor = ub;
+                                }
+                                budget = 0;
+                                break;
+                            }
                             column = Some((s, ub));
                             break;
                         }
