@@ -71,6 +71,10 @@ pub struct FusionScheme {
     /// A rebuild, rebalance or scrub was begun in some volume at least once (they are never
     /// dropped again): until then `next_deadline` need not ask for their timers.
     maintenance_begun: bool,
+    /// A member seen holding no block any more (`stored_on`), the journal generation that
+    /// holds the records which moved its last blocks away, and the volumes' degraded
+    /// placements then. Its replacement waits for that generation to be durable.
+    cleared: std::cell::Cell<Option<rebuild::Cleared>>,
 }
 
 impl FusionScheme {
@@ -164,6 +168,7 @@ impl FusionScheme {
             write_bufs: bufs::WriteBufs::default(),
             bg_quiet_until: 0,
             maintenance_begun: false,
+            cleared: std::cell::Cell::new(None),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.

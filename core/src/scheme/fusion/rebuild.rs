@@ -135,6 +135,14 @@ fn paced(next_at: Nanos, now: Nanos, bytes: u64, rate: f64) -> Nanos {
     next_at.max(now.saturating_sub(PACE_SLACK_NS)) + (bytes as f64 / rate * 1e9) as Nanos
 }
 
+/// See `FusionScheme::stored_on`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cleared {
+    disk: DiskId,
+    generation: u64,
+    placements: u64,
+}
+
 /// What user block `ub` needs from a rebuild.
 enum Need {
     Nothing,
@@ -201,9 +209,6 @@ fn block_on_failed(v: &Vol, ub: u64, failed: &[DiskId]) -> bool {
 }
 
 impl FusionScheme {
-    /// Is any user block stored on a stripe touching `disk`? (Spare slots of open pair sets
-    /// there hold nothing and may stay.) Also true while the records of a finished rebuild
-    /// are not durable yet: recovery would find the old mappings.
     /// The journal generation on disk; `u64::MAX` without a journal.
     pub(super) fn durable_generation(&self) -> u64 {
         self.durable
@@ -211,14 +216,39 @@ impl FusionScheme {
             .map_or(u64::MAX, |d| d.journal.durable_generation())
     }
 
+    /// Is any user block stored on a stripe touching `disk`? (Spare slots of open pair sets
+    /// there hold nothing and may stay.) Also true while the records of a finished rebuild
+    /// are not durable yet, and while those that moved the last blocks off `disk` are not:
+    /// recovery would find the old mappings, pointing at the device that replaced it.
     pub(super) fn stored_on(&self, disk: DiskId) -> bool {
         let durable = self.durable_generation();
-        self.vols.iter().any(|v| {
+        let busy = self.vols.iter().any(|v| {
             v.rebuild
                 .as_ref()
                 .is_some_and(|r| r.done_at.is_some() && r.done_generation > durable)
                 || (0..v.blocks).any(|ub| block_on_failed(v, ub, &[disk]))
-        })
+        });
+        if busy {
+            self.cleared.set(None);
+            return true;
+        }
+        // Nothing on `disk` in memory. The moves that emptied it (a rebuild's remaps and
+        // relocations, possibly still running for another failed member) are in the
+        // records up to now: remember that generation the first time, so that records
+        // written later (under load there always are some) do not delay the replacement.
+        // A degraded placement since (data mapped onto a failed member, then moved off
+        // again between two calls) starts the wait over.
+        let placements: u64 = self.vols.iter().map(|v| v.degraded_placements).sum();
+        let c = match self.cleared.get() {
+            Some(c) if c.disk == disk && c.placements == placements => c,
+            _ => Cleared {
+                disk,
+                generation: self.records_generation(),
+                placements,
+            },
+        };
+        self.cleared.set(Some(c));
+        c.generation > durable
     }
 
     /// A member failed: every volume (re)starts a rebuild sweep.
