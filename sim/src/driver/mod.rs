@@ -127,6 +127,9 @@ pub struct Sim {
     spikes: SpikeTracker,
     counts: crate::stats::Requests,
     trace_errors: TraceErrors,
+    /// A source stopped on an error (an arrival beyond the virtual-time limit); the run
+    /// loop fails with it.
+    source_error: Option<String>,
     processed: u64,
     last_arrival_at: Nanos,
     /// Virtual time the run started at (after the prefill); reported times are relative.
@@ -219,6 +222,7 @@ impl Sim {
             spikes: SpikeTracker::new(disks),
             counts: Default::default(),
             trace_errors: TraceErrors::default(),
+            source_error: None,
             processed: 0,
             last_arrival_at: 0,
             start: 0,

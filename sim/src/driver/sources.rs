@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use fusionraid_core::{Nanos, VolumeId};
 
-use crate::scenario::{Load, Scenario};
+use crate::scenario::{Load, MAX_VIRTUAL_NS, Scenario};
 use crate::trace::{
     Arrival, IoRecord, Looped, ReplayMode, Replayer, TraceError, VolumeRemap, open_trace,
 };
@@ -48,6 +48,10 @@ pub struct Source {
     pub done: bool,
     /// Arrivals at or after this time are not issued.
     stop_at: Option<Nanos>,
+    /// Virtual time of the source's time 0.
+    start: Nanos,
+    /// Why the source stopped early, for the driver to fail the run with.
+    pub error: Option<String>,
     /// The record of the arrival event scheduled for this source (timestamp pacing).
     pub scheduled: Option<IoRecord>,
 }
@@ -63,6 +67,23 @@ impl Source {
             Arrival::Issue { at, record } => {
                 if self.stop_at.is_some_and(|s| at >= s) {
                     self.done = true;
+                    return None;
+                }
+                // A trace's own timestamps (or a tiny --speed) can put an arrival centuries
+                // away, up to u64::MAX ns (the replayer saturates): the device models' clocks
+                // would overflow. Runs are limited to a year, as --duration is.
+                let after = at - self.start;
+                if after > MAX_VIRTUAL_NS {
+                    self.done = true;
+                    self.error = Some(format!(
+                        "{}: a record arrives {} s after the start of the replay, beyond the \
+                         simulator's limit of a year ({} s) of virtual time (check the \
+                         trace's timestamps, or replay it faster with --speed or closed-loop \
+                         with --qd)",
+                        self.name,
+                        after / 1_000_000_000,
+                        MAX_VIRTUAL_NS / 1_000_000_000
+                    ));
                     return None;
                 }
                 self.waiting = false;
@@ -100,6 +121,8 @@ fn trace_source(
         waiting: false,
         done: false,
         stop_at,
+        start,
+        error: None,
         scheduled: None,
     })
 }
@@ -138,6 +161,8 @@ pub fn build_sources(
                 waiting: false,
                 done: false,
                 stop_at: Some(start + duration),
+                start,
+                error: None,
                 scheduled: None,
             });
         }
