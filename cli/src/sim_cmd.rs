@@ -66,7 +66,7 @@ pub struct Args {
     /// Member capacity, e.g. 240GB (default: the preset's).
     #[arg(long, value_parser = parse_bytes)]
     capacity: Option<u64>,
-    /// Slow a member down: DISK=FACTOR (2 = twice as slow). Repeatable.
+    /// Slow a member down: DISK=FACTOR (2 = twice as slow, at most 1000). Repeatable.
     #[arg(long, value_name = "DISK=FACTOR", value_parser = parse_slow)]
     slow: Vec<(usize, f64)>,
     /// Blocks per stripe, data and parity (7 = 6+1 with RAID5).

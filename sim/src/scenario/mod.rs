@@ -40,6 +40,11 @@ pub const DATA_PREFILL_LIMIT: u64 = 8 * GIB;
 pub const MAX_VIRTUAL_NS: Nanos = 365 * 86_400 * 1_000_000_000;
 /// Largest volume: 1 EiB, so sizes rounded up to whole blocks and their sums stay in u64.
 pub const MAX_VOLUME_BYTES: u64 = 1 << 60;
+/// Largest per-member slow-down factor: a member a thousand times slower than its preset
+/// (the far end of the fail-slow drives field studies report). The models multiply service
+/// times by it: 1e300 overflowed the device clocks, and factors of about 1e4 and more leave
+/// requests queued for longer than the driver waits after the last arrival.
+pub const MAX_SPEED_FACTOR: f64 = 1000.0;
 
 /// The pool's members.
 #[derive(Clone, Debug, PartialEq)]
@@ -220,7 +225,12 @@ impl Scenario {
         if self.max_requests == 0 {
             return Err("max_requests must be at least 1".into());
         }
-        for &(d, f) in &self.pool.speed_factors {
+        for (i, &(d, f)) in self.pool.speed_factors.iter().enumerate() {
+            // The fleet applies them in order, so a second factor for a disk silently
+            // replaced the first (while the report listed both).
+            if let Some(&(_, g)) = self.pool.speed_factors[..i].iter().find(|p| p.0 == d) {
+                return Err(format!("disk {d} is given two speed factors ({g} and {f})"));
+            }
             if d >= self.pool.disks {
                 return Err(format!(
                     "speed factor for disk {d}, but the pool has {} disks",
@@ -229,6 +239,18 @@ impl Scenario {
             }
             if !(f.is_finite() && f > 0.0) {
                 return Err(format!("speed factor {f} for disk {d} must be positive"));
+            }
+            if f > MAX_SPEED_FACTOR {
+                // `{}` would print 1e300 with all its 301 digits.
+                let shown = if f < 1e6 {
+                    f.to_string()
+                } else {
+                    format!("{f:e}")
+                };
+                return Err(format!(
+                    "speed factor {shown} for disk {d} must be at most {MAX_SPEED_FACTOR} (a \
+                     member a thousand times slower than its preset)"
+                ));
             }
         }
         match &self.load {
@@ -460,6 +482,17 @@ mod tests {
         let mut s = Scenario::default_mix(1.0);
         s.pool.speed_factors = vec![(29, 2.0)];
         assert!(s.validate().unwrap_err().contains("disk 29"));
+        // Used to overflow the device model's clock (a panic).
+        let mut s = Scenario::default_mix(1.0);
+        s.pool.speed_factors = vec![(0, 1e300)];
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("1e300") && e.contains("at most 1000"), "{e}");
+        s.pool.speed_factors = vec![(0, MAX_SPEED_FACTOR)];
+        s.validate().unwrap();
+        // The second used to replace the first silently.
+        s.pool.speed_factors = vec![(3, 2.0), (5, 4.0), (3, 8.0)];
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("disk 3") && e.contains("two"), "{e}");
         let mut s = Scenario::default_mix(1.0);
         s.load = Load::Workloads {
             list: vec![],
