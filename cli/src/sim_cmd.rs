@@ -459,10 +459,12 @@ mod tests {
         #[test]
         fn size_and_time_flags_never_overflow(
             d in "[0-9]{1,22}(\\.[0-9]{0,3})?(ns|us|ms|s|m|h|)",
+            w in "[0-9]{1,22}(\\.[0-9]{0,3})?(ns|us|ms|s|m|h|)",
             v in "[0-9]{1,22}(\\.[0-9]{0,3})?(|k|KiB|GB|TiB|tb)",
             b in "[0-9]{1,8}(|k|KiB|M)",
         ) {
-            let argv = ["--duration", &d, "--warmup", &d, "--volume-size", &v, "--block-size", &b];
+            // A warm-up must be shorter than the duration: not the same text for both.
+            let argv = ["--duration", &d, "--warmup", &w, "--volume-size", &v, "--block-size", &b];
             if let Ok(sc) = parse(&argv)
                 && sc.validate().is_ok()
             {

@@ -291,6 +291,18 @@ impl Scenario {
         {
             return Err("duration must be positive".into());
         }
+        // Requests arriving before the warm-up ends are left out of the statistics: a warm-up
+        // as long as the run used to give a report of zero latencies and zero IOPS.
+        if let Some(d) = self.duration_ns
+            && self.warmup_ns >= d
+        {
+            return Err(format!(
+                "warm-up ({} s) must be shorter than the duration ({} s): no request would \
+                 be measured",
+                self.warmup_ns as f64 / 1e9,
+                d as f64 / 1e9
+            ));
+        }
         if self.duration_ns.unwrap_or(0).max(self.warmup_ns) > MAX_VIRTUAL_NS {
             return Err("duration and warm-up must be at most a year of virtual time".into());
         }
@@ -489,6 +501,17 @@ mod tests {
         assert!(e.contains("1e300") && e.contains("at most 1000"), "{e}");
         s.pool.speed_factors = vec![(0, MAX_SPEED_FACTOR)];
         s.validate().unwrap();
+        // A warm-up as long as the run measured nothing, silently.
+        let mut s = Scenario::default_mix(1.0);
+        s.warmup_ns = 1_000_000_000;
+        let e = s.validate().unwrap_err();
+        assert!(
+            e.contains("warm-up (1 s)") && e.contains("duration (1 s)"),
+            "{e}"
+        );
+        s.warmup_ns = 999_999_999;
+        s.validate().unwrap();
+        let mut s = Scenario::default_mix(1.0);
         // The second used to replace the first silently.
         s.pool.speed_factors = vec![(3, 2.0), (5, 4.0), (3, 8.0)];
         let e = s.validate().unwrap_err();
