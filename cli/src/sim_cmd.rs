@@ -33,7 +33,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', conflicts_with = "trace")]
     workload: Vec<String>,
     /// Multiply every workload's Table-4 IOPS by this.
-    #[arg(long, default_value_t = 1.0)]
+    // A trace's rate is its own (--speed): with --trace this was silently ignored.
+    #[arg(long, default_value_t = 1.0, conflicts_with = "trace")]
     load: f64,
     /// Replay a trace file instead of generating workloads (into one volume).
     #[arg(long, value_name = "FILE")]
@@ -61,7 +62,8 @@ pub struct Args {
     clean: bool,
     /// With --aged: share of each member's capacity the ageing leaves unwritten (user
     /// over-provisioning, as in the Pitfalls study), 0 to 1.
-    #[arg(long, default_value_t = 0.0)]
+    // Fresh members are not aged: with --clean this was silently ignored (and reported).
+    #[arg(long, default_value_t = 0.0, conflicts_with = "clean")]
     spare: f64,
     /// Member capacity, e.g. 240GB (default: the preset's).
     #[arg(long, value_parser = parse_bytes)]
@@ -426,6 +428,13 @@ mod tests {
         );
         assert!(parse(&["--workload", "nope"]).unwrap_err().contains("nope"));
         assert!(parse(&["--speed", "2"]).is_err()); // needs --trace
+        // These used to be ignored without a word.
+        let e = parse(&["--trace", "x.trace", "--load", "3"]).unwrap_err();
+        assert!(e.contains("--load") && e.contains("--trace"), "{e}");
+        let e = parse(&["--clean", "--spare", "0.5"]).unwrap_err();
+        assert!(e.contains("--spare") && e.contains("--clean"), "{e}");
+        assert!(parse(&["--aged", "--spare", "0.5"]).is_ok());
+        assert!(parse(&["--clean", "--aged", "--spare", "0.5"]).is_ok()); // the last one wins
         assert!(parse(&["--duration", "5 parsecs"]).is_err());
         assert_eq!(parse_bytes("240GB"), Ok(240_000_000_000));
         assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
