@@ -157,3 +157,45 @@ fn arrivals_beyond_a_year_are_a_clear_error() {
     assert!(e.to_string().contains("beyond"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A trace that cannot be read (here a directory: opening it succeeds, reading fails) fails
+/// the run. The read error used to count as one "unreadable line skipped" and the run
+/// reported an empty replay with exit status 0.
+#[test]
+fn a_trace_that_cannot_be_read_fails_the_run() {
+    let dir = std::env::temp_dir().join(format!("fusionraid-dir-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1.0 });
+    sc.prefill = false;
+    sc.load = Load::Trace {
+        path: dir.clone(),
+        format: TraceFormat::DiskSim,
+        mode: ReplayMode::ClosedLoop { queue_depth: 4 },
+    };
+    let e = match Sim::new(&sc) {
+        Err(e) => e.to_string(),
+        Ok(sim) => sim.run().map(|_| ()).expect_err("a directory").to_string(),
+    };
+    assert!(
+        e.contains("could not be read") && e.contains("directory"),
+        "{e}"
+    );
+    // The looped trace (read whole at set-up) too.
+    sc.load = Load::TraceMix {
+        path: dir.clone(),
+        format: TraceFormat::DiskSim,
+        speed: 1.0,
+        list: vec![],
+        scale: 1.0,
+    };
+    sc.duration_ns = Some(1_000_000);
+    let e = Sim::new(&sc)
+        .map(|_| ())
+        .expect_err("a directory")
+        .to_string();
+    assert!(
+        e.contains("could not be read") && e.contains("directory"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -198,6 +198,11 @@ impl Sim {
         }
         if let Some(e) = self.sources[s].error.take() {
             self.source_error.get_or_insert(e);
+        } else if self.sources[s].done
+            && let Some(e) = self.trace_errors.take_fatal()
+        {
+            // The trace reader ends its stream at a read error, so the source is done.
+            self.source_error.get_or_insert(e);
         }
     }
 

@@ -23,13 +23,28 @@ type Records = Box<dyn Iterator<Item = IoRecord> + Send>;
 pub struct TraceErrors {
     pub count: Arc<AtomicU64>,
     pub first: Arc<Mutex<Option<String>>>,
+    /// The file itself could not be read (a directory, an I/O error): the reader stops there,
+    /// and the run must fail rather than report a replay cut short as if it were the trace.
+    fatal: Arc<Mutex<Option<String>>>,
 }
 
 impl TraceErrors {
     fn note(&self, e: &TraceError) {
+        if let TraceError::Io { .. } = e {
+            self.fatal
+                .lock()
+                .expect("trace error lock")
+                .get_or_insert_with(|| format!("the trace could not be read to its end: {e}"));
+            return;
+        }
         if self.count.fetch_add(1, Ordering::Relaxed) == 0 {
             *self.first.lock().expect("trace error lock") = Some(e.to_string());
         }
+    }
+
+    /// The read failure that ended the trace, if any.
+    pub fn take_fatal(&self) -> Option<String> {
+        self.fatal.lock().expect("trace error lock").take()
     }
 }
 
@@ -184,6 +199,9 @@ pub fn build_sources(
                     Ok(rec) => records.push(rec),
                     Err(e) => errors.note(&e),
                 }
+            }
+            if let Some(e) = errors.take_fatal() {
+                return Err(e);
             }
             let mode = ReplayMode::Timestamp { speed: *speed };
             out.push(trace_source(
