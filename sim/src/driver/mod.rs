@@ -196,12 +196,19 @@ impl Sim {
             .map(|v| engine.volume_size(v as u32).expect("volume exists"))
             .collect();
         let disks = scenario.pool.disks;
+        let zeroed = engine.scheme().members_start_zeroed();
         let mut sim = Sim {
             max_request_bytes: engine.scheme().max_request_bytes(),
             engine,
             devices,
             data: (!scenario.size_only).then(|| DataMode {
-                store: Store::new(disks),
+                // The in-place baselines read never-written blocks from the members: with the
+                // 0xEE fill a run without prefill reported thousands of false mismatches.
+                store: if zeroed {
+                    Store::with_fill(disks, 0)
+                } else {
+                    Store::new(disks)
+                },
                 results: HashMap::new(),
                 oracle: Oracle::default(),
                 writes: 0,
