@@ -177,8 +177,10 @@ impl Args {
                 scale: self.load,
             };
         }
-        if sc.pool.disks == 0 {
-            bail!("--disks must be at least 1");
+        // The scenario needs two (one data and one redundant member at the least); this said
+        // "at least 1", and --disks 1 then failed with "need at least 2 disks".
+        if sc.pool.disks < 2 {
+            bail!("--disks must be at least 2, got {}", sc.pool.disks);
         }
         Ok(sc)
     }
@@ -428,6 +430,10 @@ mod tests {
         );
         assert!(parse(&["--workload", "nope"]).unwrap_err().contains("nope"));
         assert!(parse(&["--speed", "2"]).is_err()); // needs --trace
+        for d in ["0", "1"] {
+            let e = parse(&["--disks", d]).unwrap_err();
+            assert!(e.contains("at least 2") && e.contains(d), "{e}");
+        }
         // These used to be ignored without a word.
         let e = parse(&["--trace", "x.trace", "--load", "3"]).unwrap_err();
         assert!(e.contains("--load") && e.contains("--trace"), "{e}");
