@@ -87,7 +87,14 @@ impl Args {
         if trace.is_none() {
             exps.retain(|&e| e != ExpId::Trace);
         }
-        exps.dedup();
+        // Each experiment once, in the order given. `dedup` only dropped adjacent repeats:
+        // `--only fig10,fig12,fig10` ran fig10 twice and panicked writing its figures twice.
+        let mut seen = Vec::new();
+        exps.retain(|e| {
+            let first = !seen.contains(e);
+            seen.push(*e);
+            first
+        });
         Ok(Plan::new(Size::of(size), self.seed, trace, exps))
     }
 }
@@ -259,6 +266,10 @@ mod tests {
         assert_eq!(full.mixes.len(), 20);
         assert!(!full.experiments.contains(&ExpId::Trace));
         assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));
+        // A repeat that is not adjacent used to run the experiment twice (and panic on its
+        // figures written twice).
+        let p = plan(&["--only", "fig10,fig12,fig10,fig12", "--no-trace"]).unwrap();
+        assert_eq!(p.experiments, vec![ExpId::Fig10, ExpId::Fig12]);
         assert!(plan(&["--quick", "--tiny"]).is_err());
         assert!(
             plan(&["--trace", "/nonexistent.trace"])

@@ -33,7 +33,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', conflicts_with = "trace")]
     workload: Vec<String>,
     /// Multiply every workload's Table-4 IOPS by this.
-    #[arg(long, default_value_t = 1.0)]
+    // A trace's rate is its own (--speed): with --trace this was silently ignored.
+    #[arg(long, default_value_t = 1.0, conflicts_with = "trace")]
     load: f64,
     /// Replay a trace file instead of generating workloads (into one volume).
     #[arg(long, value_name = "FILE")]
@@ -61,12 +62,13 @@ pub struct Args {
     clean: bool,
     /// With --aged: share of each member's capacity the ageing leaves unwritten (user
     /// over-provisioning, as in the Pitfalls study), 0 to 1.
-    #[arg(long, default_value_t = 0.0)]
+    // Fresh members are not aged: with --clean this was silently ignored (and reported).
+    #[arg(long, default_value_t = 0.0, conflicts_with = "clean")]
     spare: f64,
     /// Member capacity, e.g. 240GB (default: the preset's).
     #[arg(long, value_parser = parse_bytes)]
     capacity: Option<u64>,
-    /// Slow a member down: DISK=FACTOR (2 = twice as slow). Repeatable.
+    /// Slow a member down: DISK=FACTOR (2 = twice as slow, at most 1000). Repeatable.
     #[arg(long, value_name = "DISK=FACTOR", value_parser = parse_slow)]
     slow: Vec<(usize, f64)>,
     /// Blocks per stripe, data and parity (7 = 6+1 with RAID5).
@@ -175,8 +177,10 @@ impl Args {
                 scale: self.load,
             };
         }
-        if sc.pool.disks == 0 {
-            bail!("--disks must be at least 1");
+        // The scenario needs two (one data and one redundant member at the least); this said
+        // "at least 1", and --disks 1 then failed with "need at least 2 disks".
+        if sc.pool.disks < 2 {
+            bail!("--disks must be at least 2, got {}", sc.pool.disks);
         }
         Ok(sc)
     }
@@ -426,6 +430,17 @@ mod tests {
         );
         assert!(parse(&["--workload", "nope"]).unwrap_err().contains("nope"));
         assert!(parse(&["--speed", "2"]).is_err()); // needs --trace
+        for d in ["0", "1"] {
+            let e = parse(&["--disks", d]).unwrap_err();
+            assert!(e.contains("at least 2") && e.contains(d), "{e}");
+        }
+        // These used to be ignored without a word.
+        let e = parse(&["--trace", "x.trace", "--load", "3"]).unwrap_err();
+        assert!(e.contains("--load") && e.contains("--trace"), "{e}");
+        let e = parse(&["--clean", "--spare", "0.5"]).unwrap_err();
+        assert!(e.contains("--spare") && e.contains("--clean"), "{e}");
+        assert!(parse(&["--aged", "--spare", "0.5"]).is_ok());
+        assert!(parse(&["--clean", "--aged", "--spare", "0.5"]).is_ok()); // the last one wins
         assert!(parse(&["--duration", "5 parsecs"]).is_err());
         assert_eq!(parse_bytes("240GB"), Ok(240_000_000_000));
         assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
@@ -459,10 +474,12 @@ mod tests {
         #[test]
         fn size_and_time_flags_never_overflow(
             d in "[0-9]{1,22}(\\.[0-9]{0,3})?(ns|us|ms|s|m|h|)",
+            w in "[0-9]{1,22}(\\.[0-9]{0,3})?(ns|us|ms|s|m|h|)",
             v in "[0-9]{1,22}(\\.[0-9]{0,3})?(|k|KiB|GB|TiB|tb)",
             b in "[0-9]{1,8}(|k|KiB|M)",
         ) {
-            let argv = ["--duration", &d, "--warmup", &d, "--volume-size", &v, "--block-size", &b];
+            // A warm-up must be shorter than the duration: not the same text for both.
+            let argv = ["--duration", &d, "--warmup", &w, "--volume-size", &v, "--block-size", &b];
             if let Ok(sc) = parse(&argv)
                 && sc.validate().is_ok()
             {

@@ -117,3 +117,85 @@ fn looped_trace_runs_next_to_generated_workloads() {
     sc.duration_ns = None;
     assert!(Sim::new(&sc).is_err());
 }
+
+/// A trace whose timestamps (or whose replay speed) put an arrival beyond the simulator's
+/// year of virtual time fails the run with a clear error. It used to panic on an overflowing
+/// device clock (near u64::MAX ns), or to report centuries of virtual time.
+#[test]
+fn arrivals_beyond_a_year_are_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("fusionraid-far-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let far = dir.join("far.trace");
+    // A write at 0, a read at u64::MAX ns (MQSim DiskSim: nanoseconds).
+    std::fs::write(&far, "0 0 0 8 0\n18446744073709551615 0 8 8 1\n").unwrap();
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1.0 });
+    sc.prefill = false;
+    sc.load = Load::Trace {
+        path: far.clone(),
+        format: TraceFormat::DiskSim,
+        mode: ReplayMode::Timestamp { speed: 1.0 },
+    };
+    let e = Sim::new(&sc)
+        .unwrap()
+        .run()
+        .map(|_| ())
+        .expect_err("beyond a year");
+    let e = e.to_string();
+    assert!(e.contains("beyond") && e.contains("year"), "{e}");
+    // A day later is fine (the device models' clocks are far from overflow).
+    std::fs::write(&far, "0 0 0 8 0\n86400000000000 0 8 8 1\n").unwrap();
+    let r = Sim::new(&sc).unwrap().run().unwrap();
+    assert_eq!(r.requests.completed, 2);
+    // The real excerpt replayed at a tiny speed spreads over far more than a year.
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1e-300 });
+    sc.prefill = false;
+    let e = Sim::new(&sc)
+        .unwrap()
+        .run()
+        .map(|_| ())
+        .expect_err("beyond a year");
+    assert!(e.to_string().contains("beyond"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trace that cannot be read (here a directory: opening it succeeds, reading fails) fails
+/// the run. The read error used to count as one "unreadable line skipped" and the run
+/// reported an empty replay with exit status 0.
+#[test]
+fn a_trace_that_cannot_be_read_fails_the_run() {
+    let dir = std::env::temp_dir().join(format!("fusionraid-dir-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1.0 });
+    sc.prefill = false;
+    sc.load = Load::Trace {
+        path: dir.clone(),
+        format: TraceFormat::DiskSim,
+        mode: ReplayMode::ClosedLoop { queue_depth: 4 },
+    };
+    let e = match Sim::new(&sc) {
+        Err(e) => e.to_string(),
+        Ok(sim) => sim.run().map(|_| ()).expect_err("a directory").to_string(),
+    };
+    assert!(
+        e.contains("could not be read") && e.contains("directory"),
+        "{e}"
+    );
+    // The looped trace (read whole at set-up) too.
+    sc.load = Load::TraceMix {
+        path: dir.clone(),
+        format: TraceFormat::DiskSim,
+        speed: 1.0,
+        list: vec![],
+        scale: 1.0,
+    };
+    sc.duration_ns = Some(1_000_000);
+    let e = Sim::new(&sc)
+        .map(|_| ())
+        .expect_err("a directory")
+        .to_string();
+    assert!(
+        e.contains("could not be read") && e.contains("directory"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -88,6 +88,13 @@ pub trait Scheme {
     }
     /// An empty device took the slot of failed member `disk`.
     fn on_disk_replaced(&mut self, _ctx: &mut Ctx, _disk: DiskId) {}
+    /// The scheme reads member space it never wrote as user data (unwritten blocks of an
+    /// in-place array, and the parity over them), so it relies on members that read zeros
+    /// until written, like md `--assume-clean` on erased SSDs. A driver that models member
+    /// contents must then start them zeroed.
+    fn members_start_zeroed(&self) -> bool {
+        false
+    }
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
     /// Quiescent: no scheme-internal work in flight or waiting (used by tests and shutdown).
     fn is_idle(&self) -> bool;

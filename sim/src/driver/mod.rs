@@ -127,6 +127,9 @@ pub struct Sim {
     spikes: SpikeTracker,
     counts: crate::stats::Requests,
     trace_errors: TraceErrors,
+    /// A source stopped on an error (an arrival beyond the virtual-time limit); the run
+    /// loop fails with it.
+    source_error: Option<String>,
     processed: u64,
     last_arrival_at: Nanos,
     /// Virtual time the run started at (after the prefill); reported times are relative.
@@ -193,12 +196,19 @@ impl Sim {
             .map(|v| engine.volume_size(v as u32).expect("volume exists"))
             .collect();
         let disks = scenario.pool.disks;
+        let zeroed = engine.scheme().members_start_zeroed();
         let mut sim = Sim {
             max_request_bytes: engine.scheme().max_request_bytes(),
             engine,
             devices,
             data: (!scenario.size_only).then(|| DataMode {
-                store: Store::new(disks),
+                // The in-place baselines read never-written blocks from the members: with the
+                // 0xEE fill a run without prefill reported thousands of false mismatches.
+                store: if zeroed {
+                    Store::with_fill(disks, 0)
+                } else {
+                    Store::new(disks)
+                },
                 results: HashMap::new(),
                 oracle: Oracle::default(),
                 writes: 0,
@@ -219,6 +229,7 @@ impl Sim {
             spikes: SpikeTracker::new(disks),
             counts: Default::default(),
             trace_errors: TraceErrors::default(),
+            source_error: None,
             processed: 0,
             last_arrival_at: 0,
             start: 0,

@@ -49,6 +49,9 @@ impl Sim {
         }
         self.pump();
         while !self.finished() {
+            if self.source_error.is_some() {
+                break;
+            }
             let Some((t, ev)) = self.events.pop() else {
                 return Err(self.stuck("requests in flight but no event pending"));
             };
@@ -66,6 +69,10 @@ impl Sim {
                     );
                 }
             }
+        }
+        // A source that stopped on an error may have been the last thing running.
+        if let Some(e) = self.source_error.take() {
+            return Err(SimError::Source(e));
         }
         self.settle()?;
         progress(&self.progress());
@@ -188,6 +195,14 @@ impl Sim {
                     .push(at.max(self.now), Event::Arrival { source: s as u32 });
                 return;
             }
+        }
+        if let Some(e) = self.sources[s].error.take() {
+            self.source_error.get_or_insert(e);
+        } else if self.sources[s].done
+            && let Some(e) = self.trace_errors.take_fatal()
+        {
+            // The trace reader ends its stream at a read error, so the source is done.
+            self.source_error.get_or_insert(e);
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use fusionraid_core::{Nanos, VolumeId};
 
-use crate::scenario::{Load, Scenario};
+use crate::scenario::{Load, MAX_VIRTUAL_NS, Scenario};
 use crate::trace::{
     Arrival, IoRecord, Looped, ReplayMode, Replayer, TraceError, VolumeRemap, open_trace,
 };
@@ -23,13 +23,28 @@ type Records = Box<dyn Iterator<Item = IoRecord> + Send>;
 pub struct TraceErrors {
     pub count: Arc<AtomicU64>,
     pub first: Arc<Mutex<Option<String>>>,
+    /// The file itself could not be read (a directory, an I/O error): the reader stops there,
+    /// and the run must fail rather than report a replay cut short as if it were the trace.
+    fatal: Arc<Mutex<Option<String>>>,
 }
 
 impl TraceErrors {
     fn note(&self, e: &TraceError) {
+        if let TraceError::Io { .. } = e {
+            self.fatal
+                .lock()
+                .expect("trace error lock")
+                .get_or_insert_with(|| format!("the trace could not be read to its end: {e}"));
+            return;
+        }
         if self.count.fetch_add(1, Ordering::Relaxed) == 0 {
             *self.first.lock().expect("trace error lock") = Some(e.to_string());
         }
+    }
+
+    /// The read failure that ended the trace, if any.
+    pub fn take_fatal(&self) -> Option<String> {
+        self.fatal.lock().expect("trace error lock").take()
     }
 }
 
@@ -48,6 +63,10 @@ pub struct Source {
     pub done: bool,
     /// Arrivals at or after this time are not issued.
     stop_at: Option<Nanos>,
+    /// Virtual time of the source's time 0.
+    start: Nanos,
+    /// Why the source stopped early, for the driver to fail the run with.
+    pub error: Option<String>,
     /// The record of the arrival event scheduled for this source (timestamp pacing).
     pub scheduled: Option<IoRecord>,
 }
@@ -63,6 +82,23 @@ impl Source {
             Arrival::Issue { at, record } => {
                 if self.stop_at.is_some_and(|s| at >= s) {
                     self.done = true;
+                    return None;
+                }
+                // A trace's own timestamps (or a tiny --speed) can put an arrival centuries
+                // away, up to u64::MAX ns (the replayer saturates): the device models' clocks
+                // would overflow. Runs are limited to a year, as --duration is.
+                let after = at - self.start;
+                if after > MAX_VIRTUAL_NS {
+                    self.done = true;
+                    self.error = Some(format!(
+                        "{}: a record arrives {} s after the start of the replay, beyond the \
+                         simulator's limit of a year ({} s) of virtual time (check the \
+                         trace's timestamps, or replay it faster with --speed or closed-loop \
+                         with --qd)",
+                        self.name,
+                        after / 1_000_000_000,
+                        MAX_VIRTUAL_NS / 1_000_000_000
+                    ));
                     return None;
                 }
                 self.waiting = false;
@@ -100,6 +136,8 @@ fn trace_source(
         waiting: false,
         done: false,
         stop_at,
+        start,
+        error: None,
         scheduled: None,
     })
 }
@@ -138,6 +176,8 @@ pub fn build_sources(
                 waiting: false,
                 done: false,
                 stop_at: Some(start + duration),
+                start,
+                error: None,
                 scheduled: None,
             });
         }
@@ -159,6 +199,9 @@ pub fn build_sources(
                     Ok(rec) => records.push(rec),
                     Err(e) => errors.note(&e),
                 }
+            }
+            if let Some(e) = errors.take_fatal() {
+                return Err(e);
             }
             let mode = ReplayMode::Timestamp { speed: *speed };
             out.push(trace_source(

@@ -5,7 +5,9 @@
 //! arithmetic work byte by byte, so parity pages repeat a word too, and almost every page a
 //! member ever holds is stored as 8 bytes. Pages that do not repeat a word are kept in full.
 //! Never-written member space reads as `0xEE` bytes, so a read of space the engine never
-//! wrote shows up as a mismatch instead of passing for zeros.
+//! wrote shows up as a mismatch instead of passing for zeros; except for the in-place
+//! baselines, which assume zeroed members (md `--assume-clean`) and read unwritten blocks
+//! from their home: their members start zeroed.
 
 use std::collections::HashMap;
 
@@ -38,12 +40,20 @@ pub fn fill_word(out: &mut [u8], w: u64) {
 /// Sparse contents of every member.
 pub struct Store {
     disks: Vec<HashMap<u64, Page>>,
+    /// The word never-written space reads as: [`UNWRITTEN`], or 0 for schemes that rely on
+    /// zeroed members (`Scheme::members_start_zeroed`).
+    fill: u64,
 }
 
 impl Store {
     pub fn new(disks: usize) -> Self {
+        Store::with_fill(disks, UNWRITTEN)
+    }
+
+    pub fn with_fill(disks: usize, fill: u64) -> Self {
         Store {
             disks: (0..disks).map(|_| HashMap::new()).collect(),
+            fill,
         }
     }
 
@@ -75,7 +85,7 @@ impl Store {
             match map.get(&(offset / PAGE_SIZE + i as u64)) {
                 Some(Page::Word(w)) => fill_word(chunk, *w),
                 Some(Page::Full(b)) => chunk.copy_from_slice(b),
-                None => fill_word(chunk, UNWRITTEN),
+                None => fill_word(chunk, self.fill),
             }
         }
         out

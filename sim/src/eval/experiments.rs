@@ -172,7 +172,8 @@ impl Plan {
             scheme,
             load,
             self.size.mix_ms,
-            self.seed + i as u64,
+            // Wrapping: `--seed 18446744073709551615` overflowed here (a panic).
+            self.seed.wrapping_add(i as u64),
             self.size.pool,
         )
     }
@@ -184,7 +185,7 @@ impl Plan {
             scheme,
             load,
             self.size.main_ms,
-            self.seed + rep as u64,
+            self.seed.wrapping_add(rep as u64),
             self.size.pool,
         )
     }
@@ -443,6 +444,21 @@ mod tests {
         );
         let no_trace = Plan::new(Size::of(SizeName::Quick), 1, None, vec![ExpId::Trace]);
         assert!(no_trace.all_runs().is_empty());
+    }
+
+    /// The base seed plus a mix or replicate number wraps around: the largest seed used to
+    /// overflow (a panic of `fusionraid eval --seed 18446744073709551615`).
+    #[test]
+    fn the_largest_base_seed_wraps() {
+        let p = Plan::new(
+            Size::of(SizeName::Quick),
+            u64::MAX,
+            None,
+            ExpId::ALL.to_vec(),
+        );
+        assert!(!p.all_runs().is_empty());
+        assert_eq!(p.fig10_run("fusionraid", 1).seed, 0);
+        assert_eq!(p.main_run("fusionraid", 0).seed, u64::MAX);
         assert_eq!(ExpId::parse("FIG11B"), Ok(ExpId::Fig11b));
         assert!(ExpId::parse("fig99").unwrap_err().contains("fig10"));
         assert_eq!(ExpId::parse("consumer"), Ok(ExpId::Consumer));

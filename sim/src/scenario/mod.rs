@@ -40,6 +40,11 @@ pub const DATA_PREFILL_LIMIT: u64 = 8 * GIB;
 pub const MAX_VIRTUAL_NS: Nanos = 365 * 86_400 * 1_000_000_000;
 /// Largest volume: 1 EiB, so sizes rounded up to whole blocks and their sums stay in u64.
 pub const MAX_VOLUME_BYTES: u64 = 1 << 60;
+/// Largest per-member slow-down factor: a member a thousand times slower than its preset
+/// (the far end of the fail-slow drives field studies report). The models multiply service
+/// times by it: 1e300 overflowed the device clocks, and factors of about 1e4 and more leave
+/// requests queued for longer than the driver waits after the last arrival.
+pub const MAX_SPEED_FACTOR: f64 = 1000.0;
 
 /// The pool's members.
 #[derive(Clone, Debug, PartialEq)]
@@ -220,7 +225,12 @@ impl Scenario {
         if self.max_requests == 0 {
             return Err("max_requests must be at least 1".into());
         }
-        for &(d, f) in &self.pool.speed_factors {
+        for (i, &(d, f)) in self.pool.speed_factors.iter().enumerate() {
+            // The fleet applies them in order, so a second factor for a disk silently
+            // replaced the first (while the report listed both).
+            if let Some(&(_, g)) = self.pool.speed_factors[..i].iter().find(|p| p.0 == d) {
+                return Err(format!("disk {d} is given two speed factors ({g} and {f})"));
+            }
             if d >= self.pool.disks {
                 return Err(format!(
                     "speed factor for disk {d}, but the pool has {} disks",
@@ -229,6 +239,18 @@ impl Scenario {
             }
             if !(f.is_finite() && f > 0.0) {
                 return Err(format!("speed factor {f} for disk {d} must be positive"));
+            }
+            if f > MAX_SPEED_FACTOR {
+                // `{}` would print 1e300 with all its 301 digits.
+                let shown = if f < 1e6 {
+                    f.to_string()
+                } else {
+                    format!("{f:e}")
+                };
+                return Err(format!(
+                    "speed factor {shown} for disk {d} must be at most {MAX_SPEED_FACTOR} (a \
+                     member a thousand times slower than its preset)"
+                ));
             }
         }
         match &self.load {
@@ -268,6 +290,18 @@ impl Scenario {
             && d == 0
         {
             return Err("duration must be positive".into());
+        }
+        // Requests arriving before the warm-up ends are left out of the statistics: a warm-up
+        // as long as the run used to give a report of zero latencies and zero IOPS.
+        if let Some(d) = self.duration_ns
+            && self.warmup_ns >= d
+        {
+            return Err(format!(
+                "warm-up ({} s) must be shorter than the duration ({} s): no request would \
+                 be measured",
+                self.warmup_ns as f64 / 1e9,
+                d as f64 / 1e9
+            ));
         }
         if self.duration_ns.unwrap_or(0).max(self.warmup_ns) > MAX_VIRTUAL_NS {
             return Err("duration and warm-up must be at most a year of virtual time".into());
@@ -460,6 +494,28 @@ mod tests {
         let mut s = Scenario::default_mix(1.0);
         s.pool.speed_factors = vec![(29, 2.0)];
         assert!(s.validate().unwrap_err().contains("disk 29"));
+        // Used to overflow the device model's clock (a panic).
+        let mut s = Scenario::default_mix(1.0);
+        s.pool.speed_factors = vec![(0, 1e300)];
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("1e300") && e.contains("at most 1000"), "{e}");
+        s.pool.speed_factors = vec![(0, MAX_SPEED_FACTOR)];
+        s.validate().unwrap();
+        // A warm-up as long as the run measured nothing, silently.
+        let mut s = Scenario::default_mix(1.0);
+        s.warmup_ns = 1_000_000_000;
+        let e = s.validate().unwrap_err();
+        assert!(
+            e.contains("warm-up (1 s)") && e.contains("duration (1 s)"),
+            "{e}"
+        );
+        s.warmup_ns = 999_999_999;
+        s.validate().unwrap();
+        let mut s = Scenario::default_mix(1.0);
+        // The second used to replace the first silently.
+        s.pool.speed_factors = vec![(3, 2.0), (5, 4.0), (3, 8.0)];
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("disk 3") && e.contains("two"), "{e}");
         let mut s = Scenario::default_mix(1.0);
         s.load = Load::Workloads {
             list: vec![],

@@ -242,6 +242,10 @@ impl InPlace {
 }
 
 impl Scheme for InPlace {
+    /// In place: a never-written block is read from its home (assume-clean members).
+    fn members_start_zeroed(&self) -> bool {
+        true
+    }
     fn name(&self) -> &str {
         &self.name
     }

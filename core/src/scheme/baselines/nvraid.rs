@@ -555,6 +555,10 @@ impl NvRaid {
 }
 
 impl Scheme for NvRaid {
+    /// In place: a never-written block is read from its home (assume-clean members).
+    fn members_start_zeroed(&self) -> bool {
+        true
+    }
     fn name(&self) -> &str {
         "nvraid"
     }

@@ -132,7 +132,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
                 vec![
                     i.to_string(),
                     m.iter().map(|w| w.name()).collect::<Vec<_>>().join(", "),
-                    (plan.seed + i as u64).to_string(),
+                    plan.seed.wrapping_add(i as u64).to_string(),
                 ]
             })
             .collect(),

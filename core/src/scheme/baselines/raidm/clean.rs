@@ -36,6 +36,7 @@ impl RaidM {
             let h = self.jobs.insert(Job::Clean {
                 grp,
                 mu,
+                head: 0,
                 data: (!ctx.size_only).then(|| vec![0u8; pages.len() * PS]),
                 pages,
                 runs,
@@ -153,6 +154,17 @@ impl RaidM {
             self.kick(ctx, grp);
             return;
         }
+        // One head for the whole victim, so its live pages (fewer than an MU's) open at most
+        // one fresh MU, and cleaning the victim frees at least as many MUs as it takes. A
+        // head per run (as before) could open a fresh MU at every head for one victim: with
+        // the user writes held at the reserve, each victim then took more free MUs than it
+        // gave back, until the cleaner found none and the group stalled for good.
+        let g = &mut self.groups[grp];
+        let head = g.next_head;
+        g.next_head = (head + 1) % g.heads.len();
+        if let Some(Job::Clean { head: hd, .. }) = self.jobs.get_mut(h) {
+            *hd = head;
+        }
         if !self.place_clean(ctx, h) {
             self.groups[grp].gc_waiters.push_back(h);
         } else {
@@ -167,6 +179,7 @@ impl RaidM {
             let Some(Job::Clean {
                 grp,
                 mu,
+                head,
                 pages,
                 placed,
                 data,
@@ -175,7 +188,7 @@ impl RaidM {
             else {
                 unreachable!()
             };
-            let (grp, mu, idx) = (*grp, *mu, *placed);
+            let (grp, mu, head, idx) = (*grp, *mu, *head, *placed);
             if idx == pages.len() {
                 return true;
             }
@@ -200,9 +213,6 @@ impl RaidM {
             let bytes = data
                 .as_ref()
                 .map(|d| d[idx * PS..(idx + n as usize) * PS].to_vec());
-            let g = &mut self.groups[grp];
-            let head = g.next_head;
-            g.next_head = (head + 1) % g.heads.len();
             let Some(p) = self.place(
                 ctx,
                 h,

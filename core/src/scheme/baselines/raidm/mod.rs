@@ -12,9 +12,9 @@
 //!   failed disk is skipped.
 //! - **Mapping**: per 4 KiB page (like LogRAID), `MU * pages_per_chunk + slot`, switched when
 //!   both copies are written; a write is acknowledged then.
-//! - **Cleaning** as in LogRAID: greedy MU victim, live pages read and re-appended, mapping
-//!   switched only if still pointing at the old copy; the last `reserve` free MUs are the
-//!   cleaner's.
+//! - **Cleaning** as in LogRAID: greedy MU victim, live pages read and re-appended at one
+//!   head (as a user write is), mapping switched only if still pointing at the old copy; the
+//!   last `reserve` free MUs are the cleaner's.
 //! - Reads use the first copy, or the second when the first disk failed (no load-based choice:
 //!   that is what Fusion-ND and FusionRAID add). Trim and write-zeroes unmap.
 
@@ -108,6 +108,9 @@ enum Job {
     Clean {
         grp: usize,
         mu: u32,
+        /// The head every live page of the victim is appended at (chosen when the reads are
+        /// done), like a user write's.
+        head: usize,
         /// (slot, lpa) of the live pages.
         pages: Vec<(u32, u32)>,
         data: Option<Vec<u8>>,
