@@ -39,6 +39,8 @@ const FLUSH_PART: u32 = 1 << 31;
 const MAX_OPEN_BLOCKS: usize = 64;
 /// After this many failed commits in a row, waiting flushes are answered with an error.
 const MAX_FAILURES: u32 = 3;
+/// Why requests that need a commit fail once commits keep failing.
+const JOURNAL_LOST: &str = "metadata commit failed: too few members left to hold the journal";
 
 /// Counters `status` shows.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -464,10 +466,7 @@ impl FusionScheme {
             d.failures += 1;
             d.stats.failed_commits += 1;
             if d.failures >= MAX_FAILURES {
-                d.fail_waiters(
-                    ctx,
-                    "metadata commit failed: too few members left to hold the journal",
-                );
+                d.fail_waiters(ctx, JOURNAL_LOST);
             }
         }
         self.after_event(ctx);
@@ -549,6 +548,31 @@ impl FusionScheme {
             d.journal.force_checkpoint();
             // Answer nobody early, but do not wait the whole interval either.
             d.last_commit_at = 0;
+        }
+    }
+
+    /// Will space come back in `vol` without new background work (`Vol::room_on_the_way`)?
+    /// Held stripes are released only by a successful commit: once `MAX_FAILURES` commits
+    /// in a row have failed (too few members left to hold the journal) they are not counted,
+    /// or writes waiting for them would wait forever instead of failing.
+    pub(super) fn room_on_the_way(&self, vol: usize) -> bool {
+        self.vols[vol].room_on_the_way(!self.journal_failing())
+    }
+
+    /// Have the last `MAX_FAILURES` commits all failed?
+    pub(super) fn journal_failing(&self) -> bool {
+        self.durable
+            .as_ref()
+            .is_some_and(|d| d.failures >= MAX_FAILURES)
+    }
+
+    /// The error of a write that found no room and can expect none: the pool is full, or,
+    /// when the journal can not be written, too many members failed.
+    pub(super) fn no_room_error(&self) -> ReqError {
+        if self.journal_failing() {
+            ReqError::Io(JOURNAL_LOST.to_string())
+        } else {
+            ReqError::NoSpace
         }
     }
 

@@ -1,0 +1,124 @@
+//! Members failing beyond what the volumes' parity covers: every request must still get an
+//! answer (an error where the data can not be stored or found), never wait forever.
+
+mod common;
+
+use common::Driver;
+use fusionraid_core::meta::JournalConfig;
+use fusionraid_core::scheme::fusion::durable::meta_layout;
+use fusionraid_core::scheme::fusion::{
+    FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
+};
+use fusionraid_core::{Data, Engine, EngineConfig, Op, Request};
+
+const BS: u64 = 16384;
+const DISKS: usize = 5;
+const BLOCKS: u64 = 120;
+
+fn driver(seed: u64) -> Driver {
+    let pool = PoolGeometry {
+        disks: DISKS,
+        disk_bytes: u64::MAX / 4,
+        block_size: BS,
+        data_offset: 0,
+        layout: LayoutKind::Permutation { seed },
+    };
+    let v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
+    let mut cfg = FusionConfig::new(pool, vec![v]);
+    cfg.max_request_bytes = 8 * BS;
+    cfg.journal = Some(JournalConfig {
+        pool_id: 7,
+        journal_bytes: 64 << 10,
+        commit_interval_ns: 1_000_000,
+        ..Default::default()
+    });
+    let end = meta_layout(&cfg).expect("journaled").end();
+    cfg.pool.data_offset = end.div_ceil(4096) * 4096;
+    let scheme = FusionScheme::new(cfg.clone()).unwrap();
+    let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * BS;
+    Driver::new(
+        Engine::new(EngineConfig::new(DISKS), Box::new(scheme), 0),
+        DISKS,
+        disk_bytes,
+        seed,
+    )
+}
+
+fn write(id: u64, offset: u64, len: u64) -> Request {
+    Request {
+        id,
+        volume: 0,
+        op: Op::Write {
+            offset,
+            data: Data::Bytes(vec![id as u8; len as usize]),
+            fua: false,
+        },
+    }
+}
+
+/// Every member (or more than the parity covers) fails under a stream of writes: the
+/// journal can no longer be committed, so stripes freed by overwrites stay held (only a
+/// commit releases them) and writes that wait for room must fail instead of waiting for a
+/// commit that never succeeds. (They used to wait forever: `fusionraid serve` with file
+/// members on a full filesystem hung every writing client.)
+#[test]
+fn writes_answer_when_members_fail_beyond_parity() {
+    for failed in [DISKS, 2] {
+        let mut d = driver(failed as u64);
+        let mut id = 0;
+        for b in 0..BLOCKS / 2 {
+            id += 1;
+            d.write_ok(id, b * BS, vec![1; BS as usize]);
+        }
+        for m in d.disks.iter_mut().take(failed) {
+            m.failed = true;
+        }
+        let mut n = 0;
+        for b in 0..BLOCKS {
+            id += 1;
+            n += 1;
+            let len = if b % 3 == 0 { 4096 } else { BS };
+            assert!(d.submit(write(id, b * BS, len)));
+        }
+        id += 1;
+        n += 1;
+        assert!(d.submit(Request {
+            id,
+            volume: 0,
+            op: Op::Flush
+        }));
+        d.drain();
+        let replies = d.take_replies();
+        assert_eq!(
+            replies.len(),
+            n,
+            "{failed} members failed: every request answered"
+        );
+        let errors: Vec<String> = replies
+            .iter()
+            .filter_map(|r| r.result.as_ref().err().map(|e| e.to_string()))
+            .collect();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("too few members left to hold the journal")),
+            "{failed} members failed: {errors:?}"
+        );
+        assert!(
+            !errors.iter().any(|e| e.contains("no space")),
+            "{failed} members failed: a lost pool is not a full one: {errors:?}"
+        );
+        // Reads get an answer too.
+        id += 1;
+        assert!(d.submit(Request {
+            id,
+            volume: 0,
+            op: Op::Read {
+                offset: 0,
+                len: 4 * BS
+            }
+        }));
+        d.drain();
+        assert_eq!(d.take_replies().len(), 1);
+    }
+}
