@@ -1,21 +1,23 @@
-//! Members failing beyond what the volumes' parity covers: every request must still get an
-//! answer (an error where the data can not be stored or found), never wait forever.
+//! Member failures and what survives them: beyond what the volumes' parity covers every
+//! request must still get an answer (an error where the data can not be stored or found),
+//! never wait forever; and a failed member stays failed across a restart until replaced.
 
 mod common;
 
 use common::Driver;
-use fusionraid_core::meta::JournalConfig;
+use fusionraid_core::meta::recover::region;
+use fusionraid_core::meta::{JournalConfig, RecoveryReport};
 use fusionraid_core::scheme::fusion::durable::meta_layout;
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
 };
-use fusionraid_core::{Data, Engine, EngineConfig, Op, Request};
+use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, Request};
 
 const BS: u64 = 16384;
 const DISKS: usize = 5;
 const BLOCKS: u64 = 120;
 
-fn driver(seed: u64) -> Driver {
+fn config(seed: u64) -> FusionConfig {
     let pool = PoolGeometry {
         disks: DISKS,
         disk_bytes: u64::MAX / 4,
@@ -34,6 +36,11 @@ fn driver(seed: u64) -> Driver {
     });
     let end = meta_layout(&cfg).expect("journaled").end();
     cfg.pool.data_offset = end.div_ceil(4096) * 4096;
+    cfg
+}
+
+fn driver(seed: u64) -> Driver {
+    let cfg = config(seed);
     let scheme = FusionScheme::new(cfg.clone()).unwrap();
     let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * BS;
     Driver::new(
@@ -42,6 +49,30 @@ fn driver(seed: u64) -> Driver {
         disk_bytes,
         seed,
     )
+}
+
+/// What `serve` would find in the members' metadata after a restart now.
+fn recovered(d: &Driver, cfg: &FusionConfig) -> RecoveryReport {
+    let (off, len) = region(&meta_layout(cfg).expect("journaled"));
+    let regions: Vec<Option<&[u8]>> = d
+        .disks
+        .iter()
+        .map(|m| Some(&m.bytes[off as usize..(off + len) as usize]))
+        .collect();
+    FusionScheme::recover(cfg.clone(), &regions, d.now)
+        .expect("recovery")
+        .1
+}
+
+fn flush(d: &mut Driver, id: u64) {
+    assert!(d.submit(Request {
+        id,
+        volume: 0,
+        op: Op::Flush
+    }));
+    d.drain();
+    let r = d.take_replies();
+    assert!(r.iter().all(|r| r.result.is_ok()), "{r:?}");
 }
 
 fn write(id: u64, offset: u64, len: u64) -> Request {
@@ -121,4 +152,59 @@ fn writes_answer_when_members_fail_beyond_parity() {
         d.drain();
         assert_eq!(d.take_replies().len(), 1);
     }
+}
+
+/// A member fails, writes go on without it, the pool restarts: the failed member's device
+/// may read back fine (a transient error, `fusionraid fail`, a member that was missing at
+/// the last start), but it missed those writes, so the metadata must say it failed until a
+/// device takes its slot. (It used to come back as healthy: a scrub after the restart found
+/// thousands of stale copies and wrong parities on it.)
+#[test]
+fn a_failed_member_stays_failed_across_a_restart_until_replaced() {
+    let cfg = config(3);
+    let mut d = driver(3);
+    let mut id = 0;
+    for b in 0..BLOCKS / 2 {
+        id += 1;
+        d.write_ok(id, b * BS, vec![1; BS as usize]);
+    }
+    id += 1;
+    flush(&mut d, id);
+    assert!(recovered(&d, &cfg).members_failed.is_empty());
+    d.engine.fail_disk(DiskId(1), d.now);
+    d.disks[1].failed = true;
+    d.pump();
+    for b in 0..BLOCKS / 2 {
+        id += 1;
+        d.write_ok(id, b * BS, vec![2; BS as usize]);
+    }
+    id += 1;
+    flush(&mut d, id);
+    let report = recovered(&d, &cfg);
+    assert_eq!(report.members_failed, vec![1], "{report}");
+    assert!(
+        report.to_string().contains("members failed earlier [1]"),
+        "{report}"
+    );
+    // The rebuild finishes and a blank device takes the slot: no longer failed.
+    let mut replaced = false;
+    for _ in 0..4000 {
+        let t = d.now + 5_000_000;
+        d.run_until(Some(t));
+        if d.engine.replace_disk(DiskId(1), d.now).is_ok() {
+            replaced = true;
+            break;
+        }
+    }
+    assert!(replaced, "the rebuild never finished");
+    d.disks[1].failed = false;
+    d.blank_disk(1, 0);
+    d.pump();
+    id += 1;
+    d.write_ok(id, 0, vec![3; BS as usize]);
+    id += 1;
+    flush(&mut d, id);
+    d.settle();
+    let report = recovered(&d, &cfg);
+    assert!(report.members_failed.is_empty(), "{report}");
 }

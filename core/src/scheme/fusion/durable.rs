@@ -24,7 +24,8 @@ use super::{ConfigError, FusionConfig, FusionScheme};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::meta::image::{encode_header, encode_vol};
+use crate::meta::Record;
+use crate::meta::image::{encode_failed, encode_header, encode_vol};
 use crate::meta::journal::Sealed;
 use crate::meta::{
     ImageBound, Journal, MetaLayout, RecoveryError, RecoveryReport, VolImage, recover_image,
@@ -180,6 +181,25 @@ impl FusionScheme {
         self.durable = Some(Durable::new(journal));
     }
 
+    /// Note a member's failure or replacement in `failed_members` and journal it, after
+    /// every record queued before it: a commit that has a write which skipped the failed
+    /// member then also has the failure.
+    pub(super) fn record_member(&mut self, r: Record) {
+        match r {
+            Record::MemberFailed { member } => self.failed_members.insert(member),
+            Record::MemberReplaced { member } => self.failed_members.remove(&member),
+            _ => unreachable!("a member record"),
+        };
+        if self.durable.is_some() {
+            for v in 0..self.vols.len() {
+                self.drain_log(v);
+            }
+            let d = self.durable.as_mut().expect("journaled");
+            d.stats.records += 1;
+            d.journal.append(&[r]);
+        }
+    }
+
     /// Hand a volume's queued records to the journal as one group.
     pub(super) fn drain_log(&mut self, vol: usize) {
         let Some(d) = self.durable.as_mut() else {
@@ -300,6 +320,7 @@ impl FusionScheme {
                 &remaps,
             );
         }
+        encode_failed(&mut out, &self.failed_members);
         out
     }
 
@@ -519,6 +540,7 @@ impl FusionScheme {
             .map(|v| (v.blocks, v.pages_per_block))
             .collect();
         let (image, report) = recover_image(jcfg.pool_id, &layout, regions, &shapes)?;
+        scheme.failed_members = image.failed;
         for (v, img) in scheme.vols.iter_mut().zip(image.vols) {
             restore_vol(v, img, now).map_err(|e| {
                 RecoverError::Recovery(RecoveryError::Corrupt(format!(
