@@ -561,6 +561,7 @@ impl FusionScheme {
         let d = scheme.durable.as_mut().expect("journaled");
         d.recovery = Some(report.clone());
         d.last_commit_at = now;
+        scheme.resume_rebalance(now);
         Ok((scheme, report))
     }
 
