@@ -240,6 +240,8 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     for (i, s) in specs.iter().enumerate() {
         let mut m = match fusionraid_io::open_member(s, &io.options(file, i, base, false)) {
             Ok(m) => m,
+            // Serving without a member another process is writing would not make it safe.
+            Err(e) if e.in_use => return Err(e).context(format!("`members[{i}]`")),
             Err(e) => {
                 unusable.push((i, e.to_string()));
                 continue;

@@ -120,6 +120,42 @@ fn create_serve_status_and_restart() {
     s.stop();
 }
 
+/// A second `serve` of a pool already served (by hand next to a service, with its own
+/// sockets) used to start: two engines wrote the same members as if alone, each
+/// allocating the free stripes the other was filling, and data flushed through the first
+/// read back as errors. `create --force` could likewise format a pool under its server.
+/// Both are refused now: every file member is locked while it is open.
+#[test]
+fn a_served_pool_is_refused_to_a_second_serve_and_to_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    create(&pool, &[]).ok("create");
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 7);
+    let d = dir.path();
+    let (sock, status) = (d.join("b.sock"), d.join("b-status.sock"));
+    let second = [
+        "serve",
+        pool.to_str().unwrap(),
+        "--unix",
+        sock.to_str().unwrap(),
+        "--status",
+        status.to_str().unwrap(),
+        "--no-tcp",
+    ];
+    fails_with(
+        run(BIN, &second, Duration::from_secs(20)),
+        "in use by another process",
+    );
+    fails_with(create(&pool, &["--force"]), "in use by another process");
+    read_expect(&s.uri("v0"), 7);
+    s.stop();
+    // Stopped, the pool is free to serve again.
+    let s = Serve::start(&pool, &[]);
+    read_expect(&s.uri("v0"), 7);
+    s.stop();
+}
+
 #[test]
 fn assembly_errors_are_clear_and_degraded_start_works() {
     let dir = tempfile::tempdir().unwrap();
