@@ -215,6 +215,21 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
     }
+    // One device listed twice (the same path, or two names for it) now holds only the
+    // superblock written last: refuse the pool here, not at its first `serve`.
+    for (i, m) in members.iter_mut().enumerate() {
+        let sb = io
+            .read_sb(m.as_mut())
+            .map_err(|e| anyhow::anyhow!("`members[{i}]` ({}): {e}", m.name()))?;
+        if sb.index as usize != i {
+            bail!(
+                "`members[{i}]` ({}) and `members[{}]` are the same device (listed twice?); \
+                 every member must be a device of its own",
+                m.name(),
+                sb.index
+            );
+        }
+    }
     let mut pool = Pool {
         cfg: cfg.clone(),
         uuid,

@@ -182,8 +182,15 @@ fn assembly_errors_are_clear_and_degraded_start_works() {
     std::fs::rename(d.join("away.img"), d.join("d3.img")).unwrap();
     std::fs::rename(d.join("away4.img"), d.join("d4.img")).unwrap();
 
-    // The same member listed twice.
+    // The same member listed twice: `create` used to accept it (and format a pool no
+    // `serve` would take).
     let text = std::fs::read_to_string(&pool).unwrap();
+    let twice = tempfile::tempdir().unwrap();
+    let tpool = file_pool(twice.path(), "");
+    let t = std::fs::read_to_string(&tpool).unwrap();
+    std::fs::write(&tpool, t.replace("file:d4.img", "file:d3.img")).unwrap();
+    fails_with(create(&tpool, &[]), "are the same device");
+    // The same member listed twice.
     let dup = dir.path().join("dup.toml");
     std::fs::write(&dup, text.replace("file:d4.img", "file:d3.img")).unwrap();
     fails_with(
