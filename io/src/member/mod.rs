@@ -142,6 +142,7 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
             &name,
             uri,
             opts.waker.clone(),
+            opts.clock,
         )?)),
     }
 }

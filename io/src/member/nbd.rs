@@ -45,10 +45,19 @@ pub struct NbdMember {
     broken: Option<String>,
     /// See `REPLY_TIMEOUT` (shorter in tests).
     reply_timeout: Nanos,
+    /// Send times and the timeout are read from this clock (the loop's), never from the
+    /// `now` of the loop's turn: a send that blocked makes that stale, and requests sent
+    /// after it (to any member) would look old at once.
+    clock: crate::Clock,
 }
 
 impl NbdMember {
-    pub fn connect(name: &str, uri: &str, waker: Arc<Waker>) -> Result<NbdMember, MemberError> {
+    pub fn connect(
+        name: &str,
+        uri: &str,
+        waker: Arc<Waker>,
+        clock: crate::Clock,
+    ) -> Result<NbdMember, MemberError> {
         let client = Client::connect(uri)
             .map_err(|e| MemberError::new(name, format!("connecting to {uri}: {e}")))?;
         let info = client.info().clone();
@@ -84,6 +93,7 @@ impl NbdMember {
             ready: Vec::new(),
             broken: None,
             reply_timeout: REPLY_TIMEOUT.as_nanos() as Nanos,
+            clock,
         })
     }
 
@@ -94,7 +104,7 @@ impl NbdMember {
         });
     }
 
-    fn start(&mut self, tag: u64, op: DevOp, now: Nanos) {
+    fn start(&mut self, tag: u64, op: DevOp) {
         if let Some(b) = &self.broken {
             let m = b.clone();
             return self.fail(tag, m);
@@ -161,7 +171,8 @@ impl NbdMember {
             .expect("sender present while not broken");
         match sender.send(&cmd) {
             Ok(handle) => {
-                self.pending.insert(handle, (tag, what, offset, now));
+                let sent = self.clock.now();
+                self.pending.insert(handle, (tag, what, offset, sent));
             }
             Err(NbdError::InvalidRequest(m)) => self.fail(tag, format!("{what} at {offset}: {m}")),
             Err(e) => {
@@ -233,15 +244,15 @@ impl Member for NbdMember {
         self.info.size
     }
 
-    fn submit(&mut self, tag: u64, op: DevOp, now: Nanos) {
+    fn submit(&mut self, tag: u64, op: DevOp, _now: Nanos) {
         if self.pending.len() < MAX_INFLIGHT && self.waiting.is_empty() {
-            self.start(tag, op, now);
+            self.start(tag, op);
         } else {
             self.waiting.push_back((tag, op));
         }
     }
 
-    fn reap(&mut self, now: Nanos, out: &mut Vec<Completion>) {
+    fn reap(&mut self, _now: Nanos, out: &mut Vec<Completion>) {
         loop {
             match self.replies.try_recv() {
                 Ok(r) => self.on_reply(r),
@@ -257,7 +268,7 @@ impl Member for NbdMember {
         if self.broken.is_none()
             && self
                 .oldest_sent()
-                .is_some_and(|t| now >= t.saturating_add(self.reply_timeout))
+                .is_some_and(|t| self.clock.now() >= t.saturating_add(self.reply_timeout))
         {
             let secs = self.reply_timeout as f64 / 1e9;
             self.give_up(format!("the server has not answered for {secs} s"));
@@ -266,7 +277,7 @@ impl Member for NbdMember {
             let Some((tag, op)) = self.waiting.pop_front() else {
                 break;
             };
-            self.start(tag, op, now);
+            self.start(tag, op);
         }
         out.append(&mut self.ready);
     }
@@ -323,9 +334,11 @@ mod tests {
             .unwrap();
         let waker = Arc::new(Waker::new().unwrap());
         let uri = format!("nbd+unix:///m?socket={}", sock.display());
-        let mut m = NbdMember::connect("hung", &uri, waker).unwrap();
-        let t0: Nanos = 1_000;
-        for i in 0..(MAX_INFLIGHT as u64 + 8) {
+        let clock = crate::Clock::new();
+        let mut m = NbdMember::connect("hung", &uri, waker.clone(), clock).unwrap();
+        m.reply_timeout = 200_000_000;
+        let n = MAX_INFLIGHT + 8;
+        for i in 0..n as u64 {
             m.submit(
                 i,
                 DevOp::Write {
@@ -333,18 +346,24 @@ mod tests {
                     data: Data::Bytes(vec![1; 4096]),
                     fua: false,
                 },
-                t0,
+                0,
             );
         }
-        let mut out = Vec::new();
-        m.reap(t0 + 1, &mut out);
-        assert!(out.is_empty(), "nothing answered yet: {out:?}");
         let deadline = m
             .next_deadline()
             .expect("a deadline while requests are pending");
-        assert_eq!(deadline, t0 + m.reply_timeout);
-        m.reap(deadline, &mut out);
-        assert_eq!(out.len(), MAX_INFLIGHT + 8, "every operation fails");
+        let mut out = Vec::new();
+        // Reap as the loop does: at its deadline (or any earlier wake-up), until it gives up.
+        for _ in 0..1000 {
+            m.reap(clock.now(), &mut out);
+            if !out.is_empty() {
+                break;
+            }
+            waker.prepare_sleep();
+            waker.wait(Some(clock.until(deadline).max(Duration::from_millis(1))));
+        }
+        assert_eq!(out.len(), n, "every operation fails at once");
+        assert!(clock.now() >= deadline);
         assert!(
             out.iter().all(|c| c
                 .result
@@ -355,8 +374,8 @@ mod tests {
         assert_eq!(m.inflight(), 0);
         assert_eq!(m.next_deadline(), None);
         // And so does everything after.
-        m.submit(99, DevOp::Flush, deadline);
-        m.reap(deadline, &mut out);
+        m.submit(99, DevOp::Flush, 0);
+        m.reap(0, &mut out);
         assert!(out.last().is_some_and(|c| c.tag == 99 && c.result.is_err()));
         drop(m);
         backend.held.lock().unwrap().clear();
@@ -375,7 +394,7 @@ mod tests {
             .unwrap();
         let waker = Arc::new(Waker::new().unwrap());
         let uri = format!("nbd+unix:///m?socket={}", sock.display());
-        let mut m = NbdMember::connect("remote", &uri, waker.clone()).unwrap();
+        let mut m = NbdMember::connect("remote", &uri, waker.clone(), crate::Clock::new()).unwrap();
         assert_eq!(m.size_bytes(), 8 << 20);
         let n = 100u64;
         for i in 0..n {
