@@ -215,6 +215,21 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
     }
+    // One device listed twice (the same path, or two names for it) now holds only the
+    // superblock written last: refuse the pool here, not at its first `serve`.
+    for (i, m) in members.iter_mut().enumerate() {
+        let sb = io
+            .read_sb(m.as_mut())
+            .map_err(|e| anyhow::anyhow!("`members[{i}]` ({}): {e}", m.name()))?;
+        if sb.index as usize != i {
+            bail!(
+                "`members[{i}]` ({}) and `members[{}]` are the same device (listed twice?); \
+                 every member must be a device of its own",
+                m.name(),
+                sb.index
+            );
+        }
+    }
     let mut pool = Pool {
         cfg: cfg.clone(),
         uuid,
@@ -240,6 +255,8 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     for (i, s) in specs.iter().enumerate() {
         let mut m = match fusionraid_io::open_member(s, &io.options(file, i, base, false)) {
             Ok(m) => m,
+            // Serving without a member another process is writing would not make it safe.
+            Err(e) if e.in_use => return Err(e).context(format!("`members[{i}]`")),
             Err(e) => {
                 unusable.push((i, e.to_string()));
                 continue;

@@ -15,6 +15,7 @@ use fusionraid_io::Driver;
 use fusionraid_io::driver::MemberState;
 
 use crate::assemble::{Io, PoolIdentity};
+use crate::scheme_choice::tolerance;
 use crate::socket_server::SocketServer;
 
 /// The control socket that goes with a status socket.
@@ -38,10 +39,10 @@ impl Operator {
     pub fn handle(&self, line: &str) -> String {
         let words: Vec<&str> = line.split_whitespace().collect();
         let r = match words.as_slice() {
-            ["fail", n] => n
+            ["fail", n] | ["fail", n, "force"] => n
                 .parse::<usize>()
                 .map_err(|_| anyhow::anyhow!("member index expected, got {n:?}"))
-                .and_then(|i| self.fail(i)),
+                .and_then(|i| self.fail(i, words.len() == 3)),
             ["replace", n, spec] => n
                 .parse::<usize>()
                 .map_err(|_| anyhow::anyhow!("member index expected, got {n:?}"))
@@ -54,7 +55,7 @@ impl Operator {
                 })
                 .map_err(|e| anyhow::anyhow!(e)),
             _ => Err(anyhow::anyhow!(
-                "unknown command {line:?} (fail N | replace N SPEC | scrub)"
+                "unknown command {line:?} (fail N [force] | replace N SPEC | scrub)"
             )),
         };
         match r {
@@ -63,9 +64,35 @@ impl Operator {
         }
     }
 
-    fn fail(&self, i: usize) -> anyhow::Result<String> {
+    fn fail(&self, i: usize, force: bool) -> anyhow::Result<String> {
         if i >= self.pool.cfg.members.len() {
             bail!("there is no member {i}");
+        }
+        if let Some(s) = self.driver.status(Duration::from_secs(5)) {
+            let down = |m: &&fusionraid_io::driver::MemberStatus| {
+                matches!(m.state, MemberState::Failed | MemberState::Missing)
+            };
+            if s.members.get(i).is_some_and(|m| down(&m)) {
+                return Ok(format!("member {i} has already failed"));
+            }
+            // Failing a member is how an operator takes a device out; it must not be how
+            // data is lost by mistake. While failed members' data is not rebuilt yet, one
+            // more failure than the volumes tolerate loses whatever it still held (a RAID5
+            // pool's second `fail` during the first rebuild lost hundreds of blocks).
+            let others: Vec<usize> = s.members.iter().filter(down).map(|m| m.index).collect();
+            let rebuilding = s
+                .volumes
+                .iter()
+                .any(|v| v.rebuild.as_deref().is_some_and(|r| !r.starts_with("done")));
+            let tol = tolerance(&self.pool.cfg);
+            if !force && rebuilding && others.len() >= tol {
+                bail!(
+                    "failing member {i} now would lose data: member(s) {others:?} failed and \
+                     their data is not rebuilt yet (`fusionraid status` shows the rebuild), \
+                     and the volumes tolerate {tol} failed member(s); wait until the rebuild \
+                     is done, or use --force"
+                );
+            }
         }
         self.driver.fail_member(i);
         Ok(format!(
@@ -163,6 +190,9 @@ pub fn serve_control(path: &Path, op: Arc<Operator>) -> anyhow::Result<SocketSer
 pub struct FailArgs {
     /// Member index to fail.
     pub member: usize,
+    /// Fail it even if that loses data (other members failed, their rebuild not done).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub target: Target,
 }
@@ -219,7 +249,8 @@ pub fn scrub(args: ScrubArgs) -> anyhow::Result<()> {
 }
 
 pub fn fail(args: FailArgs) -> anyhow::Result<()> {
-    send(&args.target, &format!("fail {}", args.member))
+    let force = if args.force { " force" } else { "" };
+    send(&args.target, &format!("fail {}{force}", args.member))
 }
 
 pub fn replace(args: ReplaceArgs) -> anyhow::Result<()> {

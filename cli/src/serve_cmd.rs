@@ -74,11 +74,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let scheme = args.scheme.clone().unwrap_or_else(|| file.scheme.clone());
     let mut notes = Vec::new();
+    // Members the journal says failed (and were not replaced): they may read fine again,
+    // but writes skipped them since, so they are stale and stay failed.
+    let mut failed_earlier = Vec::new();
     let mut engine = if is_fusion(&scheme) && pool.cfg.metadata.journal {
         let redirect = scheme.eq_ignore_ascii_case("fusionraid");
         let (engine, report) = recover_engine(&mut pool, redirect, &io)?;
         eprintln!("fusionraid: metadata recovered: {report}");
         notes.push(format!("metadata recovered at start: {report}"));
+        failed_earlier = report.members_failed.clone();
         engine
     } else {
         if is_fusion(&scheme) {
@@ -94,6 +98,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (i, why) in &pool.missing {
         eprintln!("fusionraid: member {i} is missing ({why}); serving degraded");
         engine.fail_disk(DiskId(*i as u32), 0);
+    }
+    for &i in &failed_earlier {
+        let i = usize::from(i);
+        if i < pool.members.len() && pool.members[i].is_some() {
+            let why = format!(
+                "member {i} failed before this start and holds stale data: serving degraded \
+                 until `fusionraid replace {i} SPEC` (the same device may be given again)"
+            );
+            eprintln!("fusionraid: {why}");
+            notes.push(why);
+            engine.fail_disk(DiskId(i as u32), 0);
+        }
     }
     let Pool {
         cfg,

@@ -120,6 +120,42 @@ fn create_serve_status_and_restart() {
     s.stop();
 }
 
+/// A second `serve` of a pool already served (by hand next to a service, with its own
+/// sockets) used to start: two engines wrote the same members as if alone, each
+/// allocating the free stripes the other was filling, and data flushed through the first
+/// read back as errors. `create --force` could likewise format a pool under its server.
+/// Both are refused now: every file member is locked while it is open.
+#[test]
+fn a_served_pool_is_refused_to_a_second_serve_and_to_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    create(&pool, &[]).ok("create");
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 7);
+    let d = dir.path();
+    let (sock, status) = (d.join("b.sock"), d.join("b-status.sock"));
+    let second = [
+        "serve",
+        pool.to_str().unwrap(),
+        "--unix",
+        sock.to_str().unwrap(),
+        "--status",
+        status.to_str().unwrap(),
+        "--no-tcp",
+    ];
+    fails_with(
+        run(BIN, &second, Duration::from_secs(20)),
+        "in use by another process",
+    );
+    fails_with(create(&pool, &["--force"]), "in use by another process");
+    read_expect(&s.uri("v0"), 7);
+    s.stop();
+    // Stopped, the pool is free to serve again.
+    let s = Serve::start(&pool, &[]);
+    read_expect(&s.uri("v0"), 7);
+    s.stop();
+}
+
 #[test]
 fn assembly_errors_are_clear_and_degraded_start_works() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,8 +182,15 @@ fn assembly_errors_are_clear_and_degraded_start_works() {
     std::fs::rename(d.join("away.img"), d.join("d3.img")).unwrap();
     std::fs::rename(d.join("away4.img"), d.join("d4.img")).unwrap();
 
-    // The same member listed twice.
+    // The same member listed twice: `create` used to accept it (and format a pool no
+    // `serve` would take).
     let text = std::fs::read_to_string(&pool).unwrap();
+    let twice = tempfile::tempdir().unwrap();
+    let tpool = file_pool(twice.path(), "");
+    let t = std::fs::read_to_string(&tpool).unwrap();
+    std::fs::write(&tpool, t.replace("file:d4.img", "file:d3.img")).unwrap();
+    fails_with(create(&tpool, &[]), "are the same device");
+    // The same member listed twice.
     let dup = dir.path().join("dup.toml");
     std::fs::write(&dup, text.replace("file:d4.img", "file:d3.img")).unwrap();
     fails_with(

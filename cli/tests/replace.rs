@@ -145,3 +145,40 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     read_check(&s.uri("v"), &data2, "after restart");
     s.stop();
 }
+
+/// `fusionraid fail` of a second member while the first one's data is not rebuilt: on a
+/// RAID5 pool that loses data, and the command said "ok" (a second `fail` during the first
+/// rebuild lost hundreds of blocks). It is refused now unless --force; failing a member
+/// that has already failed says so.
+#[test]
+fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    // Every stripe spans all four members: the rebuild can find no spare block and stays
+    // stalled, so the refusal does not depend on timing.
+    let members: Vec<String> = (0..4).map(|i| format!("\"file:d{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"guard\"\nmembers = [{}]\nmember_size = \"32M\"\nblock_size = \"16K\"\n\
+             layout = \"permutation\"\n{}",
+            members.join(", "),
+            volume("v", "raid5", 4, "4M", false)
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&p, &[]);
+    let data = pattern(9, 4 << 20);
+    write_all(&s.uri("v"), &data);
+    ctl(&s, &["fail", "0"]).ok("fusionraid fail 0");
+    let again = ctl(&s, &["fail", "0"]).ok("fusionraid fail 0 again");
+    assert!(again.stdout.contains("already failed"), "{}", again.stdout);
+    let out = ctl(&s, &["fail", "1"]);
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(out.stdout.contains("would lose data"), "{}", out.stdout);
+    read_check(&s.uri("v"), &data, "after the refused fail");
+    ctl(&s, &["fail", "1", "--force"]).ok("fusionraid fail 1 --force");
+    let st = s.status_text(false);
+    assert!(member_line(&st, "d1.img").contains("failed"), "{st}");
+    s.stop();
+}

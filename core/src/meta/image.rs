@@ -10,16 +10,22 @@
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
 //!         | checksum chunks u32 | (chunk u32, crc32c u32 per page of its 256 blocks)...
 //!         | remaps u32 | (stripe u32, col u8, donor u32, dcol u8)...
+//! after the volumes: failed members u16 | member u16...
 //! ```
-//! A "FRIMAGE2" image (before column remapping) is read as one with no remaps.
+//! The failed members are those a `MemberFailed` record named and no `MemberReplaced` since:
+//! stale, never to serve again as they are. A "FRIMAGE3" image (before failed members were
+//! recorded) is read as one with none failed, a "FRIMAGE2" one (before column remapping)
+//! also as one with no remaps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::record::Record;
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE3";
-/// The image before column remapping: no remap section.
+const MAGIC: [u8; 8] = *b"FRIMAGE4";
+/// The image before failed members were recorded: no failed-member section.
+const MAGIC_V3: [u8; 8] = *b"FRIMAGE3";
+/// The image before column remapping: no remap section either.
 const MAGIC_V2: [u8; 8] = *b"FRIMAGE2";
 
 /// (stripe, column) -> (donor stripe, donor column): the zone's column remaps.
@@ -198,6 +204,9 @@ impl VolImage {
                     ));
                 }
             }
+            Record::MemberFailed { .. } | Record::MemberReplaced { .. } => {
+                unreachable!("pool-wide records are applied by `Image::apply`")
+            }
         }
         Ok(())
     }
@@ -205,6 +214,8 @@ impl VolImage {
 
 pub struct Image {
     pub vols: Vec<VolImage>,
+    /// Members that failed and were not replaced since (their contents are stale).
+    pub failed: BTreeSet<u16>,
 }
 
 /// Append one volume's durable state to a checkpoint image.
@@ -253,10 +264,18 @@ pub fn encode_vol<'a>(
     }
 }
 
-/// Start an image of `volumes` volumes (then `encode_vol` each).
+/// Start an image of `volumes` volumes (then `encode_vol` each, then `encode_failed`).
 pub fn encode_header(out: &mut Vec<u8>, volumes: usize) {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&(volumes as u32).to_le_bytes());
+}
+
+/// End an image with the members that failed and were not replaced.
+pub fn encode_failed(out: &mut Vec<u8>, failed: &BTreeSet<u16>) {
+    out.extend_from_slice(&(failed.len() as u16).to_le_bytes());
+    for m in failed {
+        out.extend_from_slice(&m.to_le_bytes());
+    }
 }
 
 struct Cursor<'a> {
@@ -292,6 +311,7 @@ impl Image {
     pub fn empty(shapes: &[(u64, u16)]) -> Image {
         Image {
             vols: shapes.iter().map(|&(b, p)| VolImage::new(b, p)).collect(),
+            failed: BTreeSet::new(),
         }
     }
 
@@ -312,6 +332,7 @@ impl Image {
                     .collect::<Vec<_>>(),
             );
         }
+        encode_failed(&mut out, &self.failed);
         out
     }
 
@@ -319,11 +340,13 @@ impl Image {
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = Cursor { b, at: 0 };
         let magic = c.take(8)?;
-        let has_remaps = magic == MAGIC;
+        let has_failed = magic == MAGIC;
+        let has_remaps = has_failed || magic == MAGIC_V3;
         if !has_remaps && magic != MAGIC_V2 {
             return Err(
-                "checkpoint image has no FRIMAGE3 (or FRIMAGE2) magic (a pool created by an \
-                 older fusionraid must be created again)"
+                "checkpoint image has no FRIMAGE4 (or FRIMAGE3, FRIMAGE2) magic (a pool \
+                 created by an older fusionraid must be created again; one written by a \
+                 newer one needs that version)"
                     .into(),
             );
         }
@@ -400,17 +423,33 @@ impl Image {
             }
             vols.push(v);
         }
+        let mut failed = BTreeSet::new();
+        if has_failed {
+            for _ in 0..c.u16()? {
+                failed.insert(c.u16()?);
+            }
+        }
         if c.at != b.len() {
             return Err(format!(
                 "{} bytes after the checkpoint image",
                 b.len() - c.at
             ));
         }
-        Ok(Image { vols })
+        Ok(Image { vols, failed })
     }
 
     pub fn apply(&mut self, r: &Record) -> Result<(), String> {
-        let vol = r.vol() as usize;
+        let vol = match *r {
+            Record::MemberFailed { member } => {
+                self.failed.insert(member);
+                return Ok(());
+            }
+            Record::MemberReplaced { member } => {
+                self.failed.remove(&member);
+                return Ok(());
+            }
+            _ => r.vol().expect("a volume's record") as usize,
+        };
         let n = self.vols.len();
         self.vols
             .get_mut(vol)

@@ -14,6 +14,12 @@
 //!               stripe (its rebuilt content is written and flushed before this record)
 //!   7 Unremap   stripe u32, col u8
 //!               rebalance: the column is back in its home block
+//!   8 MemberFailed  member u16 (volume byte 0)
+//!               the member failed: from here on writes skip it, so its contents go stale
+//!               and it must never serve again as it is, even if it reads back after a
+//!               restart (`serve` fails it again until `replace` puts a device in its slot)
+//!   9 MemberReplaced  member u16 (volume byte 0)
+//!               a new device took the member's slot
 //! ```
 //! A `Written` record carries its checksums in the same record as the mapping change, so
 //! recovery never applies one without the other.
@@ -66,6 +72,14 @@ pub enum Record {
         vol: u8,
         stripe: u32,
         col: u8,
+    },
+    /// Pool-wide, not a volume's: member `member` failed.
+    MemberFailed {
+        member: u16,
+    },
+    /// Pool-wide: a new device took member `member`'s slot.
+    MemberReplaced {
+        member: u16,
     },
 }
 
@@ -152,12 +166,20 @@ impl Record {
                 out.extend_from_slice(&stripe.to_le_bytes());
                 out.push(*col);
             }
+            Record::MemberFailed { member } => {
+                out.extend_from_slice(&[8, 0]);
+                out.extend_from_slice(&member.to_le_bytes());
+            }
+            Record::MemberReplaced { member } => {
+                out.extend_from_slice(&[9, 0]);
+                out.extend_from_slice(&member.to_le_bytes());
+            }
         }
     }
 
-    /// The volume a record belongs to.
-    pub fn vol(&self) -> u8 {
-        match self {
+    /// The volume a record belongs to (None for the pool-wide member records).
+    pub fn vol(&self) -> Option<u8> {
+        Some(match self {
             Record::Whole { vol, .. }
             | Record::Patch { vol, .. }
             | Record::Retarget { vol, .. }
@@ -165,7 +187,8 @@ impl Record {
             | Record::Written { vol, .. }
             | Record::Remap { vol, .. }
             | Record::Unremap { vol, .. } => *vol,
-        }
+            Record::MemberFailed { .. } | Record::MemberReplaced { .. } => return None,
+        })
     }
 
     pub fn encoded_len(&self) -> usize {
@@ -179,6 +202,7 @@ impl Record {
             Record::Written { sums, .. } => 19 + 4 * sums.len(),
             Record::Remap { .. } => 12,
             Record::Unremap { .. } => 7,
+            Record::MemberFailed { .. } | Record::MemberReplaced { .. } => 4,
         }
     }
 
@@ -327,6 +351,18 @@ impl<'a> Reader<'a> {
                 stripe: self.u32()?,
                 col: self.u8()?,
             },
+            8 | 9 if vol != 0 => {
+                return Err(RecordError {
+                    at: self.at,
+                    what: "member record with a volume byte",
+                });
+            }
+            8 => Record::MemberFailed {
+                member: self.u16()?,
+            },
+            9 => Record::MemberReplaced {
+                member: self.u16()?,
+            },
             _ => {
                 return Err(RecordError {
                     at: self.at,
@@ -416,6 +452,8 @@ mod tests {
                 }),
             (any::<u8>(), any::<u32>(), any::<u8>())
                 .prop_map(|(vol, stripe, col)| Record::Unremap { vol, stripe, col }),
+            any::<u16>().prop_map(|member| Record::MemberFailed { member }),
+            any::<u16>().prop_map(|member| Record::MemberReplaced { member }),
         ]
     }
 

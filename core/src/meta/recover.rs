@@ -27,6 +27,9 @@ pub struct RecoveryReport {
     /// Valid blocks past the first gap: written but never committed, so not replayed.
     pub blocks_ignored: u64,
     pub members_missing: usize,
+    /// Members the metadata says failed and were not replaced since: stale, whatever
+    /// they hold (`serve` fails them again at start).
+    pub members_failed: Vec<u16>,
 }
 
 impl std::fmt::Display for RecoveryReport {
@@ -41,7 +44,11 @@ impl std::fmt::Display for RecoveryReport {
             self.records_replayed,
             self.blocks_ignored,
             self.members_missing
-        )
+        )?;
+        if !self.members_failed.is_empty() {
+            write!(f, ", members failed earlier {:?}", self.members_failed)?;
+        }
+        Ok(())
     }
 }
 
@@ -155,6 +162,7 @@ pub fn recover_image(
         report.records_replayed += recs.len() as u64;
     }
     report.blocks_ignored = blocks.len() as u64 - report.blocks_replayed;
+    report.members_failed = image.failed.iter().copied().collect();
     Ok((image, report))
 }
 

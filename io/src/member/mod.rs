@@ -71,6 +71,9 @@ pub trait Member: Send {
 pub struct MemberError {
     pub member: String,
     pub reason: String,
+    /// The device is locked by another process (another `serve` of the pool): not a
+    /// missing member to run degraded without, but a mistake to refuse.
+    pub in_use: bool,
 }
 
 impl MemberError {
@@ -78,6 +81,7 @@ impl MemberError {
         MemberError {
             member: member.to_string(),
             reason: reason.to_string(),
+            in_use: false,
         }
     }
 }
@@ -138,6 +142,7 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
             &name,
             uri,
             opts.waker.clone(),
+            opts.clock,
         )?)),
     }
 }

@@ -6,11 +6,15 @@
 //! The channel can not fill: it holds at most one reply per request in flight, which is
 //! capped at `MAX_INFLIGHT` (further operations wait in `waiting`, bounded by the engine),
 //! plus the final connection error. Sends may block briefly when the server is slow to read
-//! its socket; servers read continuously, so that wait is bounded by their queue depth.
+//! its socket. A server that hangs (stopped, a network partition, its storage stuck) must not
+//! hang the pool: sends time out after `REPLY_TIMEOUT`, and a request unanswered for that
+//! long gives the connection up (every operation fails; the engine fails the member and
+//! serves degraded).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::time::Duration;
 
 use fusionraid_core::{Data, DevError, DevOp, Nanos};
 use fusionraid_nbd::{Client, ClientSender, CommandKind, CommandResult, ExportInfo, NbdError};
@@ -22,6 +26,10 @@ use crate::waker::Waker;
 /// beyond that; a little more keeps its queue full without making us block.
 const MAX_INFLIGHT: usize = 32;
 
+/// How long a request may go unanswered (or a send stay blocked) before the server is
+/// given up on. Far beyond any healthy device's latency, even under GC stalls.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
 type Reply = Result<(u64, CommandResult), NbdError>;
 
 pub struct NbdMember {
@@ -29,16 +37,27 @@ pub struct NbdMember {
     info: ExportInfo,
     sender: Option<ClientSender>,
     replies: Receiver<Reply>,
-    /// NBD handle -> (our tag, operation, for error messages).
-    pending: HashMap<u64, (u64, &'static str, u64)>,
+    /// NBD handle -> (our tag, operation, offset (for error messages), when sent).
+    pending: HashMap<u64, (u64, &'static str, u64, Nanos)>,
     waiting: VecDeque<(u64, DevOp)>,
     ready: Vec<Completion>,
     /// Set once the connection is gone: everything fails from then on.
     broken: Option<String>,
+    /// See `REPLY_TIMEOUT` (shorter in tests).
+    reply_timeout: Nanos,
+    /// Send times and the timeout are read from this clock (the loop's), never from the
+    /// `now` of the loop's turn: a send that blocked makes that stale, and requests sent
+    /// after it (to any member) would look old at once.
+    clock: crate::Clock,
 }
 
 impl NbdMember {
-    pub fn connect(name: &str, uri: &str, waker: Arc<Waker>) -> Result<NbdMember, MemberError> {
+    pub fn connect(
+        name: &str,
+        uri: &str,
+        waker: Arc<Waker>,
+        clock: crate::Clock,
+    ) -> Result<NbdMember, MemberError> {
         let client = Client::connect(uri)
             .map_err(|e| MemberError::new(name, format!("connecting to {uri}: {e}")))?;
         let info = client.info().clone();
@@ -55,6 +74,9 @@ impl NbdMember {
             ));
         }
         let (sender, mut receiver) = client.split();
+        sender
+            .set_write_timeout(Some(REPLY_TIMEOUT))
+            .map_err(|e| MemberError::new(name, format!("setting a send timeout: {e}")))?;
         let (tx, replies) = sync_channel(MAX_INFLIGHT + 1);
         let thread_name = format!("nbd-member-rx {name}");
         std::thread::Builder::new()
@@ -70,6 +92,8 @@ impl NbdMember {
             waiting: VecDeque::new(),
             ready: Vec::new(),
             broken: None,
+            reply_timeout: REPLY_TIMEOUT.as_nanos() as Nanos,
+            clock,
         })
     }
 
@@ -147,20 +171,40 @@ impl NbdMember {
             .expect("sender present while not broken");
         match sender.send(&cmd) {
             Ok(handle) => {
-                self.pending.insert(handle, (tag, what, offset));
+                let sent = self.clock.now();
+                self.pending.insert(handle, (tag, what, offset, sent));
             }
             Err(NbdError::InvalidRequest(m)) => self.fail(tag, format!("{what} at {offset}: {m}")),
             Err(e) => {
-                self.broken = Some(format!("connection lost: {e}"));
                 self.fail(tag, format!("{what} at {offset}: {e}"));
+                self.give_up(format!("connection lost: {e}"));
             }
         }
+    }
+
+    /// The connection is unusable: fail everything sent and queued, now and from now on,
+    /// and shut the socket so the receiver thread ends.
+    fn give_up(&mut self, why: String) {
+        if let Some(mut s) = self.sender.take() {
+            s.abort();
+        }
+        for (_, (tag, what, offset, _)) in std::mem::take(&mut self.pending) {
+            self.fail(tag, format!("{what} at {offset}: {why}"));
+        }
+        for (tag, _) in std::mem::take(&mut self.waiting) {
+            self.fail(tag, why.clone());
+        }
+        self.broken = Some(why);
+    }
+
+    fn oldest_sent(&self) -> Option<Nanos> {
+        self.pending.values().map(|p| p.3).min()
     }
 
     fn on_reply(&mut self, reply: Reply) {
         match reply {
             Ok((handle, result)) => {
-                let Some((tag, what, offset)) = self.pending.remove(&handle) else {
+                let Some((tag, what, offset, _)) = self.pending.remove(&handle) else {
                     tracing::error!(member = %self.name, handle, "reply for an unknown handle");
                     return;
                 };
@@ -170,12 +214,8 @@ impl NbdMember {
                 self.ready.push(Completion { tag, result });
             }
             Err(e) => {
-                let m = format!("connection lost: {e}");
-                self.broken = Some(m.clone());
                 self.sender = None;
-                for (_, (tag, what, offset)) in std::mem::take(&mut self.pending) {
-                    self.fail(tag, format!("{what} at {offset}: {m}"));
-                }
+                self.give_up(format!("connection lost: {e}"));
             }
         }
     }
@@ -225,6 +265,14 @@ impl Member for NbdMember {
                 }
             }
         }
+        if self.broken.is_none()
+            && self
+                .oldest_sent()
+                .is_some_and(|t| self.clock.now() >= t.saturating_add(self.reply_timeout))
+        {
+            let secs = self.reply_timeout as f64 / 1e9;
+            self.give_up(format!("the server has not answered for {secs} s"));
+        }
         while self.pending.len() < MAX_INFLIGHT {
             let Some((tag, op)) = self.waiting.pop_front() else {
                 break;
@@ -232,6 +280,12 @@ impl Member for NbdMember {
             self.start(tag, op);
         }
         out.append(&mut self.ready);
+    }
+
+    fn next_deadline(&self) -> Option<Nanos> {
+        // Wake to give the server up even if nothing else happens meanwhile.
+        self.oldest_sent()
+            .map(|t| t.saturating_add(self.reply_timeout))
     }
 
     fn inflight(&self) -> usize {
@@ -242,8 +296,91 @@ impl Member for NbdMember {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fusionraid_nbd::{MemBackend, Server};
-    use std::time::Duration;
+    use fusionraid_nbd::{Backend, Command, Completer, MemBackend, Server};
+    use std::sync::Mutex;
+
+    /// A server whose storage hangs: it takes requests and never answers them.
+    struct Hung {
+        info: ExportInfo,
+        held: Mutex<Vec<Completer>>,
+    }
+
+    impl Backend for Hung {
+        fn exports(&self) -> Vec<ExportInfo> {
+            vec![self.info.clone()]
+        }
+        fn submit(&self, _export: usize, _cmd: Command, done: Completer) {
+            self.held.lock().unwrap().push(done);
+        }
+    }
+
+    /// A member whose server stopped answering used to keep its requests pending for good:
+    /// every write with a copy on it waited forever, and a server that also stopped reading
+    /// blocked the loop thread in a send, freezing the whole pool (status included). Now
+    /// the member gives the connection up after the reply timeout: everything it holds
+    /// fails, and the engine fails the member and serves degraded.
+    #[test]
+    fn a_server_that_stops_answering_is_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("hung.sock");
+        let backend = Arc::new(Hung {
+            info: ExportInfo::new("m", 8 << 20),
+            held: Mutex::new(Vec::new()),
+        });
+        let server = Server::new(backend.clone())
+            .bind_unix(&sock)
+            .unwrap()
+            .start()
+            .unwrap();
+        let waker = Arc::new(Waker::new().unwrap());
+        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        let clock = crate::Clock::new();
+        let mut m = NbdMember::connect("hung", &uri, waker.clone(), clock).unwrap();
+        m.reply_timeout = 200_000_000;
+        let n = MAX_INFLIGHT + 8;
+        for i in 0..n as u64 {
+            m.submit(
+                i,
+                DevOp::Write {
+                    offset: i * 4096,
+                    data: Data::Bytes(vec![1; 4096]),
+                    fua: false,
+                },
+                0,
+            );
+        }
+        let deadline = m
+            .next_deadline()
+            .expect("a deadline while requests are pending");
+        let mut out = Vec::new();
+        // Reap as the loop does: at its deadline (or any earlier wake-up), until it gives up.
+        for _ in 0..1000 {
+            m.reap(clock.now(), &mut out);
+            if !out.is_empty() {
+                break;
+            }
+            waker.prepare_sleep();
+            waker.wait(Some(clock.until(deadline).max(Duration::from_millis(1))));
+        }
+        assert_eq!(out.len(), n, "every operation fails at once");
+        assert!(clock.now() >= deadline);
+        assert!(
+            out.iter().all(|c| c
+                .result
+                .as_ref()
+                .is_err_and(|e| e.0.contains("has not answered"))),
+            "{out:?}"
+        );
+        assert_eq!(m.inflight(), 0);
+        assert_eq!(m.next_deadline(), None);
+        // And so does everything after.
+        m.submit(99, DevOp::Flush, 0);
+        m.reap(0, &mut out);
+        assert!(out.last().is_some_and(|c| c.tag == 99 && c.result.is_err()));
+        drop(m);
+        backend.held.lock().unwrap().clear();
+        server.shutdown();
+    }
 
     #[test]
     fn pipelined_round_trip_against_our_server() {
@@ -257,7 +394,7 @@ mod tests {
             .unwrap();
         let waker = Arc::new(Waker::new().unwrap());
         let uri = format!("nbd+unix:///m?socket={}", sock.display());
-        let mut m = NbdMember::connect("remote", &uri, waker.clone()).unwrap();
+        let mut m = NbdMember::connect("remote", &uri, waker.clone(), crate::Clock::new()).unwrap();
         assert_eq!(m.size_bytes(), 8 << 20);
         let n = 100u64;
         for i in 0..n {

@@ -98,6 +98,19 @@ impl ClientSender {
         self.shared.max_payload
     }
 
+    /// Bound how long a send may block on a server that stopped reading its socket (None:
+    /// forever); a send that times out fails with an I/O error.
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        self.out.set_write_timeout(t)
+    }
+
+    /// Shut the connection down in both directions at once, without NBD_CMD_DISC (for a
+    /// server given up on): the receiving half's blocked read returns.
+    pub fn abort(&mut self) {
+        self.disconnected = true;
+        let _ = self.out.shutdown(std::net::Shutdown::Both);
+    }
+
     /// Sends one command and returns its handle. The command is checked
     /// against what the server advertised first; a command the server must
     /// not receive is refused with [`NbdError::InvalidRequest`].

@@ -114,11 +114,12 @@ impl FusionScheme {
             if ctx.now < self.vols[vol].next_bg_scan {
                 continue; // (waiting writes are judged after a scan, never without one)
             }
+            let commits_succeed = !self.journal_failing();
             let stuck = |v: &Vol| {
                 !v.space_waiters.is_empty()
                     && v.bg_running == 0
                     && v.rebuild_running == 0
-                    && !v.room_on_the_way()
+                    && !v.room_on_the_way(commits_succeed)
             };
             for _round in 0..2 {
                 self.scan_background(ctx, vol);
@@ -146,7 +147,8 @@ impl FusionScheme {
                         w.may_wait = false;
                         self.run_write(ctx, h);
                     } else {
-                        self.fail_write(ctx, h, crate::engine::api::ReqError::NoSpace);
+                        let e = self.no_room_error();
+                        self.fail_write(ctx, h, e);
                     }
                 }
             }

@@ -24,7 +24,8 @@ use super::{ConfigError, FusionConfig, FusionScheme};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::meta::image::{encode_header, encode_vol};
+use crate::meta::Record;
+use crate::meta::image::{encode_failed, encode_header, encode_vol};
 use crate::meta::journal::Sealed;
 use crate::meta::{
     ImageBound, Journal, MetaLayout, RecoveryError, RecoveryReport, VolImage, recover_image,
@@ -39,6 +40,8 @@ const FLUSH_PART: u32 = 1 << 31;
 const MAX_OPEN_BLOCKS: usize = 64;
 /// After this many failed commits in a row, waiting flushes are answered with an error.
 const MAX_FAILURES: u32 = 3;
+/// Why requests that need a commit fail once commits keep failing.
+const JOURNAL_LOST: &str = "metadata commit failed: too few members left to hold the journal";
 
 /// Counters `status` shows.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -178,6 +181,25 @@ impl FusionScheme {
         self.durable = Some(Durable::new(journal));
     }
 
+    /// Note a member's failure or replacement in `failed_members` and journal it, after
+    /// every record queued before it: a commit that has a write which skipped the failed
+    /// member then also has the failure.
+    pub(super) fn record_member(&mut self, r: Record) {
+        match r {
+            Record::MemberFailed { member } => self.failed_members.insert(member),
+            Record::MemberReplaced { member } => self.failed_members.remove(&member),
+            _ => unreachable!("a member record"),
+        };
+        if self.durable.is_some() {
+            for v in 0..self.vols.len() {
+                self.drain_log(v);
+            }
+            let d = self.durable.as_mut().expect("journaled");
+            d.stats.records += 1;
+            d.journal.append(&[r]);
+        }
+    }
+
     /// Hand a volume's queued records to the journal as one group.
     pub(super) fn drain_log(&mut self, vol: usize) {
         let Some(d) = self.durable.as_mut() else {
@@ -298,6 +320,7 @@ impl FusionScheme {
                 &remaps,
             );
         }
+        encode_failed(&mut out, &self.failed_members);
         out
     }
 
@@ -464,10 +487,7 @@ impl FusionScheme {
             d.failures += 1;
             d.stats.failed_commits += 1;
             if d.failures >= MAX_FAILURES {
-                d.fail_waiters(
-                    ctx,
-                    "metadata commit failed: too few members left to hold the journal",
-                );
+                d.fail_waiters(ctx, JOURNAL_LOST);
             }
         }
         self.after_event(ctx);
@@ -520,6 +540,7 @@ impl FusionScheme {
             .map(|v| (v.blocks, v.pages_per_block))
             .collect();
         let (image, report) = recover_image(jcfg.pool_id, &layout, regions, &shapes)?;
+        scheme.failed_members = image.failed;
         for (v, img) in scheme.vols.iter_mut().zip(image.vols) {
             restore_vol(v, img, now).map_err(|e| {
                 RecoverError::Recovery(RecoveryError::Corrupt(format!(
@@ -540,6 +561,7 @@ impl FusionScheme {
         let d = scheme.durable.as_mut().expect("journaled");
         d.recovery = Some(report.clone());
         d.last_commit_at = now;
+        scheme.resume_rebalance(now);
         Ok((scheme, report))
     }
 
@@ -549,6 +571,31 @@ impl FusionScheme {
             d.journal.force_checkpoint();
             // Answer nobody early, but do not wait the whole interval either.
             d.last_commit_at = 0;
+        }
+    }
+
+    /// Will space come back in `vol` without new background work (`Vol::room_on_the_way`)?
+    /// Held stripes are released only by a successful commit: once `MAX_FAILURES` commits
+    /// in a row have failed (too few members left to hold the journal) they are not counted,
+    /// or writes waiting for them would wait forever instead of failing.
+    pub(super) fn room_on_the_way(&self, vol: usize) -> bool {
+        self.vols[vol].room_on_the_way(!self.journal_failing())
+    }
+
+    /// Have the last `MAX_FAILURES` commits all failed?
+    pub(super) fn journal_failing(&self) -> bool {
+        self.durable
+            .as_ref()
+            .is_some_and(|d| d.failures >= MAX_FAILURES)
+    }
+
+    /// The error of a write that found no room and can expect none: the pool is full, or,
+    /// when the journal can not be written, too many members failed.
+    pub(super) fn no_room_error(&self) -> ReqError {
+        if self.journal_failing() {
+            ReqError::Io(JOURNAL_LOST.to_string())
+        } else {
+            ReqError::NoSpace
         }
     }
 

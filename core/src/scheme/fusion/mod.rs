@@ -28,6 +28,7 @@ use crate::engine::api::{IoResult, Op, Request, VolumeId};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::layout::GeometryError;
+use crate::meta::Record;
 use crate::scheme::{Scheme, VolumeStatus};
 use crate::slab::Slab;
 use crate::space::{StripeState, Zone};
@@ -75,6 +76,10 @@ pub struct FusionScheme {
     /// holds the records which moved its last blocks away, and the volumes' degraded
     /// placements then. Its replacement waits for that generation to be durable.
     cleared: std::cell::Cell<Option<rebuild::Cleared>>,
+    /// Members that failed and were not replaced since, journaled (`Record::MemberFailed`)
+    /// and checkpointed: their contents go stale as writes skip them, so a restart must not
+    /// take them back as healthy even when they read fine again.
+    failed_members: std::collections::BTreeSet<u16>,
 }
 
 impl FusionScheme {
@@ -169,6 +174,7 @@ impl FusionScheme {
             bg_quiet_until: 0,
             maintenance_begun: false,
             cleared: std::cell::Cell::new(None),
+            failed_members: Default::default(),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -319,7 +325,10 @@ impl Scheme for FusionScheme {
         d
     }
 
-    fn on_disk_failed(&mut self, ctx: &mut Ctx, _disk: DiskId) {
+    fn on_disk_failed(&mut self, ctx: &mut Ctx, disk: DiskId) {
+        self.record_member(Record::MemberFailed {
+            member: disk.0 as u16,
+        });
         // Reads reconstruct or use the surviving copies and new writes avoid the failed
         // member at once; the rebuild restores redundancy in the background (rebuild.rs).
         self.begin_rebuild(ctx.now);
@@ -338,7 +347,10 @@ impl Scheme for FusionScheme {
         self.stored_on(disk)
     }
 
-    fn on_disk_replaced(&mut self, ctx: &mut Ctx, _disk: DiskId) {
+    fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId) {
+        self.record_member(Record::MemberReplaced {
+            member: disk.0 as u16,
+        });
         // Metadata copies that lived on the old device are gone: write a full set again.
         self.force_checkpoint();
         // Columns rebuilt into spare space go back to their home blocks on the new device.

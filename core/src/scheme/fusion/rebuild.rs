@@ -461,6 +461,35 @@ impl FusionScheme {
         self.maintenance_begun = true;
     }
 
+    /// After recovery: carry on with a rebalance a restart cut short. The remaps are
+    /// durable but the rebalance state is not, so without this the columns still on spare
+    /// space would stay there for good (their donor stripes lent, never handed out). Only
+    /// volumes with a remapped column whose home member is not failed get one; columns
+    /// whose home member fails at start (`serve` fails missing and stale members right
+    /// after recovery, before any background work runs) are left to the rebuild.
+    pub(super) fn resume_rebalance(&mut self, now: Nanos) {
+        let failed = &self.failed_members;
+        let mut any = false;
+        for v in &mut self.vols {
+            let pending = v.zone.remaps().sorted().iter().any(|&(s, m)| {
+                let home = v.zone.home(s, m.col as usize).disk;
+                !failed.contains(&(home.0 as u16))
+            });
+            if pending {
+                v.rebalance = Some(Rebalance {
+                    started_at: now,
+                    next_at: now,
+                    ..Default::default()
+                });
+                any = true;
+            }
+        }
+        if any {
+            self.wake_background();
+            self.maintenance_begun = true;
+        }
+    }
+
     pub(super) fn rebalance_due(&self, ctx: &Ctx, vol: usize) -> bool {
         // Runs alongside a rebuild after another failure: the donors it frees may be what
         // that rebuild needs. (A column whose donor failed is the rebuild's to move.)

@@ -163,10 +163,13 @@ impl Vol {
         self.copies() as u64 + 2
     }
     /// Will space come back without any new background work? Writes in flight may free
-    /// the blocks they replace, held stripes return with the next journal commit, and a
-    /// freed stripe still pinned by a read returns when that read completes.
-    pub fn room_on_the_way(&self) -> bool {
-        self.writes_in_flight > 0 || self.stripes.held() > 0 || self.stripes.pinned_free()
+    /// the blocks they replace, held stripes return with the next journal commit (when
+    /// `commits_succeed`: see `FusionScheme::room_on_the_way`), and a freed stripe still
+    /// pinned by a read returns when that read completes.
+    pub fn room_on_the_way(&self, commits_succeed: bool) -> bool {
+        self.writes_in_flight > 0
+            || (commits_succeed && self.stripes.held() > 0)
+            || self.stripes.pinned_free()
     }
     /// May a user write take `n` more spare stripes?
     pub fn user_may_take(&self, n: u64) -> bool {

@@ -82,11 +82,12 @@ impl FusionScheme {
                 self.wake_background();
                 self.vols[vol].waiters_mark = self.vols[vol].space_mark();
                 // Held stripes come back with the next journal commit (which waiting writes
-                // trigger at once): see `Vol::room_on_the_way`.
-                if !self.background_possible(vol) && !self.vols[vol].room_on_the_way() {
+                // trigger at once): see `FusionScheme::room_on_the_way`.
+                if !self.background_possible(vol) && !self.room_on_the_way(vol) {
                     // Nothing running or startable can free a stripe: fail rather than hang.
                     self.vols[vol].space_waiters.retain(|&x| x != h);
-                    self.fail_write(ctx, h, ReqError::NoSpace);
+                    let e = self.no_room_error();
+                    self.fail_write(ctx, h, e);
                 }
             }
         }

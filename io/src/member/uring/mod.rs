@@ -18,8 +18,9 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
 
 use fusionraid_core::{Data, DevError, DevOp, IoResult, Nanos};
 use io_uring::{opcode, types};
@@ -38,6 +39,43 @@ pub struct FileMember {
     waiting: VecDeque<(u64, DevOp)>,
     ready: Vec<Completion>,
     notes: Vec<String>,
+    /// The exclusive lock on the file (see `lock_exclusive`), held while this member lives.
+    _lock: Arc<File>,
+}
+
+/// The member files this process holds locked, by (device, inode): a second `FileMember`
+/// of the same file in this process (a failed member replaced by the same device while
+/// the old one is still open) shares the lock instead of being refused.
+static LOCKED: Mutex<Vec<(FileKey, Weak<File>)>> = Mutex::new(Vec::new());
+
+/// A file's (device, inode).
+type FileKey = (u64, u64);
+
+/// Take an exclusive advisory lock (flock) on a member's file or block device, so that a
+/// second `fusionraid serve` (or `create`) of the same members is refused instead of two
+/// engines writing the same blocks, each destroying the other's data.
+fn lock_exclusive(file: &File) -> io::Result<Arc<File>> {
+    let meta = file.metadata()?;
+    let key = (meta.dev(), meta.ino());
+    let mut locked = LOCKED.lock().unwrap_or_else(|p| p.into_inner());
+    locked.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(held) = locked
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(held);
+    }
+    // A duplicate of the descriptor: it holds the lock (of the shared open file
+    // description) for as long as any member of this process uses the file.
+    let holder = file.try_clone()?;
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    if unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let holder = Arc::new(holder);
+    locked.push((key, Arc::downgrade(&holder)));
+    Ok(holder)
 }
 
 fn open_file(path: &Path, direct: bool) -> io::Result<File> {
@@ -95,6 +133,23 @@ impl FileMember {
             }
             Err(e) => return Err(err("opening", e)),
         };
+        let lock = lock_exclusive(&file).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                MemberError {
+                    in_use: true,
+                    ..MemberError::new(
+                        name,
+                        format!(
+                            "{} is in use by another process (another `fusionraid serve` \
+                             or `create` of this pool?)",
+                            path.display()
+                        ),
+                    )
+                }
+            } else {
+                err("locking", e)
+            }
+        })?;
         let meta = file.metadata().map_err(|e| err("inspecting", e))?;
         let size = if meta.file_type().is_block_device() {
             block_device_size(&file).map_err(|e| err("sizing block device", e))?
@@ -120,6 +175,7 @@ impl FileMember {
             waiting: VecDeque::new(),
             ready: Vec::new(),
             notes,
+            _lock: lock,
         })
     }
 
