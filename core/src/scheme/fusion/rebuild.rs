@@ -343,18 +343,14 @@ impl FusionScheme {
                     r.lost_now = 0;
                 }
                 r.clean_scan += 1;
-                match need(v, ub, &failed) {
+                let need = match need(v, ub, &failed) {
+                    // No donor fits that stripe: its blocks are moved whole.
+                    Need::Columns(s) if no_donor.contains(&s) => Need::Move,
+                    n => n,
+                };
+                match need {
                     Need::Nothing => {}
                     Need::Lost => r.lost_now += 1,
-                    Need::Columns(s) if no_donor.contains(&s) => {
-                        r.clean_scan = 0;
-                        if !v.relocating.contains(&ub) {
-                            picked.push(ub);
-                            if picked.len() == dcols {
-                                break;
-                            }
-                        }
-                    }
                     Need::Columns(s) => {
                         r.clean_scan = 0;
                         if !v.columns.contains(&s) {
@@ -446,8 +442,23 @@ impl FusionScheme {
 
     /// A new device took a failed member's slot: bring remapped columns home.
     pub(super) fn begin_rebalance(&mut self, now: Nanos) {
+        self.start_rebalances(now, |v, _| !v.zone.remaps().is_empty());
+        self.wake_background();
+        self.maintenance_begun = true;
+    }
+
+    /// (Re)start the rebalance of every volume `wants` (given the members recorded as
+    /// failed) picks, keeping the count of columns already copied home. Returns whether
+    /// any volume got one.
+    fn start_rebalances(
+        &mut self,
+        now: Nanos,
+        wants: impl Fn(&Vol, &std::collections::BTreeSet<u16>) -> bool,
+    ) -> bool {
+        let failed = &self.failed_members;
+        let mut any = false;
         for v in &mut self.vols {
-            if !v.zone.remaps().is_empty() {
+            if wants(v, failed) {
                 let copied = v.rebalance.as_ref().map_or(0, |r| r.copied);
                 v.rebalance = Some(Rebalance {
                     started_at: now,
@@ -455,10 +466,10 @@ impl FusionScheme {
                     copied,
                     ..Default::default()
                 });
+                any = true;
             }
         }
-        self.wake_background();
-        self.maintenance_begun = true;
+        any
     }
 
     /// After recovery: carry on with a rebalance a restart cut short. The remaps are
@@ -468,22 +479,12 @@ impl FusionScheme {
     /// whose home member fails at start (`serve` fails missing and stale members right
     /// after recovery, before any background work runs) are left to the rebuild.
     pub(super) fn resume_rebalance(&mut self, now: Nanos) {
-        let failed = &self.failed_members;
-        let mut any = false;
-        for v in &mut self.vols {
-            let pending = v.zone.remaps().sorted().iter().any(|&(s, m)| {
+        let any = self.start_rebalances(now, |v, failed| {
+            v.zone.remaps().sorted().iter().any(|&(s, m)| {
                 let home = v.zone.home(s, m.col as usize).disk;
                 !failed.contains(&(home.0 as u16))
-            });
-            if pending {
-                v.rebalance = Some(Rebalance {
-                    started_at: now,
-                    next_at: now,
-                    ..Default::default()
-                });
-                any = true;
-            }
-        }
+            })
+        });
         if any {
             self.wake_background();
             self.maintenance_begun = true;

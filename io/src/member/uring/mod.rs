@@ -54,8 +54,7 @@ type FileKey = (u64, u64);
 /// Take an exclusive advisory lock (flock) on a member's file or block device, so that a
 /// second `fusionraid serve` (or `create`) of the same members is refused instead of two
 /// engines writing the same blocks, each destroying the other's data.
-fn lock_exclusive(file: &File) -> io::Result<Arc<File>> {
-    let meta = file.metadata()?;
+fn lock_exclusive(file: &File, meta: &std::fs::Metadata) -> io::Result<Arc<File>> {
     let key = (meta.dev(), meta.ino());
     let mut locked = LOCKED.lock().unwrap_or_else(|p| p.into_inner());
     locked.retain(|(_, w)| w.strong_count() > 0);
@@ -133,7 +132,8 @@ impl FileMember {
             }
             Err(e) => return Err(err("opening", e)),
         };
-        let lock = lock_exclusive(&file).map_err(|e| {
+        let meta = file.metadata().map_err(|e| err("inspecting", e))?;
+        let lock = lock_exclusive(&file, &meta).map_err(|e| {
             if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                 MemberError {
                     in_use: true,
@@ -150,7 +150,6 @@ impl FileMember {
                 err("locking", e)
             }
         })?;
-        let meta = file.metadata().map_err(|e| err("inspecting", e))?;
         let size = if meta.file_type().is_block_device() {
             block_device_size(&file).map_err(|e| err("sizing block device", e))?
         } else if meta.is_file() {
