@@ -627,6 +627,12 @@ impl FusionScheme {
                     continue;
                 };
                 let copies = v.pairs.copies(r);
+                if !copies.iter().any(|&(s, _)| s == cur) {
+                    // The set was converted and its first stripe reused by a new set under
+                    // the same key: the copies found are another block's (the read pins
+                    // `cur`, so no new set can contain it).
+                    continue;
+                }
                 let other = copies
                     .iter()
                     .position(|&(s, c)| s != cur && !ctx.avoid(v.zone.disk(s, c)));
