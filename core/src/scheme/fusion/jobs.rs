@@ -199,12 +199,33 @@ pub struct ConvertJob {
     pub failed: bool,
 }
 
+/// Part of a shared RAID block (a converted pack) that a relocation moves as it is: pages
+/// `[first, first+count)` of user block `ub`, read into target column `col` at their own
+/// page positions.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment {
+    pub ub: u64,
+    pub first: u16,
+    pub count: u16,
+    pub col: usize,
+}
+
 /// Relocation: gather up to one stripe's worth of user blocks (from stripes full of holes, or
-/// with patch lists) into a fresh full stripe, then free what they left behind.
+/// with patch lists) into a fresh full stripe, then free what they left behind. Whole user
+/// blocks take columns `0..blocks.len()`; shared blocks moved as they are (`moves`) take
+/// the columns after them.
 pub struct RelocJob {
     pub vol: usize,
     pub stripe: u32,
     pub blocks: Vec<u64>,
+    /// Shared RAID blocks moved as they are: (old FLBN, target column). Their owners'
+    /// references are retargeted, page positions kept.
+    pub moves: Vec<(u64, usize)>,
+    /// The reads that gather `moves` (read index `blocks.len() + i`).
+    pub segments: Vec<Segment>,
+    /// Owners of moved shared blocks and their mappings when read (compared like
+    /// `snapshot`).
+    pub owners: Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)>,
     /// Each block's mapping when its data was read. Relocation takes no block locks: at the
     /// end it moves only blocks whose mapping is still exactly this (a write that landed
     /// meanwhile is newer and wins).
@@ -221,6 +242,6 @@ pub struct RelocJob {
     pub rebuild: bool,
     /// Moving blocks off a copy that failed its checksum.
     pub repair: bool,
-    /// Blocks read with lost pages (no good copy): moved as they were, not repaired.
+    /// Reads with lost pages (no good copy): moved as they were, not repaired.
     pub lost: Vec<bool>,
 }

@@ -17,6 +17,7 @@ mod pack;
 pub mod pairs;
 mod read;
 pub mod rebuild;
+mod reloc_plan;
 mod relocate;
 pub mod scrub;
 pub mod sizing;

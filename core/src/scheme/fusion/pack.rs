@@ -50,7 +50,7 @@ impl Pages {
         }
         p
     }
-    fn overlaps(&self, o: &Pages) -> bool {
+    pub(super) fn overlaps(&self, o: &Pages) -> bool {
         self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
     }
     pub(super) fn add(&mut self, o: &Pages) {
@@ -69,7 +69,7 @@ impl Pages {
     pub(super) fn is_empty(&self) -> bool {
         self.0.iter().all(|&w| w == 0)
     }
-    fn count(&self) -> u32 {
+    pub(super) fn count(&self) -> u32 {
         // Bit counts are a software routine on baseline x86-64: skip the empty words (all
         // but the first for blocks of up to 64 pages).
         self.0

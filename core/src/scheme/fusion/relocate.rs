@@ -3,23 +3,16 @@
 //! the same way.
 
 use super::FusionScheme;
-use super::jobs::{Job, ReadPurpose, RelocJob};
+use super::jobs::{Job, ReadPurpose, RelocJob, Segment};
+use super::reloc_plan;
 use super::stripe_parity::fill_parity;
 use super::write::write_columns;
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::fasthash::{FastMap, FastSet};
 use crate::space::StripeState;
-use crate::types::Nanos;
+use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::Loc;
-
-/// User blocks one relocation moves, planned by a sweep.
-pub struct RelocBatch {
-    pub blocks: Vec<u64>,
-    /// Moving them empties more stripes than the move takes (when the sweep saw them).
-    pub frees: bool,
-}
 
 /// Why blocks move.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -39,20 +32,14 @@ const RELOC_PLAN_BATCHES: usize = 256;
 const RELOC_PLAN_NS: Nanos = 200_000_000;
 
 impl FusionScheme {
-    /// Start up to `max_jobs` relocations, each moving one stripe's worth of user blocks
-    /// that `plan_relocations` found worth moving. Returns whether any started.
+    /// Start up to `max_jobs` relocations, each moving one stripe's worth of columns that
+    /// `reloc_plan::plan` found worth moving. Returns whether any started.
     pub(super) fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, max_jobs: usize) -> bool {
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
             return false;
         }
-        // Plans stay good while the space is tight too: the stripes a batch empties can only
-        // have lost references since the sweep (new data never lands in a RAID stripe with
-        // holes), so a batch that freed space then frees at least as much now, as long as
-        // none of its blocks dropped out. (Dropping plans at the reserve made a sweep of the
-        // whole BMT every few milliseconds under sustained small writes, most of its batches
-        // thrown away unused: 16% of the engine's time.)
         if ctx.now >= v.reloc_batches_until {
             v.reloc_batches.clear();
         }
@@ -61,47 +48,52 @@ impl FusionScheme {
         // starting, a fresh sweep (never give up on stale plans alone).
         for fresh in [false, true] {
             if fresh {
-                let plan = self.plan_relocations(vol);
-                self.vols[vol].reloc_batches = plan;
-                self.vols[vol].reloc_batches_until = ctx.now + RELOC_PLAN_NS;
+                let v = &mut self.vols[vol];
+                let plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES);
+                v.reloc_batches = plan;
+                v.reloc_batches_until = ctx.now + RELOC_PLAN_NS;
             }
             while started < max_jobs.max(1) {
-                let Some(RelocBatch {
-                    blocks: mut picked,
-                    frees,
-                }) = self.vols[vol].reloc_batches.pop()
-                else {
+                let v = &mut self.vols[vol];
+                let Some(mut batch) = v.reloc_batches.pop() else {
                     break;
                 };
-                // Drop blocks that no longer need a move (rewritten whole since the sweep)
-                // or are being moved already.
-                let planned = picked.len();
-                let v = &self.vols[vol];
-                picked.retain(|&u| {
+                // Drop what no longer needs a move (rewritten whole since the sweep) or is
+                // being moved already.
+                batch.blocks.retain(|&u| {
                     let e = v.bmt.get(u);
-                    if v.relocating.contains(&u) {
-                        return false;
-                    }
-                    e.patched
-                        || match e.base {
-                            Loc::Raid(f) => {
-                                let s = v.zone.split(f).0;
-                                (v.stripes.valid(s).count_ones() as usize) < dcols
-                            }
-                            _ => false,
-                        }
+                    !v.relocating.contains(&u)
+                        && (e.patched
+                            || match e.base {
+                                Loc::Raid(f) => {
+                                    let s = v.zone.split(f).0;
+                                    (v.stripes.valid(s).count_ones() as usize) < dcols
+                                }
+                                _ => false,
+                            })
                 });
-                if picked.is_empty() {
+                for g in &mut batch.shared {
+                    g.retain_mut(|(f, owners)| {
+                        owners.retain(|&o| v.patches.references(o, Loc::Raid(*f)));
+                        !owners.is_empty()
+                            && !owners.iter().any(|o| v.relocating.contains(o))
+                            && v.stripes.state(v.zone.split(*f).0) == StripeState::Raid
+                    });
+                }
+                batch.shared.retain(|g| !g.is_empty());
+                if batch.is_empty() {
                     continue;
                 }
-                if v.stripes.available() <= v.cleaner_reserve()
-                    && !(frees && picked.len() == planned)
-                {
-                    // The last stripes go only to moves sure to empty more than they take:
-                    // anything else could use them all up and leave nothing to clean into.
+                if v.stripes.available() <= v.cleaner_reserve() && !last_stripes_ok(v, &batch) {
                     continue;
                 }
-                if !self.launch_relocation(ctx, vol, picked, false) {
+                if !self.launch_relocation_as(
+                    ctx,
+                    vol,
+                    batch.blocks,
+                    batch.shared,
+                    RelocKind::Clean,
+                ) {
                     return started > 0; // no target stripe: nothing more can start now
                 }
                 started += 1;
@@ -131,101 +123,7 @@ impl FusionScheme {
         if picked.is_empty() || v.stripes.available() <= v.cleaner_reserve() {
             return false;
         }
-        self.launch_relocation_as(ctx, vol, picked, RelocKind::Repair)
-    }
-
-    /// Sweep part of the BMT and cut what is worth moving into relocation batches, the best
-    /// last (they are popped from the end). A sweep costs far more than a relocation's
-    /// bookkeeping, so one sweep plans many of them.
-    fn plan_relocations(&mut self, vol: usize) -> Vec<RelocBatch> {
-        let max_jobs = RELOC_PLAN_BATCHES;
-        let v = &mut self.vols[vol];
-        let dcols = v.zone.dcols();
-        // Gather the live blocks of RAID stripes that have holes or shared blocks, by
-        // stripe. A relocation must empty whole stripes, at least two of them, or it would
-        // only move space around (it consumes one stripe itself).
-        // stripe -> (user blocks with data in it, references those blocks make to it).
-        let mut by_stripe: FastMap<u32, (Vec<u64>, u32)> = FastMap::default();
-        // stripe -> its references in all (None: not a candidate), computed once per sweep.
-        let mut refs: FastMap<u32, Option<u32>> = FastMap::default();
-        let mut locs: Vec<Loc> = Vec::new();
-        let budget = v.blocks.min(65_536);
-        for _ in 0..budget {
-            let ub = v.sweep_cursor;
-            v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
-            let e = v.bmt.get(ub);
-            locs.clear();
-            locs.push(e.base);
-            if e.patched {
-                locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
-                locs.sort_by_key(|l| l.pack());
-                locs.dedup();
-            }
-            for &loc in &locs {
-                let Loc::Raid(f) = loc else { continue };
-                let (s, _) = v.zone.split(f);
-                let r = *refs.entry(s).or_insert_with(|| {
-                    let n = v.stripe_refs(s);
-                    let holes = (v.stripes.valid(s).count_ones() as usize) < dcols;
-                    (holes || n as usize > dcols).then_some(n)
-                });
-                // A block already on its way is left out: planning it again would move it
-                // twice, and the slower move would only leave a hole behind. (Looked up
-                // only for candidates: the sweep is the cleaner's hot loop.)
-                if r.is_some() && !v.relocating.contains(&ub) {
-                    let g = by_stripe.entry(s).or_default();
-                    // Blocks are swept in order, so a repeat can only be the last one.
-                    if g.0.last() != Some(&ub) {
-                        g.0.push(ub);
-                    }
-                    g.1 += 1;
-                }
-            }
-        }
-        let mut groups: Vec<(u32, Vec<u64>, bool)> = by_stripe
-            .into_iter()
-            .map(|(s, (ubs, seen))| {
-                let total = refs[&s].expect("candidate stripe");
-                (s, ubs, seen == total)
-            })
-            .collect();
-        groups.sort_by_key(|(s, _, _)| (refs[s], *s));
-        // Fill targets from the emptiest stripes, one stripe's worth of blocks each. A target
-        // is worth it when it empties two stripes, or empties one and is filled completely:
-        // a full target is never a candidate again, so live data in part-empty stripes
-        // strictly shrinks and cleaning can not cycle. Or when it is filled with blocks that
-        // all carry patches: merging a block's patches into one whole block never adds
-        // space, strictly shortens patch lists (so it can not cycle either), and is how
-        // shared blocks of converted packs empty. A stripe split over two targets counts as
-        // emptied by the second.
-        let mut order: Vec<(u64, bool)> = Vec::new();
-        let mut seen: FastSet<u64> = FastSet::default();
-        for (_, ubs, complete) in &groups {
-            let fresh: Vec<u64> = ubs.iter().copied().filter(|&u| seen.insert(u)).collect();
-            let n = fresh.len();
-            for (k, u) in fresh.into_iter().enumerate() {
-                order.push((u, *complete && k + 1 == n));
-            }
-            if order.len() >= dcols * max_jobs {
-                break;
-            }
-        }
-        let mut batches = Vec::new();
-        for batch in order.chunks(dcols).take(max_jobs) {
-            let emptied = batch.iter().filter(|b| b.1).count();
-            let full = batch.len() == dcols;
-            let merges = full && batch.iter().all(|&(u, _)| v.bmt.get(u).patched);
-            let frees = emptied >= 2 || (emptied >= 1 && full);
-            if !(frees || merges) {
-                break;
-            }
-            batches.push(RelocBatch {
-                blocks: batch.iter().map(|b| b.0).collect(),
-                frees,
-            });
-        }
-        batches.reverse();
-        batches
+        self.launch_relocation_as(ctx, vol, picked, Vec::new(), RelocKind::Repair)
     }
 
     /// Move the user blocks `picked` (at most one stripe's worth) into a fresh full stripe:
@@ -244,7 +142,7 @@ impl FusionScheme {
         } else {
             RelocKind::Clean
         };
-        self.launch_relocation_as(ctx, vol, picked, kind)
+        self.launch_relocation_as(ctx, vol, picked, Vec::new(), kind)
     }
 
     fn launch_relocation_as(
@@ -252,6 +150,7 @@ impl FusionScheme {
         ctx: &mut Ctx,
         vol: usize,
         picked: Vec<u64>,
+        shared: Vec<Vec<(u64, Vec<u64>)>>,
         kind: RelocKind,
     ) -> bool {
         let rebuild = kind == RelocKind::Rebuild;
@@ -291,11 +190,48 @@ impl FusionScheme {
         for &u in &picked {
             assert!(v.relocating.insert(u), "block {u} relocated twice at once");
         }
+        // Shared blocks take the columns after the whole blocks; each owner's pages there
+        // are read at their own positions.
+        let mut moves = Vec::with_capacity(shared.len());
+        let mut segments = Vec::new();
+        let mut owners = Vec::new();
+        let mut col = picked.len();
+        for group in shared {
+            for (f, who) in group {
+                let before = segments.len();
+                for o in who {
+                    if picked.contains(&o) {
+                        continue; // moved whole: its pages here go with it
+                    }
+                    let nodes = v.patches.get(o);
+                    segments.extend(nodes.iter().filter(|n| n.loc() == Loc::Raid(f)).map(|n| {
+                        Segment {
+                            ub: o,
+                            first: n.first(),
+                            count: n.count(),
+                            col,
+                        }
+                    }));
+                    if !owners.iter().any(|x: &(u64, _, _)| x.0 == o) {
+                        assert!(v.relocating.insert(o), "block {o} relocated twice at once");
+                        owners.push((o, v.bmt.get(o), nodes.to_vec()));
+                    }
+                }
+                if segments.len() > before {
+                    moves.push((f, col));
+                }
+            }
+            if moves.last().is_some_and(|m| m.1 == col) {
+                col += 1;
+            }
+        }
         let mut snapshot = Vec::with_capacity(picked.len());
         let mut pins = Vec::new();
-        for &ub in &picked {
-            let e = v.bmt.get(ub);
-            let nodes = v.patches.get(ub).to_vec();
+        let every = picked
+            .iter()
+            .map(|&ub| (ub, v.bmt.get(ub), v.patches.get(ub).to_vec()))
+            .chain(owners.iter().cloned());
+        for (i, (ub, e, nodes)) in every.enumerate() {
             for loc in std::iter::once(e.base).chain(nodes.iter().map(|n| n.loc())) {
                 let stripes: Vec<u32> = match loc {
                     Loc::Unmapped => vec![],
@@ -313,14 +249,30 @@ impl FusionScheme {
                     pins.push(s);
                 }
             }
-            snapshot.push((e, nodes));
+            if i < picked.len() {
+                debug_assert_eq!(ub, picked[i]);
+                snapshot.push((e, nodes));
+            }
         }
-        let n = picked.len();
+        let n = picked.len() + segments.len();
         let bs = v.zone.block_size();
+        let reads: Vec<(u64, u64)> = picked
+            .iter()
+            .map(|&ub| (ub * bs, bs))
+            .chain(segments.iter().map(|g| {
+                (
+                    g.ub * bs + g.first as u64 * PAGE_SIZE,
+                    g.count as u64 * PAGE_SIZE,
+                )
+            }))
+            .collect();
         let h = self.jobs.insert(Job::Reloc(RelocJob {
             vol,
             stripe,
-            blocks: picked.clone(),
+            blocks: picked,
+            moves,
+            segments,
+            owners,
             snapshot,
             pins,
             data: vec![None; n],
@@ -332,13 +284,13 @@ impl FusionScheme {
             repair: kind == RelocKind::Repair,
             lost: vec![false; n],
         }));
-        for (i, ub) in picked.into_iter().enumerate() {
+        for (i, (offset, len)) in reads.into_iter().enumerate() {
             self.start_read(
                 ctx,
                 vol,
                 ReadPurpose::Reloc { job: h, index: i },
-                ub * bs,
-                bs,
+                offset,
+                len,
             );
         }
         true
@@ -380,14 +332,21 @@ impl FusionScheme {
         let payloads: Vec<Data> = if ctx.size_only {
             vec![Data::Size(bs); width]
         } else {
+            let nb = j.blocks.len();
             let mut cols: Vec<Vec<u8>> = (0..width)
                 .map(|c| {
-                    j.data
-                        .get_mut(c)
-                        .and_then(Option::take)
+                    (c < nb)
+                        .then(|| j.data[c].take())
+                        .flatten()
                         .unwrap_or_else(|| vec![0u8; bs as usize])
                 })
                 .collect();
+            // Moved shared blocks: each owner's pages at their own positions.
+            for (g, d) in j.segments.iter().zip(&j.data[nb..]) {
+                let d = d.as_ref().expect("segment read");
+                let at = g.first as usize * PAGE_SIZE as usize;
+                cols[g.col][at..at + d.len()].copy_from_slice(d);
+            }
             fill_parity(&mut cols, v.zone.nparity());
             cols.into_iter().map(Data::Bytes).collect()
         };
@@ -423,7 +382,7 @@ impl FusionScheme {
         v.next_bg_scan = 0; // a finished task changes what can start
         self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
         v.rebuild_running -= j.rebuild as usize;
-        for u in &j.blocks {
+        for u in j.blocks.iter().chain(j.owners.iter().map(|o| &o.0)) {
             v.relocating.remove(u);
         }
         let now = ctx.now;
@@ -443,6 +402,7 @@ impl FusionScheme {
                 moved += 1;
                 repaired += u64::from(!j.lost[c]);
             }
+            moved += retarget_moved(v, &j, now);
             if v.stripes.valid(j.stripe) == 0 {
                 v.stripes.set_state(j.stripe, StripeState::Free);
             }
@@ -457,4 +417,54 @@ impl FusionScheme {
             v.stripes.unpin(s);
         }
     }
+}
+
+/// The shared blocks relocation `j` moved as they are: retarget the references of every
+/// owner nobody rewrote since the read to the new column, and release the old block once
+/// its last owner left it. Returns the owners moved.
+fn retarget_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
+    let mut moved = 0;
+    for (ub, entry, nodes) in &j.owners {
+        if v.bmt.get(*ub) != *entry || v.patches.get(*ub) != nodes.as_slice() {
+            continue;
+        }
+        let mut counted = 0u32; // target columns this block already owns
+        for &(from, col) in &j.moves {
+            let (from, to) = (Loc::Raid(from), Loc::Raid(v.zone.flbn(j.stripe, col)));
+            if !nodes.iter().any(|n| n.loc() == from) {
+                continue;
+            }
+            // One more owner of the new block: the first makes it live, the rest share it.
+            if counted & (1 << col) == 0 {
+                counted |= 1 << col;
+                if v.stripes.valid(j.stripe) & (1 << col) == 0 {
+                    v.raid_block_live(j.stripe, col);
+                } else if let Loc::Raid(f) = to {
+                    *v.raid_extra.entry(f).or_insert(0) += 1;
+                }
+            }
+            let ub = *ub;
+            v.record(|vol| crate::meta::Record::Retarget { vol, ub, from, to });
+            v.patches.replace_loc(ub, from, to);
+            v.release(ub, from, now);
+        }
+        moved += 1;
+    }
+    moved
+}
+
+/// May `b` take one of the volume's last free stripes (the cleaner's reserve)? Moves that
+/// empty more stripes than they take, as the mappings stand now, always may: anything else
+/// could use them all up and leave nothing to clean into. When the volume holds less than
+/// a stripe's worth of holes, its free room is dead pages inside blocks (converted packs,
+/// patched blocks); then one move at a time that turns at least a stripe's worth of
+/// columns into holes may run while it leaves a stripe free, which the moves after it
+/// compact those holes into.
+fn last_stripes_ok(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> bool {
+    let dcols = v.zone.dcols();
+    let (emptied, columns) = reloc_plan::effect(v, b);
+    if emptied >= 2 || emptied >= 1 && b.len() == dcols {
+        return true;
+    }
+    columns >= dcols && v.holes() < dcols as u64 && v.bg_running == 0 && v.stripes.available() >= 2
 }

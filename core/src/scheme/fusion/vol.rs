@@ -71,7 +71,7 @@ pub struct Vol {
     pub sweep_cursor: u64,
     /// Relocations the last sweep planned and not yet started (best last), good until
     /// `reloc_batches_until`.
-    pub reloc_batches: Vec<super::relocate::RelocBatch>,
+    pub reloc_batches: Vec<super::reloc_plan::RelocBatch>,
     pub reloc_batches_until: Nanos,
     /// Writes parked until conversion or compaction frees stripes.
     pub space_waiters: Vec<u64>,
