@@ -14,6 +14,9 @@ use crate::space::StripeState;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 
+/// After an idle look found no compaction worth starting, the next one waits this long.
+const IDLE_CLEAN_RETRY_NS: Nanos = 1_000_000_000;
+
 /// How long to wait before scanning again for background work after a scan found none.
 const BG_RESCAN_NS: Nanos = 1_000_000;
 /// How long a set whose conversion found a bad page waits before it is tried again.
@@ -198,7 +201,23 @@ impl FusionScheme {
             }
             if !started && (starving || low_space) {
                 let room = limit - self.vols[vol].bg_running;
-                started = self.start_relocation(ctx, vol, room);
+                started = self.start_relocation(ctx, vol, room, false);
+            }
+            // An idle volume compacts the holes that overwrites, trims and zeroing left, so
+            // their space shows as free and the next burst finds it ready; only moves that
+            // give stripes back, and after a fruitless look not again for a while.
+            let v = &self.vols[vol];
+            if !started
+                && pol.enabled
+                && idle
+                && v.holes() >= 2 * v.zone.dcols() as u64
+                && ctx.now >= v.idle_clean_after
+            {
+                let room = limit - self.vols[vol].bg_running;
+                started = self.start_relocation(ctx, vol, room, true);
+                if !started {
+                    self.vols[vol].idle_clean_after = ctx.now + IDLE_CLEAN_RETRY_NS;
+                }
             }
             if !started {
                 // Nothing startable now; look again in a millisecond.

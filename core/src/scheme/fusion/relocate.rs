@@ -34,7 +34,14 @@ const RELOC_PLAN_NS: Nanos = 200_000_000;
 impl FusionScheme {
     /// Start up to `max_jobs` relocations, each moving one stripe's worth of columns that
     /// `reloc_plan::plan` found worth moving. Returns whether any started.
-    pub(super) fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, max_jobs: usize) -> bool {
+    /// `frees_only`: start only moves that give stripes back (idle compaction).
+    pub(super) fn start_relocation(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        max_jobs: usize,
+        frees_only: bool,
+    ) -> bool {
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
@@ -84,7 +91,7 @@ impl FusionScheme {
                 if batch.is_empty() {
                     continue;
                 }
-                if v.stripes.available() <= v.cleaner_reserve() && !last_stripes_ok(v, &batch) {
+                if !worth_starting(v, &batch, frees_only) {
                     continue;
                 }
                 if !self.launch_relocation_as(
@@ -453,18 +460,37 @@ fn retarget_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
     moved
 }
 
-/// May `b` take one of the volume's last free stripes (the cleaner's reserve)? Moves that
-/// empty more stripes than they take, as the mappings stand now, always may: anything else
-/// could use them all up and leave nothing to clean into. When the volume holds less than
-/// a stripe's worth of holes, its free room is dead pages inside blocks (converted packs,
-/// patched blocks); then one move at a time that turns at least a stripe's worth of
-/// columns into holes may run while it leaves a stripe free, which the moves after it
-/// compact those holes into.
-fn last_stripes_ok(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> bool {
+/// Is `b` worth a stripe now? A move pays for its target stripe when, as the mappings
+/// stand, it empties more stripes than it takes, or empties one and fills its target (which
+/// then never needs cleaning again, so live data in part-empty stripes strictly shrinks).
+/// Other moves make progress of another kind and may not take the cleaner's reserve (the
+/// volume's last free stripes): merges (all whole blocks with patches: patch lists only
+/// shrink) and packing shared blocks together (at least a stripe's worth of columns
+/// freed: shared blocks only get fewer). Anything else could cycle, or use the last
+/// stripes up and leave nothing to clean into. `frees_only`: only the first kind.
+fn worth_starting(v: &super::vol::Vol, b: &reloc_plan::RelocBatch, frees_only: bool) -> bool {
     let dcols = v.zone.dcols();
     let (emptied, columns) = reloc_plan::effect(v, b);
     if emptied >= 2 || emptied >= 1 && b.len() == dcols {
         return true;
     }
-    columns >= dcols && v.holes() < dcols as u64 && v.bg_running == 0 && v.stripes.available() >= 2
+    if frees_only {
+        return false;
+    }
+    let merge = b.shared.is_empty()
+        && b.blocks.len() == dcols
+        && b.blocks.iter().all(|&u| v.bmt.get(u).patched);
+    let packs = b.blocks.is_empty() && columns >= dcols;
+    if !(merge || packs) {
+        return false;
+    }
+    // In the reserve: when the volume holds less than a stripe's worth of holes its free
+    // room is dead pages inside blocks, and only these moves turn it into holes; one at a
+    // time, while it leaves a stripe free for the compaction that follows, and only if it
+    // frees at least a stripe's worth of columns.
+    v.stripes.available() > v.cleaner_reserve()
+        || columns >= dcols
+            && v.holes() < dcols as u64
+            && v.bg_running == 0
+            && v.stripes.available() >= 2
 }

@@ -84,6 +84,8 @@ pub struct Vol {
     /// then (unless writes wait for space): a paused conversion must not cost a scan of the
     /// candidates on every device completion.
     pub next_bg_scan: crate::types::Nanos,
+    /// Idle compaction looks again only from then (background.rs).
+    pub idle_clean_after: Nanos,
     /// Moving data off failed members (None: nothing has failed).
     pub rebuild: Option<super::rebuild::Rebuild>,
     /// Data mapped onto a failed member (degraded writes, relocations and conversions,
@@ -134,6 +136,7 @@ impl Vol {
             waiters_mark: (u64::MAX, 0, 0, 0),
             writes_in_flight: 0,
             next_bg_scan: 0,
+            idle_clean_after: 0,
             rebuild: None,
             degraded_placements: 0,
             rebalance: None,
