@@ -231,12 +231,31 @@ fn send(target: &Target, line: &str) -> anyhow::Result<()> {
     let mut answer = String::new();
     BufReader::new(c).read_line(&mut answer)?;
     let answer = answer.trim();
-    println!("{answer}");
-    if !answer.starts_with("ok") {
-        bail!("the command was refused");
+    if answer.starts_with("ok") {
+        println!("{answer}");
+        return Ok(());
     }
-    Ok(())
+    // The refusal is the error: `main` prints it once, on one line, and exits non-zero.
+    let why = answer.strip_prefix("error:").unwrap_or(answer).trim();
+    Err(Refused(if why.is_empty() {
+        "the server closed the connection without an answer".into()
+    } else {
+        why.to_string()
+    })
+    .into())
 }
+
+/// A command the running serve refused, with its reason.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "error: {}", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 #[derive(ClapArgs, Debug)]
 pub struct ScrubArgs {
