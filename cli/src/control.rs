@@ -83,7 +83,7 @@ impl Operator {
             let rebuilding = s
                 .volumes
                 .iter()
-                .any(|v| v.rebuild.as_deref().is_some_and(|r| !r.starts_with("done")));
+                .any(|v| v.rebuild.as_deref().is_some_and(rebuild_unfinished));
             let tol = tolerance(&self.pool.cfg);
             if !force && rebuilding && others.len() >= tol {
                 bail!(
@@ -150,6 +150,16 @@ impl Operator {
             }
         }
     }
+}
+
+/// Does a volume's rebuild status (`Rebuild::describe`, then maybe "; " and the rebalance)
+/// say its data is not rebuilt yet? Exactly the phases `status` shows for that: "rebuilding",
+/// "stalled" and "committing" (the rebuild's records not durable yet). "done", and a
+/// rebalance alone (after a replacement, the rebuild state gone with a restart), are not.
+fn rebuild_unfinished(r: &str) -> bool {
+    ["rebuilding", "stalled", "committing"]
+        .iter()
+        .any(|p| r.starts_with(p))
 }
 
 /// Point the pool file's entry for the replaced member at the new device (the file is
