@@ -343,10 +343,18 @@ mod tests {
 
     #[test]
     fn only_the_unfinished_phases_refuse_a_failure() {
-        for r in ["rebuilding: 3 blocks", "stalled after 1", "committing: 2 blocks"] {
+        for r in [
+            "rebuilding: 3 blocks",
+            "stalled after 1",
+            "committing: 2 blocks",
+        ] {
             assert!(rebuild_unfinished(r), "{r}");
         }
-        for r in ["done: 7 blocks moved", "done: 1; rebalancing: 2", "rebalancing: 1"] {
+        for r in [
+            "done: 7 blocks moved",
+            "done: 1; rebalancing: 2",
+            "rebalancing: 1",
+        ] {
             assert!(!rebuild_unfinished(r), "{r}");
         }
     }

@@ -294,7 +294,12 @@ mod help_tests {
         let help = super::Args::augment_args(clap::Command::new("eval"))
             .render_long_help()
             .to_string();
-        for want in ["--tiny 1.7 s", "--quick 94 s", "full about 10 minutes", "estimate"] {
+        for want in [
+            "--tiny 1.7 s",
+            "--quick 94 s",
+            "full about 10 minutes",
+            "estimate",
+        ] {
             assert!(help.contains(want), "no {want:?} in\n{help}");
         }
     }

@@ -122,16 +122,7 @@ pub fn render(doc: &StatusDoc) -> String {
     let _ = writeln!(
         o,
         "\t{:<w$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6}",
-        "NAME",
-        "INDEX",
-        "STATE",
-        "SPIKES",
-        "STRAG",
-        "READS",
-        "WRITES",
-        "READ",
-        "WRITTEN",
-        "ERRORS"
+        "NAME", "INDEX", "STATE", "SPIKES", "STRAG", "READS", "WRITES", "READ", "WRITTEN", "ERRORS"
     );
     let _ = writeln!(
         o,

@@ -142,6 +142,12 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     let s = Serve::start(&p, &[]);
     let st = s.status_text(false);
     assert!(!st.contains("FAULTED") && !st.contains("missing"), "{st}");
+    // What recovery found is said once, on the recovery: line, not again as a note.
+    let report = st
+        .lines()
+        .find_map(|l| l.strip_prefix("recovery: "))
+        .unwrap_or_else(|| panic!("no recovery line in\n{st}"));
+    assert_eq!(st.matches(report).count(), 1, "{st}");
     read_check(&s.uri("v"), &data2, "after restart");
     s.stop();
 }
@@ -180,7 +186,11 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     assert_eq!(out.stdout, "", "a refusal prints nothing on stdout");
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line: {:?}", out.stderr);
-    assert!(lines[0].starts_with("error: failing member 1"), "{}", out.stderr);
+    assert!(
+        lines[0].starts_with("error: failing member 1"),
+        "{}",
+        out.stderr
+    );
     read_check(&s.uri("v"), &data, "after the refused fail");
     ctl(&s, &["fail", "1", "--force"]).ok("fusionraid fail 1 --force");
     let st = s.status_text(false);

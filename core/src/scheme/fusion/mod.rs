@@ -407,10 +407,7 @@ impl Scheme for FusionScheme {
                 (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
                 (None, None) => None,
             },
-            scrub: vol
-                .scrub
-                .as_ref()
-                .map(|s| s.describe(vol.zone.stripes())),
+            scrub: vol.scrub.as_ref().map(|s| s.describe(vol.zone.stripes())),
             metadata_bytes: vol.metadata_bytes(),
         })
     }
