@@ -83,7 +83,7 @@ impl Operator {
             let rebuilding = s
                 .volumes
                 .iter()
-                .any(|v| v.rebuild.as_deref().is_some_and(|r| !r.starts_with("done")));
+                .any(|v| v.rebuild.as_deref().is_some_and(rebuild_unfinished));
             let tol = tolerance(&self.pool.cfg);
             if !force && rebuilding && others.len() >= tol {
                 bail!(
@@ -104,6 +104,17 @@ impl Operator {
         if i >= self.pool.cfg.members.len() {
             bail!("there is no member {i}");
         }
+        // The failed member's emulation (`emu:PRESET...:`) goes on with its slot unless the
+        // new spec brings its own.
+        let wrapped = keep_emu(&self.pool.cfg.members[i], spec);
+        let kept = wrapped.as_ref().map(|w| {
+            format!(
+                " (the failed member's {} wrapper is kept; give an emu: spec of your own to \
+                 change it)",
+                w.strip_suffix(spec).unwrap_or(w).trim_end_matches(':')
+            )
+        });
+        let spec = wrapped.as_deref().unwrap_or(spec);
         let m = self
             .io
             .prepare_replacement(&self.pool, i, spec, &self.base)?;
@@ -117,7 +128,10 @@ impl Operator {
                 self.pool_file.display()
             ),
         };
-        Ok(format!("member {i} is now {spec}; {note}"))
+        Ok(format!(
+            "member {i} is now {spec}{}; {note}",
+            kept.unwrap_or_default()
+        ))
     }
 
     /// Replace failed members whose data has been rebuilt elsewhere by listed spares.
@@ -150,6 +164,30 @@ impl Operator {
             }
         }
     }
+}
+
+/// `new` inside the `emu:` wrapper of `old` when `old` has one and `new` has none:
+/// `emu:consumer:file:/x/m3.img` and `file:/x/new.img` give `emu:consumer:file:/x/new.img`.
+fn keep_emu(old: &str, new: &str) -> Option<String> {
+    if new.starts_with("emu:") {
+        return None;
+    }
+    // emu:PRESET[,options]:INNER (the options hold no ':').
+    let rest = old.strip_prefix("emu:")?;
+    let head = rest.find(':')?;
+    let wrapped = format!("emu:{}:{new}", &rest[..head]);
+    fusionraid_io::MemberSpec::parse(&wrapped).ok()?;
+    Some(wrapped)
+}
+
+/// Does a volume's rebuild status (`Rebuild::describe`, then maybe "; " and the rebalance)
+/// say its data is not rebuilt yet? Exactly the phases `status` shows for that: "rebuilding",
+/// "stalled" and "committing" (the rebuild's records not durable yet). "done", and a
+/// rebalance alone (after a replacement, the rebuild state gone with a restart), are not.
+fn rebuild_unfinished(r: &str) -> bool {
+    ["rebuilding", "stalled", "committing"]
+        .iter()
+        .any(|p| r.starts_with(p))
 }
 
 /// Point the pool file's entry for the replaced member at the new device (the file is
@@ -231,12 +269,31 @@ fn send(target: &Target, line: &str) -> anyhow::Result<()> {
     let mut answer = String::new();
     BufReader::new(c).read_line(&mut answer)?;
     let answer = answer.trim();
-    println!("{answer}");
-    if !answer.starts_with("ok") {
-        bail!("the command was refused");
+    if answer.starts_with("ok") {
+        println!("{answer}");
+        return Ok(());
     }
-    Ok(())
+    // The refusal is the error: `main` prints it once, on one line, and exits non-zero.
+    let why = answer.strip_prefix("error:").unwrap_or(answer).trim();
+    Err(Refused(if why.is_empty() {
+        "the server closed the connection without an answer".into()
+    } else {
+        why.to_string()
+    })
+    .into())
 }
+
+/// A command the running serve refused, with its reason.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "error: {}", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 #[derive(ClapArgs, Debug)]
 pub struct ScrubArgs {
@@ -261,4 +318,44 @@ pub fn replace(args: ReplaceArgs) -> anyhow::Result<()> {
         &args.target,
         &format!("replace {} {}", args.member, args.spec),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 19: `replace 3 file:/x/new.img` for a failed `emu:consumer:file:/x/m3.img`
+    /// dropped the emulation without a word.
+    #[test]
+    fn a_replacement_keeps_the_emu_wrapper_of_the_failed_member() {
+        assert_eq!(
+            keep_emu("emu:consumer:file:/x/m3.img", "file:/x/new.img").as_deref(),
+            Some("emu:consumer:file:/x/new.img")
+        );
+        assert_eq!(
+            keep_emu("emu:dc,aged,seed=3:file:m.img", "mem:64M").as_deref(),
+            Some("emu:dc,aged,seed=3:mem:64M")
+        );
+        // The new spec's own wrapper wins; no wrapper to keep, nothing changes.
+        assert_eq!(keep_emu("emu:consumer:file:a", "emu:dc:file:b"), None);
+        assert_eq!(keep_emu("file:a", "file:b"), None);
+    }
+
+    #[test]
+    fn only_the_unfinished_phases_refuse_a_failure() {
+        for r in [
+            "rebuilding: 3 blocks",
+            "stalled after 1",
+            "committing: 2 blocks",
+        ] {
+            assert!(rebuild_unfinished(r), "{r}");
+        }
+        for r in [
+            "done: 7 blocks moved",
+            "done: 1; rebalancing: 2",
+            "rebalancing: 1",
+        ] {
+            assert!(!rebuild_unfinished(r), "{r}");
+        }
+    }
 }

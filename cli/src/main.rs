@@ -61,7 +61,18 @@ enum Command {
     Scrub(control::ScrubArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<std::process::ExitCode> {
+    match run() {
+        // A refused operator command: its reason, once, and a failure status.
+        Err(e) if e.is::<control::Refused>() => {
+            eprintln!("{e}");
+            Ok(std::process::ExitCode::FAILURE)
+        }
+        r => r.map(|()| std::process::ExitCode::SUCCESS),
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),

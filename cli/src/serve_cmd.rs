@@ -80,8 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut engine = if is_fusion(&scheme) && pool.cfg.metadata.journal {
         let redirect = scheme.eq_ignore_ascii_case("fusionraid");
         let (engine, report) = recover_engine(&mut pool, redirect, &io)?;
+        // `status` shows the report on its own `recovery:` line; not again as a note.
         eprintln!("fusionraid: metadata recovered: {report}");
-        notes.push(format!("metadata recovered at start: {report}"));
         failed_earlier = report.members_failed.clone();
         engine
     } else {

@@ -9,7 +9,6 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args as ClapArgs;
 use fusionraid_io::driver::{MemberState, StatusSnapshot};
-use fusionraid_io::format_size;
 
 use crate::status_doc::StatusDoc;
 
@@ -108,7 +107,7 @@ pub fn render(doc: &StatusDoc) -> String {
         "scheme: {} (layout {}, block {})",
         s.scheme,
         doc.layout,
-        format_size(doc.block_size)
+        human(doc.block_size)
     );
     let _ = writeln!(o, "uptime: {:.0} s", s.uptime_s);
     let _ = writeln!(o, "config:\n");
@@ -119,10 +118,11 @@ pub fn render(doc: &StatusDoc) -> String {
         .max()
         .unwrap_or(4)
         .max(doc.pool.len());
+    // INDEX: the number `fusionraid fail N` and `replace N SPEC` take.
     let _ = writeln!(
         o,
-        "\t{:<w$}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>6}",
-        "NAME", "STATE", "SPIKES", "STRAG", "READS", "WRITES", "READ", "WRITTEN", "ERRORS"
+        "\t{:<w$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "NAME", "INDEX", "STATE", "SPIKES", "STRAG", "READS", "WRITES", "READ", "WRITTEN", "ERRORS"
     );
     let _ = writeln!(
         o,
@@ -133,8 +133,9 @@ pub fn render(doc: &StatusDoc) -> String {
     for m in &s.members {
         let _ = writeln!(
             o,
-            "\t  {:<w2$}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>6}",
+            "\t  {:<w2$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6}",
             m.name,
+            m.index,
             state_word(m.state),
             m.spikes,
             m.stragglers,
@@ -152,14 +153,14 @@ pub fn render(doc: &StatusDoc) -> String {
     let _ = writeln!(o, "\nvolumes:\n");
     let _ = writeln!(
         o,
-        "\t{:<12} {:<12} {:>8} {:>8} {:>9} {:>11} {:>8} {:>8} {:>9}",
+        "\t{:<12} {:<12} {:>10} {:>10} {:>10} {:>11} {:>10} {:>8} {:>10}",
         "NAME", "LEVEL", "SIZE", "MAPPED", "RAID", "REPLICATED", "FREE", "BACKLOG", "METADATA"
     );
     for v in &s.volumes {
         let name = doc.volume_names.get(v.index as usize).unwrap_or(&v.name);
         let _ = writeln!(
             o,
-            "\t{:<12} {:<12} {:>8} {:>8} {:>9} {:>11} {:>8} {:>8} {:>9}",
+            "\t{:<12} {:<12} {:>10} {:>10} {:>10} {:>11} {:>10} {:>8} {:>10}",
             name,
             v.level,
             human(v.size_bytes),
@@ -205,7 +206,7 @@ pub fn render(doc: &StatusDoc) -> String {
                 m.commits,
                 m.failed_commits,
                 m.checkpoints,
-                fusionraid_io::format_size(m.last_checkpoint_bytes),
+                human(m.last_checkpoint_bytes),
                 m.journal_blocks_written,
                 m.records,
                 m.held_stripes
@@ -247,18 +248,132 @@ pub fn render(doc: &StatusDoc) -> String {
     o
 }
 
-/// Bytes in the largest unit that keeps one decimal meaningful.
-fn human(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+/// Bytes with their unit, in the largest binary unit that keeps the number at least 1:
+/// "512 B", "64 KiB", "1.5 GiB" (one decimal, dropped when it is 0).
+pub fn human(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = n as f64;
     let mut u = 0;
     while v >= 1024.0 && u < UNITS.len() - 1 {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 {
-        format!("{n}B")
-    } else {
-        format!("{v:.1}{}", UNITS[u])
+    let t = format!("{v:.1}");
+    let t = t.strip_suffix(".0").unwrap_or(&t);
+    format!("{t} {}", UNITS[u])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusionraid_io::driver::status::{LatencyView, MetadataView, VolumeView};
+    use fusionraid_io::driver::{MemberStatus, StatusSnapshot};
+
+    fn doc() -> StatusDoc {
+        let member = |index: usize, state| MemberStatus {
+            index,
+            name: format!("emu:consumer:file:d{index}.img"),
+            state,
+            size_bytes: 2 << 30,
+            inflight: 0,
+            stragglers: 0,
+            spikes: 0,
+            reads: 10,
+            writes: 20,
+            bytes_read: 1536 << 20,
+            bytes_written: 123_457,
+            errors: 0,
+            notes: vec![],
+        };
+        StatusDoc {
+            pool: "demo".into(),
+            uuid: "u".into(),
+            layout: "mols".into(),
+            block_size: 65536,
+            exports: vec![],
+            volume_names: vec!["vol0".into()],
+            missing: vec![],
+            notes: vec![],
+            snapshot: StatusSnapshot {
+                scheme: "fusionraid".into(),
+                uptime_s: 1.0,
+                members: vec![
+                    member(0, MemberState::Healthy),
+                    member(7, MemberState::Failed),
+                    member(12, MemberState::Spiking),
+                ],
+                volumes: vec![VolumeView {
+                    index: 0,
+                    name: "vol0".into(),
+                    level: "raid5 4+1".into(),
+                    size_bytes: 3 << 30,
+                    mapped_bytes: 1_234_567,
+                    raid_bytes: 999,
+                    replicated_bytes: 0,
+                    free_bytes: (9 << 30) + (800 << 20),
+                    conversion_backlog: 2,
+                    metadata_bytes: 537_293,
+                    rebuild: None,
+                    scrub: None,
+                }],
+                inflight_requests: 0,
+                inflight_ios: 0,
+                requests: 5,
+                failed_requests: 0,
+                redirected_writes: 0,
+                steered_pair_sets: 0,
+                redirected_reads: 0,
+                reconstructed_reads: 0,
+                checksum_errors: 0,
+                unrecoverable_pages: 0,
+                repaired_blocks: 0,
+                parity_rewrites: 0,
+                conversions: 0,
+                write_amplification: 1.0,
+                read_latency: LatencyView::default(),
+                write_latency: LatencyView::default(),
+                flush_latency: LatencyView::default(),
+                metadata: Some(MetadataView {
+                    last_checkpoint_bytes: 262_145,
+                    ..Default::default()
+                }),
+            },
+        }
+    }
+
+    /// Issue 19: member lines did not say the index `fail N` / `replace N` take.
+    #[test]
+    fn every_member_line_shows_its_index() {
+        let text = render(&doc());
+        for (i, name) in [(0, "d0.img"), (7, "d7.img"), (12, "d12.img")] {
+            let line = text.lines().find(|l| l.contains(name)).unwrap();
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[1], i.to_string(), "{line}");
+        }
+        assert!(text.contains("INDEX"), "{text}");
+    }
+
+    /// Issue 19: byte counts showed as bare numbers ("last 262145", "999B", "1.2M").
+    #[test]
+    fn byte_counts_carry_units() {
+        let text = render(&doc());
+        for want in [
+            "1.5 GiB",   // member bytes read
+            "120.6 KiB", // member bytes written (123,457)
+            "999 B",     // RAID bytes
+            "1.2 MiB",   // mapped
+            "9.8 GiB",   // free
+            "524.7 KiB", // metadata
+            "last 256 KiB",
+            "block 64 KiB",
+        ] {
+            assert!(text.contains(want), "no {want:?} in\n{text}");
+        }
+        for bare in ["262145", "123457", "1234567", "537293"] {
+            assert!(!text.contains(bare), "bare {bare} in\n{text}");
+        }
+        assert_eq!(human(0), "0 B");
+        assert_eq!(human(1024), "1 KiB");
+        assert_eq!(human(3 << 40), "3 TiB");
     }
 }

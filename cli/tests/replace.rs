@@ -63,16 +63,16 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     // Replacing a healthy member is refused.
     let out = ctl(&s, &["replace", "2", "file:new2.img"]);
     assert!(!out.status.success(), "{}", out.stdout);
-    assert!(out.stdout.contains("has not failed"), "{}", out.stdout);
+    assert!(out.stderr.contains("has not failed"), "{}", out.stderr);
     // The refused device now carries a superblock for slot 2: offered again for that slot
     // it is prepared again (the engine decides), for another slot it is refused.
     let again = ctl(&s, &["replace", "2", "file:new2.img"]);
-    assert!(again.stdout.contains("has not failed"), "{}", again.stdout);
+    assert!(again.stderr.contains("has not failed"), "{}", again.stderr);
     let other = ctl(&s, &["replace", "3", "file:new2.img"]);
     assert!(
-        other.stdout.contains("already holds member 2"),
+        other.stderr.contains("already holds member 2"),
         "{}",
-        other.stdout
+        other.stderr
     );
 
     // Fail member 2: the rebuild moves its data, then the hot spare takes the slot.
@@ -112,8 +112,8 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     wait_for("the second rebuild", Duration::from_secs(60), || {
         s.status_text(false).contains("rebuild: done")
     });
-    // "done" shows before the rebuild's last records are durable; until they are, the
-    // engine refuses and says to try again, and the same device can be offered again.
+    // "done" shows once the rebuild's last records are durable, when the engine takes the
+    // new device; should it refuse ("try again"), the same device may be offered again.
     let mut tries = 0;
     loop {
         let out = ctl(&s, &["replace", "5", "file:new5.img"]);
@@ -122,9 +122,9 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
         }
         tries += 1;
         assert!(
-            out.stdout.contains("try again") && tries < 100,
+            out.stderr.contains("try again") && tries < 100,
             "fusionraid replace: {}",
-            out.stdout
+            out.stderr
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -142,6 +142,12 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     let s = Serve::start(&p, &[]);
     let st = s.status_text(false);
     assert!(!st.contains("FAULTED") && !st.contains("missing"), "{st}");
+    // What recovery found is said once, on the recovery: line, not again as a note.
+    let report = st
+        .lines()
+        .find_map(|l| l.strip_prefix("recovery: "))
+        .unwrap_or_else(|| panic!("no recovery line in\n{st}"));
+    assert_eq!(st.matches(report).count(), 1, "{st}");
     read_check(&s.uri("v"), &data2, "after restart");
     s.stop();
 }
@@ -175,7 +181,16 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     assert!(again.stdout.contains("already failed"), "{}", again.stdout);
     let out = ctl(&s, &["fail", "1"]);
     assert!(!out.status.success(), "{}", out.stdout);
-    assert!(out.stdout.contains("would lose data"), "{}", out.stdout);
+    assert!(out.stderr.contains("would lose data"), "{}", out.stderr);
+    // The refusal is said once, on one line of stderr, and nothing else is printed.
+    assert_eq!(out.stdout, "", "a refusal prints nothing on stdout");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {:?}", out.stderr);
+    assert!(
+        lines[0].starts_with("error: failing member 1"),
+        "{}",
+        out.stderr
+    );
     read_check(&s.uri("v"), &data, "after the refused fail");
     ctl(&s, &["fail", "1", "--force"]).ok("fusionraid fail 1 --force");
     let st = s.status_text(false);

@@ -251,3 +251,70 @@ fn a_block_lost_in_both_copies_does_not_stall_conversion() {
     assert!(!status.contains("known lost"), "{status}");
     d.engine.scheme().check_invariants();
 }
+
+/// Issue 19, case 4: after a member's pages were corrupted and scrubbed, status showed
+/// exactly twice as many checksum errors as blocks repaired. Each bad copy was counted
+/// twice: once by the scrub that found it, once more by the repair's own read of it (a RAID
+/// block is read directly before it is rebuilt from parity). One bad copy, one error.
+#[test]
+fn a_bad_copy_counts_once_however_often_it_is_read() {
+    let mut d = driver();
+    // Three full stripes; one data block of each gets a bad page.
+    for s in 0..3u64 {
+        let raid = write(&mut d, 1 + s, s * 6 * BS, pattern(6, 6 * BS));
+        assert_eq!(raid.len(), 7);
+        corrupt(&mut d, &raid[2 * s as usize], s * 4096 + 3);
+    }
+    let now = d.now;
+    d.engine.start_scrub(now).unwrap();
+    d.settle();
+    let status = d.engine.volume_status(0).unwrap().scrub.unwrap();
+    assert!(status.contains(" 3 bad copies"), "{status}");
+    let st = d.engine.stats().clone();
+    assert_eq!(st.repaired_blocks, 3, "{st:?}");
+    assert_eq!(st.checksum_errors, 3, "one error per bad copy: {st:?}");
+    for s in 0..3u64 {
+        assert_eq!(
+            read(&mut d, 10 + s, s * 6 * BS, 6 * BS).unwrap(),
+            pattern(6, 6 * BS)
+        );
+    }
+    assert_eq!(d.engine.stats().checksum_errors, 3);
+}
+
+/// Issue 19: scrub progress read "scrubbing blocks 100%", then "scrubbing parity 0%": a
+/// share of one pass. It is a share of everything the scrub checks (every copy of every
+/// page, then each RAID stripe for its parity), so it only grows, and reaches 100% when
+/// the scrub is done.
+#[test]
+fn scrub_progress_is_a_share_of_both_passes_and_only_grows() {
+    let mut d = driver();
+    // RAID stripes and replicated blocks both.
+    write(&mut d, 1, 0, pattern(7, 24 * BS));
+    for b in 30..50u64 {
+        write(&mut d, 100 + b, b * BS, pattern(8, BS / 2));
+    }
+    let now = d.now;
+    d.engine.start_scrub(now).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..1_000_000 {
+        let status = d.engine.volume_status(0).unwrap().scrub.unwrap();
+        if status.starts_with("done") {
+            break;
+        }
+        let pct: u64 = status
+            .split_whitespace()
+            .find_map(|w| w.trim_end_matches(':').strip_suffix('%')?.parse().ok())
+            .unwrap_or_else(|| panic!("no percentage in {status:?}"));
+        if seen.last() != Some(&pct) {
+            seen.push(pct);
+        }
+        let t = d.now + 20_000;
+        d.run_until(Some(t));
+    }
+    let status = d.engine.volume_status(0).unwrap().scrub.unwrap();
+    assert!(status.starts_with("done"), "{status}");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "went back: {seen:?}");
+    assert!(seen.iter().all(|&p| p < 100), "100% before done: {seen:?}");
+    assert!(seen.len() > 3, "too few steps to tell: {seen:?}");
+}

@@ -6,6 +6,8 @@
 mod common;
 
 use common::Driver;
+use fusionraid_core::meta::JournalConfig;
+use fusionraid_core::scheme::fusion::durable::meta_layout;
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
 };
@@ -286,5 +288,83 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
             &want,
             &format!("seed {seed}, third failure"),
         );
+    }
+}
+
+/// Issue 19, case 3: `status` said "rebuild: done" while the failed member could not be
+/// replaced yet ("try again later": `stored_on` waited for the records of its first call,
+/// written after the rebuild had finished, to be durable), and `fail` of another member is
+/// refused exactly while a volume's rebuild does not read "done". "done" must mean what the
+/// operator acts on: nothing of the pool left on the failed member and the records that
+/// moved it off durable; until then the rebuild reads "rebuilding" or "committing".
+#[test]
+fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
+    for seed in 0..3u64 {
+        let pool = PoolGeometry {
+            disks: DISKS,
+            disk_bytes: u64::MAX / 4,
+            block_size: BS,
+            data_offset: 0,
+            layout: LayoutKind::Permutation { seed },
+        };
+        let mut v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
+        v.spare_fraction = 0.6;
+        let mut cfg = FusionConfig::new(pool, vec![v]);
+        cfg.max_request_bytes = 12 * BS;
+        cfg.conversion.idle_ns = Some(1_000_000);
+        cfg.conversion.pause_fg_bytes_per_sec = 1e12;
+        cfg.journal = Some(JournalConfig {
+            pool_id: 19,
+            journal_bytes: 256 << 10,
+            commit_interval_ns: 50_000_000,
+            ..Default::default()
+        });
+        let end = meta_layout(&cfg).expect("journaled").end();
+        cfg.pool.data_offset = end.div_ceil(4096) * 4096;
+        let scheme = FusionScheme::new(cfg.clone()).unwrap();
+        let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * BS;
+        let mut d = Driver::new(
+            Engine::new(EngineConfig::new(DISKS), Box::new(scheme), 0),
+            DISKS,
+            disk_bytes,
+            seed,
+        );
+        let want = expected(BLOCKS * BS);
+        let mut id = 1;
+        fill(&mut d, &mut id, &want);
+        let t = d.now + 50_000_000;
+        d.run_until(Some(t));
+        fail(&mut d, 3);
+        let in_use = |d: &Driver| d.engine.scheme().disk_in_use(DiskId(3));
+        // Through the rebuild, in 1 ms steps, to the first "done".
+        let mut steps = 0;
+        while !rebuild_state(&d).starts_with("done") {
+            let t = d.now + 1_000_000;
+            d.run_until(Some(t));
+            steps += 1;
+            assert!(steps < 100_000, "seed {seed}: {}", rebuild_state(&d));
+        }
+        // New records after the rebuild (a write not flushed yet, as on a pool in use) do
+        // not make a finished, durable rebuild wait again: status says "done", so the
+        // member may be replaced (and another one failed).
+        let data = want[..BS as usize].iter().map(|b| b ^ 0x3C).collect();
+        submit(
+            &mut d,
+            id,
+            Op::Write {
+                offset: 0,
+                data: Data::Bytes(data),
+                fua: false,
+            },
+        );
+        let st = rebuild_state(&d);
+        assert!(st.starts_with("done"), "seed {seed}: {st}");
+        assert!(
+            !in_use(&d),
+            "seed {seed}: status says \"{st}\" but replacing the member is refused"
+        );
+        d.engine
+            .replace_disk(DiskId(3), d.now)
+            .unwrap_or_else(|e| panic!("seed {seed}: status says \"{st}\" but: {e}"));
     }
 }

@@ -34,6 +34,7 @@ use crate::scheme::{Scheme, VolumeStatus};
 use crate::slab::Slab;
 use crate::space::{StripeState, Zone};
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
+use crate::volume::Loc;
 pub use config::{ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig};
 use jobs::Job;
 use vol::Vol;
@@ -81,6 +82,10 @@ pub struct FusionScheme {
     /// and checkpointed: their contents go stale as writes skip them, so a restart must not
     /// take them back as healthy even when they read fine again.
     failed_members: std::collections::BTreeSet<u16>,
+    /// Bad copies already counted in `checksum_errors`: (volume, user block, location,
+    /// copy). A bad copy is one error however often it is read before its block is moved
+    /// off it (the scrub or a read finds it, then the repair's own read meets it again).
+    counted_bad: crate::fasthash::FastSet<(usize, u64, crate::volume::Loc, u8)>,
 }
 
 impl FusionScheme {
@@ -176,6 +181,7 @@ impl FusionScheme {
             maintenance_begun: false,
             cleared: std::cell::Cell::new(None),
             failed_members: Default::default(),
+            counted_bad: Default::default(),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -198,6 +204,20 @@ impl FusionScheme {
     pub fn check_invariants(&self) {
         for v in &self.vols {
             background::check_volume(v);
+        }
+    }
+
+    /// A copy of user block `ub` at `loc` (copy `copy` of a replicated location) failed its
+    /// checksum: count it in `checksum_errors` unless it was counted already.
+    fn count_bad_copy(&mut self, ctx: &mut Ctx, vol: usize, ub: u64, loc: Loc, copy: u8) {
+        if self.counted_bad.len() >= 4096 {
+            // Forget the copies their blocks have left (repaired, rewritten, trimmed).
+            let vols = &self.vols;
+            self.counted_bad
+                .retain(|&(v, b, l, _)| vols[v].references(b, l));
+        }
+        if self.counted_bad.insert((vol, ub, loc, copy)) {
+            ctx.stats.checksum_errors += 1;
         }
     }
 
@@ -388,10 +408,7 @@ impl Scheme for FusionScheme {
                 (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
                 (None, None) => None,
             },
-            scrub: vol
-                .scrub
-                .as_ref()
-                .map(|s| s.describe(vol.blocks, vol.zone.stripes())),
+            scrub: vol.scrub.as_ref().map(|s| s.describe(vol.zone.stripes())),
             metadata_bytes: vol.metadata_bytes(),
         })
     }

@@ -481,9 +481,22 @@ impl FusionScheme {
             let p = &mut job.parts[i];
             if PageSums::first_mismatch(&p.expect, bytes).is_some() {
                 // Silent corruption (or a torn write the device acknowledged): this copy
-                // is not the data that was written.
-                ctx.stats.checksum_errors += 1;
+                // is not the data that was written. Counted once per bad copy (a copy the
+                // scrub or an earlier read found is read again by the repair); a
+                // reconstruction that does not match counts each time.
+                let (ub, loc, direct) = (p.ub, p.loc, matches!(p.mode, PartMode::Direct { .. }));
                 p.lost_copy = done_bytes.take().flatten();
+                if direct {
+                    let copy = match loc {
+                        Loc::Rep(_) => (col - DIRECT) as u8,
+                        _ => 0,
+                    };
+                    self.count_bad_copy(ctx, vol, ub, loc, copy);
+                } else {
+                    ctx.stats.checksum_errors += 1;
+                }
+                let job = self.read_job(tag.job);
+                let p = &mut job.parts[i];
                 match p.mode {
                     PartMode::Direct { .. } => {
                         p.bad |= match p.loc {

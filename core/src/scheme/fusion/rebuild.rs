@@ -232,6 +232,18 @@ impl FusionScheme {
             self.cleared.set(None);
             return true;
         }
+        // Every volume's sweep finished, with no data placed on a failed member since, and
+        // (checked above) the records up to then are durable: what `status` shows as
+        // "done". The moves that emptied `disk` are in those records; nothing more to wait
+        // for. (Waiting for the records of the first call instead, as below, refused a
+        // replacement for another commit while `status` already said "done".)
+        if self.vols.iter().all(|v| {
+            v.rebuild
+                .as_ref()
+                .is_some_and(|r| r.done_at.is_some() && r.degraded_seen == v.degraded_placements)
+        }) {
+            return false;
+        }
         // Nothing on `disk` in memory. The moves that emptied it (a rebuild's remaps and
         // relocations, possibly still running for another failed member) are in the
         // records up to now: remember that generation the first time, so that records

@@ -77,10 +77,15 @@ pub struct Scrub {
     /// RAID blocks found bad: (user block, FLBN), by stripe. Their stripe's parity is kept
     /// while the block still lives there.
     bad_raid: FastMap<u32, Vec<(u64, u64)>>,
+    /// Progress, in pages: everything the scrub will look at when it starts (every copy of
+    /// every mapped page, and each RAID stripe's pages for its parity check), and how much
+    /// of it the passes went past so far (read, or skipped: lost, or on a failed member).
+    total_pages: u64,
+    passed_pages: u64,
 }
 
 impl Scrub {
-    pub fn describe(&self, blocks: u64, stripes: u64) -> String {
+    pub fn describe(&self, stripes: u64) -> String {
         let mut found = format!(
             "{} pages checked, {} bad copies (queued for repair), {} of {} stripes' parity \
              checked, {} rewritten, {} skipped",
@@ -99,16 +104,53 @@ impl Scrub {
                 "done in {:.3} s: {found}",
                 (t - self.started_at) as f64 / 1e9
             ),
-            (None, Pass::Blocks) => format!(
-                "scrubbing blocks {}%: {found}",
-                self.cursor * 100 / blocks.max(1)
-            ),
-            (None, _) => format!(
-                "scrubbing parity {}%: {found}",
-                self.cursor * 100 / stripes.max(1)
+            (None, pass) => format!(
+                "scrubbing {}% ({}): {found}",
+                self.percent(),
+                if pass == Pass::Blocks {
+                    "checking every copy of every page, then parity"
+                } else {
+                    "checking parity"
+                }
             ),
         }
     }
+
+    /// How far the scrub is, as a share of everything it checks (both passes), in pages;
+    /// below 100 until it is done (the mapping may change while it runs).
+    pub fn percent(&self) -> u64 {
+        if self.done_at.is_some() {
+            return 100;
+        }
+        (self.passed_pages * 100 / self.total_pages.max(1)).min(99)
+    }
+}
+
+/// Pages a scrub of `v` looks at as things stand: every copy of every mapped page, and each
+/// RAID stripe's pages (its parity check reads the whole stripe).
+fn scrub_pages(v: &super::vol::Vol) -> u64 {
+    let ppb = v.pages_per_block;
+    let mut pages = 0u64;
+    for ub in 0..v.blocks {
+        let e = v.bmt.get(ub);
+        if e.base == Loc::Unmapped && !e.patched {
+            continue;
+        }
+        for (_, c, loc) in segments(e.base, v.patches.get(ub), 0, ppb) {
+            let copies = match loc {
+                Loc::Unmapped => continue,
+                Loc::Raid(_) => 1,
+                Loc::Rep(_) => v.copies() as u64,
+            };
+            pages += c as u64 * copies;
+        }
+    }
+    pages + v.stripes.count(StripeState::Raid) * stripe_pages(v)
+}
+
+/// Pages of one whole stripe of `v`.
+fn stripe_pages(v: &super::vol::Vol) -> u64 {
+    v.zone.width() as u64 * u64::from(v.pages_per_block)
 }
 
 /// A device read: member, offset, length.
@@ -122,6 +164,9 @@ struct CheckRead {
     stripe: u32,
     /// The FLBN read when it is a RAID block (None: a replica).
     raid: Option<u64>,
+    /// The location read, and which of its copies.
+    loc: Loc,
+    copy: u8,
     /// Checksums of the pages read, captured with the location.
     expect: Vec<u32>,
 }
@@ -153,6 +198,7 @@ impl FusionScheme {
             v.scrub = Some(Scrub {
                 started_at: now,
                 next_at: now,
+                total_pages: scrub_pages(v),
                 ..Default::default()
             });
         }
@@ -245,13 +291,14 @@ impl FusionScheme {
                         v.pairs.copies(r)
                     }
                 };
+                s.passed_pages += c as u64 * copies.len() as u64;
                 let mut expect = if ctx.size_only {
                     Vec::new()
                 } else {
                     v.sums.get(ub, f, c)
                 };
                 s.known_lost_pages += v.skip_lost(ub, f, &mut expect);
-                for (stripe, col) in copies {
+                for (copy, (stripe, col)) in copies.into_iter().enumerate() {
                     let (disk, off) = v.zone.device_offset(stripe, col, f as u64 * PAGE_SIZE);
                     if ctx.is_failed(disk) {
                         continue;
@@ -266,6 +313,8 @@ impl FusionScheme {
                             Loc::Raid(fl) => Some(fl),
                             _ => None,
                         },
+                        loc,
+                        copy: copy as u8,
                         expect: expect.clone(),
                     });
                 }
@@ -312,6 +361,7 @@ impl FusionScheme {
             if v.stripes.state(stripe) != StripeState::Raid {
                 continue;
             }
+            s.passed_pages += stripe_pages(v);
             if v.columns.contains(&stripe) {
                 // A rebuild or rebalance is moving one of its columns.
                 s.stripes_skipped += 1;
@@ -380,7 +430,7 @@ impl FusionScheme {
                     j.cols[i] = Some(b);
                 } else {
                     let r = &j.reads[i];
-                    let (ub, raid, stripe) = (r.ub, r.raid, r.stripe);
+                    let (ub, raid, stripe, loc, copy) = (r.ub, r.raid, r.stripe, r.loc, r.copy);
                     let bad = PageSums::first_mismatch(&r.expect, &b).is_some();
                     let pages = r.expect.len() as u64;
                     let v = &mut self.vols[vol];
@@ -391,8 +441,8 @@ impl FusionScheme {
                         if let Some(f) = raid {
                             s.bad_raid.entry(stripe).or_default().push((ub, f));
                         }
-                        ctx.stats.checksum_errors += 1;
                         v.queue_repair(ub);
+                        self.count_bad_copy(ctx, vol, ub, loc, copy);
                     }
                 }
             }
