@@ -50,6 +50,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             v.spare_fraction
         );
     }
+    for v in &pool.cfg.volumes {
+        if let Some(w) = v.spare_fraction.warning(&v.name) {
+            eprintln!("{w}");
+        }
+    }
     println!("serve it with: fusionraid serve {}", args.pool.display());
     Ok(())
 }

@@ -108,7 +108,24 @@ pub enum Spare {
     Share(f64),
 }
 
+/// Below this spare share a volume still takes every overwrite (the zone's floor keeps the
+/// cleaner's reserve), but sustained small random overwrites cost many device writes each:
+/// the cleaner finds little dead space per block it moves (docs/BENCHMARKS.md).
+pub const SPARE_WARN_BELOW: f64 = 0.10;
+
 impl Spare {
+    /// A warning for a resolved share too small for sustained random overwrites.
+    pub fn warning(self, volume: &str) -> Option<String> {
+        let share = self.share()?;
+        (share < SPARE_WARN_BELOW).then(|| {
+            format!(
+                "warning: volume '{volume}' keeps a spare share of {share}: it takes every \
+                 overwrite, but sustained small random overwrites will cost several device \
+                 writes each; a share of 0.25 or more (a smaller volume, or larger members) \
+                 keeps that cost low"
+            )
+        })
+    }
     pub fn share(self) -> Option<f64> {
         match self {
             Spare::Auto => None,
@@ -697,6 +714,15 @@ impl ServeSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_spare_shares_are_warned_about() {
+        assert!(Spare::Share(0.05).warning("v").is_some_and(|w| w.contains("'v'")));
+        assert!(Spare::Share(0.0).warning("v").is_some());
+        assert!(Spare::Share(SPARE_WARN_BELOW).warning("v").is_none());
+        assert!(Spare::Share(0.25).warning("v").is_none());
+        assert!(Spare::Auto.warning("v").is_none(), "auto is resolved before it is judged");
+    }
 
     #[test]
     fn spare_share_is_a_number_or_auto_and_auto_resolves_to_what_fits() {

@@ -284,6 +284,11 @@ fn print_banner(
             }
         );
     }
+    for v in &cfg.volumes {
+        if let Some(w) = v.spare_fraction.warning(&v.name) {
+            eprintln!("{w}");
+        }
+    }
     println!("exports:");
     for u in uris {
         println!("  {u}");

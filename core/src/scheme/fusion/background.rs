@@ -181,7 +181,7 @@ impl FusionScheme {
             // conversion and cleaning run whatever the other triggers say.
             let starving =
                 !v.space_waiters.is_empty() || v.rebuild.as_ref().is_some_and(|r| r.stalled);
-            let low_space = v.free_share() < pol.spare_low_water;
+            let low_space = v.low_on_space(pol.spare_low_water);
             let rep_full = v.stripes.count(StripeState::Replica) as f64
                 >= pol.replicated_high_water * v.max_replica_stripes as f64;
             let idle = pol

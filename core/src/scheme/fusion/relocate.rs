@@ -486,10 +486,12 @@ fn worth_starting(v: &super::vol::Vol, b: &reloc_plan::RelocBatch, frees_only: b
     }
     // In the reserve: when the volume holds less than a stripe's worth of holes its free
     // room is dead pages inside blocks, and only these moves turn it into holes; one at a
-    // time, while it leaves a stripe free for the compaction that follows, and only if it
-    // frees at least a stripe's worth of columns.
+    // time, while it leaves a stripe free for the compaction that follows. Packing must
+    // free a stripe's worth of columns; a merge may cost a column for each block with no
+    // base yet (its pages all in shared blocks), which every later merge of their owners
+    // pays back: merged blocks never hold dead pages again until rewritten.
     v.stripes.available() > v.cleaner_reserve()
-        || columns >= dcols
+        || (merge || columns >= dcols)
             && v.holes() < dcols as u64
             && v.bg_running == 0
             && v.stripes.available() >= 2

@@ -92,6 +92,47 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
     Ok(())
 }
 
+/// The largest size (a whole number of blocks) the last volume of `cfg` may have for every
+/// zone to fit on the members, the other volumes as configured; None when not even one
+/// block fits.
+pub fn largest_last_volume(cfg: &FusionConfig) -> Option<(String, u64)> {
+    let pool = &cfg.pool;
+    let bs = pool.block_size;
+    let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
+    let need = |vols: &[VolumeConfig]| -> Option<u64> {
+        let mut total = 0;
+        for v in vols {
+            let l = pool
+                .layout
+                .build(pool.disks, v.width, v.level.nparity())
+                .ok()?;
+            let stripes = zone_stripes(v, l.template_stripes(), bs, cfg.max_request_bytes);
+            total += blocks_per_disk(l.as_ref(), stripes);
+        }
+        Some(total)
+    };
+    let mut vols = cfg.volumes.clone();
+    let last = vols.len().checked_sub(1)?;
+    let fits = |vols: &mut Vec<VolumeConfig>, blocks: u64| {
+        vols[last].size_bytes = blocks * bs;
+        need(vols).is_some_and(|n| n <= have)
+    };
+    if !fits(&mut vols, 1) {
+        return None;
+    }
+    // Bisection on whole blocks: what a zone needs only grows with the volume.
+    let (mut lo, mut hi) = (1u64, cfg.volumes[last].size_bytes / bs);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(&mut vols, mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some((cfg.volumes[last].name.clone(), lo * bs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +179,31 @@ mod tests {
             FusionScheme::new(more),
             Err(ConfigError::TooSmall { .. })
         ));
+    }
+
+    #[test]
+    fn too_small_says_what_would_fit() {
+        let c = cfg(64 << 20, &[(1 << 30, 0.25)]);
+        let Err(ConfigError::TooSmall {
+            min_member_bytes,
+            largest_last,
+            ..
+        }) = FusionScheme::new(c.clone())
+        else {
+            panic!("a 1 GiB volume does not fit on 7 members of 64 MiB");
+        };
+        let (name, largest) = largest_last.expect("a smaller volume fits");
+        assert_eq!(name, c.volumes[0].name);
+        let mut bigger = c.clone();
+        bigger.pool.disk_bytes = min_member_bytes;
+        FusionScheme::new(bigger.clone()).expect("the smallest member size named fits");
+        bigger.pool.disk_bytes = min_member_bytes - 1;
+        assert!(FusionScheme::new(bigger).is_err(), "and is the smallest");
+        let mut smaller = c.clone();
+        smaller.volumes[0].size_bytes = largest;
+        FusionScheme::new(smaller.clone()).expect("the largest volume named fits");
+        smaller.volumes[0].size_bytes = largest + (64 << 10);
+        assert!(FusionScheme::new(smaller).is_err(), "and is the largest");
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct Vol {
     pub pages_per_block: u16,
     /// Most stripes the replicated area may take (its logical share times the copies).
     pub max_replica_stripes: u64,
+    /// Stripes beyond the data and the replicated area (room for out-of-place writes).
+    pub spare_stripes: u64,
     /// Live data blocks in RAID stripes (holes = RAID stripes x data columns - this).
     pub raid_valid_blocks: u64,
     /// Conversions and relocations in flight.
@@ -109,6 +111,9 @@ impl Vol {
         let copies = cfg.level.copies() as u64;
         let rep_blocks = (blocks as f64 * cfg.replicated_fraction).ceil() as u64;
         let max_replica_stripes = rep_blocks.div_ceil(dcols) * copies;
+        let spare_stripes = zone
+            .stripes()
+            .saturating_sub(blocks.div_ceil(dcols) + max_replica_stripes);
         Vol {
             id,
             log: None,
@@ -125,6 +130,7 @@ impl Vol {
             blocks,
             pages_per_block: (block / PAGE_SIZE) as u16,
             max_replica_stripes,
+            spare_stripes,
             raid_valid_blocks: 0,
             bg_running: 0,
             rebuild_running: 0,
@@ -161,6 +167,16 @@ impl Vol {
     /// later.
     pub fn reserve_stripes(&self) -> u64 {
         self.cleaner_reserve() + (self.stripes.len() / 64).min(16)
+    }
+    /// Should conversion and cleaning run for room? Below `low_water` free (a share of the
+    /// zone), or once half the spare stripes are gone. The second keeps the cleaner ahead
+    /// of small random overwrites: their dead pages spread over shared blocks, and what
+    /// turns them back into free stripes (merging blocks, packing shared blocks together)
+    /// needs free stripes to work in; started only at the last few percent, it found every
+    /// block two-thirds live and no room left to merge into (`core/tests/space.rs`).
+    pub fn low_on_space(&self, low_water: f64) -> bool {
+        self.free_share() < low_water
+            || self.stripes.available() < self.reserve_stripes() + self.spare_stripes / 2
     }
     pub fn cleaner_reserve(&self) -> u64 {
         self.copies() as u64 + 2

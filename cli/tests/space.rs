@@ -1,0 +1,160 @@
+//! A served volume takes overwrites forever (ARCHITECTURE.md, "The space invariant"): several
+//! full passes of fio random 4 KiB writes on `mem:` members, a trim whose space shows as free
+//! again, and a degraded `file:` pool whose member comes back with stale data and is put
+//! back with `replace N SAME-SPEC`.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const T: Duration = Duration::from_secs(600);
+
+/// One fio job over the whole export; returns fio's error code (0: every I/O succeeded).
+fn fio(uri: &str, rw: &str, bs: &str, seed: u64, size: &str) -> u64 {
+    let out = run(
+        "fio",
+        &[
+            "--name=space",
+            "--ioengine=nbd",
+            &format!("--uri={uri}"),
+            &format!("--rw={rw}"),
+            &format!("--bs={bs}"),
+            "--iodepth=16",
+            &format!("--size={size}"),
+            &format!("--randseed={seed}"),
+            "--output-format=json",
+        ],
+        T,
+    );
+    let doc = out.stdout.find('{').map_or("", |i| &out.stdout[i..]);
+    let j: serde_json::Value = serde_json::from_str(doc).unwrap_or_else(|e| {
+        panic!(
+            "fio output is not JSON ({e}):\n{}\n{}",
+            out.stdout, out.stderr
+        )
+    });
+    j["jobs"][0]["error"].as_u64().unwrap_or(u64::MAX)
+}
+
+fn volume_json(s: &Serve, name: &str) -> serde_json::Value {
+    let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).expect("status JSON");
+    j["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == name)
+        .cloned()
+        .expect("the volume")
+}
+
+const CASE1_VOLUME: &str =
+    "\n[[volume]]\nname = \"db\"\nlevel = \"raid6\"\nwidth = 6\nsize = \"320M\"\n";
+
+#[test]
+fn random_overwrites_never_run_out_of_space() {
+    if !need("random_overwrites_never_run_out_of_space", &["fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Issue 19's first case, scaled down: 9 members, a RAID6 4+2 volume with the `auto`
+    // spare share the members leave (about 1/6 here, as there).
+    let p = mem_pool(dir.path(), 9, "80M", CASE1_VOLUME);
+    let s = Serve::start(&p, &[]);
+    let uri = s.uri("db");
+    for seed in 1..=3 {
+        assert_eq!(
+            fio(&uri, "randwrite", "4k", seed, "320M"),
+            0,
+            "pass {seed} of random 4 KiB overwrites failed\n{}",
+            s.status_text(false)
+        );
+    }
+    // A discard gives its space back: it shows as free once the idle volume compacted it.
+    let before = volume_json(&s, "db")["free_bytes"].as_u64().unwrap();
+    assert_eq!(fio(&uri, "trim", "1M", 1, "80M"), 0, "trim failed");
+    wait_for(
+        "the trimmed space to show as free",
+        Duration::from_secs(60),
+        || volume_json(&s, "db")["free_bytes"].as_u64().unwrap() >= before + (40 << 20),
+    );
+    assert_eq!(
+        fio(&uri, "randwrite", "4k", 4, "320M"),
+        0,
+        "writes after the trim failed"
+    );
+    s.stop();
+}
+
+#[test]
+fn a_member_back_with_stale_data_is_put_back_by_replace() {
+    if !need(
+        "a_member_back_with_stale_data_is_put_back_by_replace",
+        &["fio"],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let members: Vec<String> = (0..9).map(|i| format!("\"file:m{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"tank\"\nmembers = [{}]\nmember_size = \"80M\"\n{CASE1_VOLUME}",
+            members.join(", ")
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&p, &[]);
+    for seed in 1..=2 {
+        assert_eq!(
+            fio(&s.uri("db"), "randwrite", "4k", seed, "320M"),
+            0,
+            "pass {seed}"
+        );
+    }
+    s.stop();
+    // Member 8 goes missing: the pool runs degraded, the rebuild moves its data away and
+    // overwrites keep succeeding.
+    let m8 = d.join("m8.img");
+    let away = d.join("m8.away");
+    std::fs::rename(&m8, &away).unwrap();
+    let s = Serve::start(&p, &[]);
+    assert_eq!(
+        fio(&s.uri("db"), "randwrite", "4k", 3, "320M"),
+        0,
+        "degraded overwrites"
+    );
+    wait_for("the rebuild to finish", Duration::from_secs(300), || {
+        let st = s.status_text(false);
+        st.contains("rebuild: done")
+    });
+    s.stop();
+    // It comes back with stale data: still failed, and `replace 8` with the same device
+    // puts it back; the rebalance copies the data home and writes go on.
+    std::fs::rename(&away, &m8).unwrap();
+    let s = Serve::start(&p, &[]);
+    let st = s.status_text(false);
+    assert!(st.contains("failed"), "member 8 must stay failed:\n{st}");
+    let spec = format!("file:{}", m8.display());
+    let sock = s.status.to_str().unwrap().to_string();
+    wait_for(
+        "replace 8 with the same device",
+        Duration::from_secs(120),
+        || {
+            run(BIN, &["replace", "8", &spec, "--socket", &sock], T)
+                .status
+                .success()
+        },
+    );
+    assert_eq!(
+        fio(&s.uri("db"), "randwrite", "4k", 4, "320M"),
+        0,
+        "writes after replace"
+    );
+    let st = s.status_text(false);
+    assert!(!st.contains("DEGRADED"), "the pool is whole again:\n{st}");
+    s.stop();
+}
