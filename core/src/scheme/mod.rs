@@ -36,6 +36,10 @@ pub struct VolumeStatus {
     pub rebuild: Option<String>,
     /// The last scrub, in words (None: none ran).
     pub scrub: Option<String>,
+    /// The same two as fractions from 0 to 1 (1 once done), for gauges and progress bars:
+    /// the rebuild or the rebalance after it, and the scrub.
+    pub rebuild_progress: Option<f64>,
+    pub scrub_progress: Option<f64>,
 }
 
 /// What `status` shows about a scheme's durable metadata (schemes that journal it).

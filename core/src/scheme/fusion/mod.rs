@@ -391,6 +391,16 @@ impl Scheme for FusionScheme {
                 .scrub
                 .as_ref()
                 .map(|s| s.describe(vol.blocks, vol.zone.stripes())),
+            // A rebalance follows the rebuild it undoes: while one runs, it is the progress.
+            rebuild_progress: match (&vol.rebuild, &vol.rebalance) {
+                (_, Some(b)) if b.done_at.is_none() => Some(b.progress(vol.zone.remaps().len())),
+                (Some(r), _) => Some(r.progress(vol.blocks)),
+                (None, b) => b.as_ref().map(|b| b.progress(vol.zone.remaps().len())),
+            },
+            scrub_progress: vol
+                .scrub
+                .as_ref()
+                .map(|s| s.progress(vol.blocks, vol.zone.stripes())),
             metadata_bytes: vol.metadata_bytes(),
         })
     }

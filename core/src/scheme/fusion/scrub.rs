@@ -80,6 +80,17 @@ pub struct Scrub {
 }
 
 impl Scrub {
+    /// `describe`'s progress as a fraction: the block pass is the first half, the parity
+    /// pass the second.
+    pub fn progress(&self, blocks: u64, stripes: u64) -> f64 {
+        let within = |n: u64| (self.cursor as f64 / n.max(1) as f64).min(1.0) / 2.0;
+        match (self.done_at, self.pass) {
+            (Some(_), _) | (_, Pass::Done) => 1.0,
+            (None, Pass::Blocks) => within(blocks),
+            (None, Pass::Parity) => 0.5 + within(stripes),
+        }
+    }
+
     pub fn describe(&self, blocks: u64, stripes: u64) -> String {
         let mut found = format!(
             "{} pages checked, {} bad copies (queued for repair), {} of {} stripes' parity \
