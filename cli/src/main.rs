@@ -10,6 +10,7 @@ mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
 mod metadata;
+mod metrics;
 mod pool_config;
 #[cfg(test)]
 mod pool_config_fuzz;

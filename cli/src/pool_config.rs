@@ -368,6 +368,8 @@ pub struct ServeSection {
     pub status: Option<String>,
     /// Commands queued between NBD connections and the engine.
     pub queue_depth: Option<usize>,
+    /// Prometheus endpoint address, e.g. 127.0.0.1:9108 (default: none).
+    pub metrics: Option<String>,
 }
 
 impl PoolFile {
