@@ -661,6 +661,13 @@ impl SnapshotMetrics {
             None,
             one(m.commits),
         )?;
+        counter_f(
+            e,
+            "fusionraid_journal_commit",
+            "Time spent in successful journal commits (divided by commits: the mean).",
+            Some(Unit::Seconds),
+            one(m.commit_seconds),
+        )?;
         counter(
             e,
             "fusionraid_journal_failed_commits",

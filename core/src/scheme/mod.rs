@@ -55,6 +55,8 @@ pub struct MetadataStatus {
     pub held_stripes: u64,
     /// What recovery found when the pool came up, if it recovered.
     pub recovery: Option<String>,
+    /// Time spent in successful commits, summed.
+    pub commit_ns: u64,
 }
 
 /// A placement and redundancy policy. See the module documentation.

@@ -104,6 +104,9 @@ pub struct MetadataView {
     pub last_checkpoint_bytes: u64,
     pub held_stripes: u64,
     pub recovery: Option<String>,
+    /// Time spent in successful commits, summed, in seconds.
+    #[serde(default)]
+    pub commit_seconds: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -295,6 +298,7 @@ pub(crate) fn snapshot(
             last_checkpoint_bytes: m.last_checkpoint_bytes,
             held_stripes: m.held_stripes,
             recovery: m.recovery,
+            commit_seconds: m.commit_ns as f64 / 1e9,
         }),
         counters: PoolCounters {
             rejected_busy: st.rejected_busy,

@@ -428,6 +428,7 @@ impl Scheme for FusionScheme {
             last_checkpoint_bytes: d.stats.last_checkpoint_bytes,
             held_stripes: self.vols.iter().map(|v| v.stripes.held()).sum(),
             recovery: d.recovery.as_ref().map(|r| r.to_string()),
+            commit_ns: d.stats.commit_ns,
         })
     }
 
