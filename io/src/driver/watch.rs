@@ -11,6 +11,10 @@ use fusionraid_core::{DiskId, Engine, Nanos};
 
 /// How often volumes' rebuild and scrub states are compared.
 const VOLUME_EVERY_NS: Nanos = 250_000_000;
+/// A member that spiked is logged back only after this long without a spike. Consumer SSDs
+/// under load spike dozens of times a second, each for milliseconds: one line per spike
+/// would drown the log, so a log line covers an episode of spikes (the metrics count each).
+const EPISODE_QUIET_NS: Nanos = 2_000_000_000;
 
 #[derive(Clone, Default)]
 struct MemberSeen {
@@ -22,6 +26,17 @@ struct MemberSeen {
     since: Nanos,
     /// Time held unresponsive in spikes that ended.
     unresponsive_ns: u64,
+    /// The episode of spikes being logged: when it began, its spike count and unresponsive
+    /// time at that moment, and when its last spike ended.
+    episode: Option<Episode>,
+}
+
+#[derive(Clone, Copy)]
+struct Episode {
+    began: Nanos,
+    spikes_before: u64,
+    unresponsive_before: u64,
+    last_end: Nanos,
 }
 
 #[derive(Clone, Default)]
@@ -91,29 +106,43 @@ impl Watch {
             }
             let spiking = d.detector.is_unresponsive() && !d.failed;
             let spikes = d.detector.transitions();
-            if spiking != seen.spiking {
-                if spiking {
-                    seen.since = now;
-                    tracing::info!(
-                        member = i,
-                        name,
-                        stragglers = d.detector.stragglers(),
-                        "member spiking: steering around it"
-                    );
-                } else {
-                    let ms = now.saturating_sub(seen.since) / 1_000_000;
-                    seen.unresponsive_ns += now.saturating_sub(seen.since);
-                    tracing::info!(member = i, name, spike_ms = ms, "member back from a spike");
-                }
-                seen.spiking = spiking;
-            } else if spikes > seen.spikes + u64::from(spiking) && !spiking {
-                tracing::info!(
-                    member = i,
-                    name,
-                    "member spiked and came back within a turn"
-                );
+            if spiking && !seen.spiking {
+                seen.since = now;
+            } else if !spiking && seen.spiking {
+                seen.unresponsive_ns += now.saturating_sub(seen.since);
             }
+            seen.spiking = spiking;
+            // A spike that began and ended within one turn shows only in the count.
+            let spiked = spiking || spikes > seen.spikes;
             seen.spikes = spikes;
+            match &mut seen.episode {
+                None if spiked => {
+                    seen.episode = Some(Episode {
+                        began: now,
+                        spikes_before: spikes.saturating_sub(1),
+                        unresponsive_before: seen.unresponsive_ns,
+                        last_end: now,
+                    });
+                    tracing::info!(member = i, name, "member spiking: steering I/O around it");
+                }
+                Some(e) if spiked => e.last_end = now,
+                Some(e) if now.saturating_sub(e.last_end) >= EPISODE_QUIET_NS || d.failed => {
+                    let e = *e;
+                    seen.episode = None;
+                    if !d.failed {
+                        tracing::info!(
+                            member = i,
+                            name,
+                            spikes = spikes - e.spikes_before,
+                            over_ms = e.last_end.saturating_sub(e.began) / 1_000_000,
+                            unresponsive_ms =
+                                (seen.unresponsive_ns - e.unresponsive_before) / 1_000_000,
+                            "member back: no spike for 2 s"
+                        );
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
