@@ -172,12 +172,60 @@ fn metrics_scraped_under_fio_pass_promtool_and_move_with_the_load() {
     );
     assert_eq!(inf, count);
 
+    dashboard_uses_only_served_metrics(&second);
+
     // OpenMetrics when the scraper asks for it.
     let (head, om) = scrape(port, Some("application/openmetrics-text; version=1.0.0"));
     assert!(head.contains("application/openmetrics-text"), "{head}");
     assert!(om.trim_end().ends_with("# EOF"), "no # EOF:\n{om}");
     assert!(om.contains("# UNIT fusionraid_member_latency_seconds seconds"));
     s.stop();
+}
+
+/// Every `fusionraid_*` name in docs/grafana/fusionraid.json is one the endpoint serves
+/// (progress gauges exist only while a rebuild or scrub has run).
+fn dashboard_uses_only_served_metrics(scrape: &str) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/grafana/fusionraid.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let _: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    // Sample names, and family names (from `# TYPE name kind`).
+    let served: std::collections::HashSet<&str> = scrape
+        .lines()
+        .filter_map(|l| match l.strip_prefix("# TYPE ") {
+            Some(t) => t.split(' ').next(),
+            None if l.starts_with('#') => None,
+            None => l.split(['{', ' ']).next(),
+        })
+        .collect();
+    let only_while_running = [
+        "fusionraid_volume_rebuild_progress_ratio",
+        "fusionraid_volume_scrub_progress_ratio",
+    ];
+    let mut rest = text.as_str();
+    let mut checked = 0;
+    while let Some(i) = rest.find("fusionraid_") {
+        rest = &rest[i..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        rest = &rest[end..];
+        if only_while_running.contains(&name) {
+            continue;
+        }
+        assert!(
+            served.contains(name),
+            "the dashboard queries {name}, which is not served"
+        );
+        checked += 1;
+    }
+    assert!(
+        checked > 20,
+        "only {checked} metric names found in the dashboard"
+    );
 }
 
 #[test]
