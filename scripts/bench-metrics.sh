@@ -76,11 +76,16 @@ job() { # name rw
   c1=$(ticks "${PID[$name]}")
   n=$(jq -r '.jobs[0].read.total_ios + .jobs[0].write.total_ios' <<<"$out")
   iops=$(jq -r '.jobs[0].read.iops + .jobs[0].write.iops' <<<"$out")
-  awk -v c=$((c1 - c0)) -v t=$TICK_US -v n="$n" -v i="$iops" 'BEGIN { printf "%.2f %.0f", c * t / n, i }'
+  awk -v c=$((c1 - c0)) -v t=$TICK_US -v n="$n" -v i="$iops" 'BEGIN { printf "%.2f %.0f\n", c * t / n, i }'
 }
 
 echo "fusionraid: $("$FR_BIN" --version)  runtime ${RUNTIME}s x ${ROUNDS} rounds, scrape every ${SCRAPE}s"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+# One scrape's CPU, on the idle server: 200 scrapes back to back.
+c0=$(ticks "${PID[on]}")
+for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$PORT/metrics"; done
+c1=$(ticks "${PID[on]}")
+echo "one scrape (idle, $(curl -s "http://127.0.0.1:$PORT/metrics" | wc -c) bytes): $(awk -v c=$((c1 - c0)) -v t=$TICK_US 'BEGIN { printf "%.0f", c * t / 200 }') us of serve CPU"
 for rw in randwrite randread; do
   declare -A SUM=()
   for r in $(seq 1 "$ROUNDS"); do
