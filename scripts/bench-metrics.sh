@@ -5,19 +5,19 @@
 # Two servers run at once on identical pools of mem: members: OFF (no endpoint) and ON
 # (`--metrics`, scraped every SCRAPE seconds by curl for the whole run, as Prometheus would,
 # more often than its default of 15 s). fio (nbd engine, 4 KiB random writes then reads,
-# QD16) loads one server at a time, alternating which goes first, ROUNDS times; each job's
+# QD16) loads one server at a time, rotating the order, ROUNDS times; each job's
 # CPU (user + system from /proc/PID/stat, scrapes included) is divided by its requests.
 # With BASE_BIN=path a third server runs that build (e.g. the commit before the metrics),
 # to show what the always-on recording (histograms, state watch) costs as well.
 #
 # Usage: scripts/bench-metrics.sh [RUNTIME_SECONDS]   (default 10; needs fio, curl, jq)
-# Environment: FR_BIN (default: this tree's release build), BASE_BIN, ROUNDS (default 5),
+# Environment: FR_BIN (default: this tree's release build), BASE_BIN, ROUNDS (default 6),
 # SCRAPE (seconds between scrapes, default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNTIME="${1:-10}"
-ROUNDS="${ROUNDS:-5}"
+ROUNDS="${ROUNDS:-6}"
 SCRAPE="${SCRAPE:-1}"
 for t in fio curl jq; do
   command -v "$t" >/dev/null || { echo "bench-metrics: $t is required" >&2; exit 1; }
@@ -42,12 +42,12 @@ start() { # name bin extra...
   mkdir -p "$WORK/$name"
   cat >"$WORK/$name/pool.toml" <<TOML
 name = "$name"
-members = [$(for _ in 1 2 3 4 5 6 7; do printf '"mem:1G,populate",'; done)]
+members = [$(for _ in 1 2 3 4 5 6 7; do printf '"mem:384M,populate",'; done)]
 [[volume]]
 name = "vol0"
 level = "raid5"
 width = 4
-size = "1G"
+size = "512M"
 TOML
   "$bin" serve "$WORK/$name/pool.toml" --unix "$WORK/$name/nbd.sock" \
     --status "$WORK/$name/status.sock" "$@" >"$WORK/$name/out" 2>"$WORK/$name/err" &
@@ -71,7 +71,7 @@ job() { # name rw
   local name=$1 c0 c1 out n iops
   c0=$(ticks "${PID[$name]}")
   out=$(fio --name=j --ioengine=nbd --uri="nbd+unix:///vol0?socket=${SOCK[$name]}" --rw="$2" \
-    --bs=4k --iodepth=16 --size=1G --time_based --runtime="$RUNTIME" --output-format=json \
+    --bs=4k --iodepth=16 --size=512M --time_based --runtime="$RUNTIME" --output-format=json \
     2>/dev/null | sed -n '/^{/,$p')
   c1=$(ticks "${PID[$name]}")
   n=$(jq -r '.jobs[0].read.total_ios + .jobs[0].write.total_ios' <<<"$out")
@@ -89,9 +89,11 @@ echo "one scrape (idle, $(curl -s "http://127.0.0.1:$PORT/metrics" | wc -c) byte
 for rw in randwrite randread; do
   declare -A SUM=()
   for r in $(seq 1 "$ROUNDS"); do
-    # Alternate the order so drift in the machine's other load spreads evenly.
-    order=("${SERVERS[@]}")
-    if [ $((r % 2)) = 0 ]; then order=($(printf '%s\n' "${SERVERS[@]}" | tac)); fi
+    # Rotate the order so each server takes each position equally often (ROUNDS a multiple
+    # of the server count) and drift in the machine's other load spreads evenly.
+    n=${#SERVERS[@]}
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${SERVERS[$(((i + r) % n))]}"); done
     line="$rw round $r:"
     for s in "${order[@]}"; do
       read -r us iops < <(job "$s" "$rw")

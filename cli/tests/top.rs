@@ -177,7 +177,26 @@ fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
     assert!(!out.stdout.contains('\x1b'), "escape codes in plain output");
 
     fio.join().unwrap().ok("fio");
+    // A scrub shows as a progress bar, and serve logs it.
+    let sock = s.status.to_str().unwrap().to_string();
+    run(BIN, &["scrub", "--socket", &sock], Duration::from_secs(30)).ok("fusionraid scrub");
+    let out = run(
+        BIN,
+        &["top", "--socket", &sock, "--once", "--interval", "0.3"],
+        Duration::from_secs(30),
+    )
+    .ok("top --once during a scrub");
+    assert!(
+        out.stdout.contains("vol0 scrub ["),
+        "no scrub progress bar:\n{}",
+        out.stdout
+    );
+    std::thread::sleep(Duration::from_millis(600));
     let log = s.stop();
+    assert!(
+        log.contains("scrub: "),
+        "serve did not log the scrub:\n{log}"
+    );
     assert!(
         log.lines()
             .any(|l| l.contains("member spiking") && l.contains("member=6")),
