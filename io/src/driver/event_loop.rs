@@ -290,8 +290,8 @@ impl EventLoop {
         self.cmd_stash.is_some()
     }
 
-    /// The earliest time something must happen without a new event: the engine's timer or
-    /// an emulated member's next completion.
+    /// The earliest time something must happen without a new event: the engine's timer, an
+    /// emulated member's next completion, or the watch's next look (see `Watch`).
     fn next_deadline(&self) -> Option<Nanos> {
         let mut deadline: Option<Nanos> = if self.draining() {
             None
@@ -302,6 +302,9 @@ impl EventLoop {
             if let Some(d) = m.next_deadline() {
                 deadline = Some(deadline.map_or(d, |x| x.min(d)));
             }
+        }
+        if let Some(d) = self.watch.next_deadline() {
+            deadline = Some(deadline.map_or(d, |x| x.min(d)));
         }
         deadline
     }
@@ -472,7 +475,6 @@ impl EventLoop {
                     &Observed {
                         devices: &self.devices,
                         volumes: &self.volumes,
-                        watch: &self.watch,
                         now: self.clock.now(),
                     },
                 );

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use super::devtime::DeviceTimer;
 use super::latency::LatencyHistogram;
 use super::usage::VolumeIo;
-use super::watch::Watch;
 use crate::member::Member;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,11 +162,10 @@ pub struct PoolCounters {
     pub device_bytes_read_bg: u64,
 }
 
-/// What the loop observes beside the engine (see `devtime`, `usage`, `watch`).
+/// What the loop observes beside the engine (see `devtime`, `usage`).
 pub(crate) struct Observed<'a> {
     pub devices: &'a DeviceTimer,
     pub volumes: &'a [VolumeIo],
-    pub watch: &'a Watch,
     pub now: fusionraid_core::Nanos,
 }
 
@@ -239,7 +237,7 @@ pub(crate) fn snapshot(
                 notes: m.map_or_else(Vec::new, |m| m.notes()),
                 read_latency: obs.devices.members[i].read.clone(),
                 write_latency: obs.devices.members[i].write.clone(),
-                unresponsive_seconds: obs.watch.unresponsive_seconds(i, obs.now),
+                unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
                 background_bytes: d.counters.background_bytes,
             }
         })

@@ -1,7 +1,6 @@
 //! Watches the engine for state changes between turns and logs each one as it happens
 //! (one `tracing` line each): a member failing, spiking and coming back, a rebuild or
-//! rebalance moving from phase to phase, a scrub finishing, integrity findings. It also
-//! adds up how long each member was held unresponsive, which the engine does not keep.
+//! rebalance moving from phase to phase, a scrub finishing, integrity findings.
 //!
 //! The engine changes these states inside its inputs and tells nobody (it is sans-IO and
 //! logs nothing). Looking at every member after every turn costs a few loads per member;
@@ -19,15 +18,9 @@ const EPISODE_QUIET_NS: Nanos = 2_000_000_000;
 #[derive(Clone, Default)]
 struct MemberSeen {
     failed: bool,
-    spiking: bool,
     /// The detector's count of spikes, to notice one that began and ended within a turn.
     spikes: u64,
-    /// When the current spike began (valid while `spiking`).
-    since: Nanos,
-    /// Time held unresponsive in spikes that ended.
-    unresponsive_ns: u64,
-    /// The episode of spikes being logged: when it began, its spike count and unresponsive
-    /// time at that moment, and when its last spike ended.
+    /// The episode of spikes being logged.
     episode: Option<Episode>,
 }
 
@@ -43,6 +36,8 @@ struct Episode {
 struct VolumeSeen {
     rebuild: Option<String>,
     scrub: Option<String>,
+    /// A rebuild, rebalance or scrub is under way (or committing): keep looking.
+    active: bool,
 }
 
 #[derive(Default)]
@@ -72,17 +67,20 @@ impl Watch {
         }
     }
 
-    /// Seconds member `i` has been held unresponsive since start (or since it was replaced),
-    /// the current spike included.
-    pub fn unresponsive_seconds(&self, i: usize, now: Nanos) -> f64 {
-        self.members.get(i).map_or(0.0, |m| {
-            let current = if m.spiking {
-                now.saturating_sub(m.since)
-            } else {
-                0
-            };
-            (m.unresponsive_ns + current) as f64 / 1e9
-        })
+    /// When the watch must look again even if nothing else happens, so an idle pool still
+    /// logs the end of a spike episode, a rebuild or a scrub when it happens (the loop
+    /// thread sleeps until the earliest deadline).
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        let episodes = self
+            .members
+            .iter()
+            .filter_map(|m| m.episode.map(|e| e.last_end + EPISODE_QUIET_NS));
+        let volumes = self
+            .volumes
+            .iter()
+            .any(|v| v.active)
+            .then_some(self.next_volume_check);
+        episodes.chain(volumes).min()
     }
 
     /// A new device took slot `i`.
@@ -106,12 +104,6 @@ impl Watch {
             }
             let spiking = d.detector.is_unresponsive() && !d.failed;
             let spikes = d.detector.transitions();
-            if spiking && !seen.spiking {
-                seen.since = now;
-            } else if !spiking && seen.spiking {
-                seen.unresponsive_ns += now.saturating_sub(seen.since);
-            }
-            seen.spiking = spiking;
             // A spike that began and ended within one turn shows only in the count.
             let spiked = spiking || spikes > seen.spikes;
             seen.spikes = spikes;
@@ -120,7 +112,7 @@ impl Watch {
                     seen.episode = Some(Episode {
                         began: now,
                         spikes_before: spikes.saturating_sub(1),
-                        unresponsive_before: seen.unresponsive_ns,
+                        unresponsive_before: d.detector.unresponsive_ns(now),
                         last_end: now,
                     });
                     tracing::info!(member = i, name, "member spiking: steering I/O around it");
@@ -135,8 +127,11 @@ impl Watch {
                             name,
                             spikes = spikes - e.spikes_before,
                             over_ms = e.last_end.saturating_sub(e.began) / 1_000_000,
-                            unresponsive_ms =
-                                (seen.unresponsive_ns - e.unresponsive_before) / 1_000_000,
+                            unresponsive_ms = d
+                                .detector
+                                .unresponsive_ns(now)
+                                .saturating_sub(e.unresponsive_before)
+                                / 1_000_000,
                             "member back: no spike for 2 s"
                         );
                     }
@@ -158,6 +153,13 @@ impl Watch {
             let Some(s) = engine.volume_status(v as u32) else {
                 continue;
             };
+            let committing = s
+                .rebuild
+                .as_deref()
+                .is_some_and(|r| r.starts_with("committing"));
+            seen.active = s.rebuild_progress.is_some_and(|p| p < 1.0)
+                || s.scrub_progress.is_some_and(|p| p < 1.0)
+                || committing;
             if s.rebuild.as_deref().map(phase) != seen.rebuild.as_deref().map(phase) {
                 if let Some(r) = &s.rebuild {
                     tracing::warn!(volume = %s.name, "rebuild: {r}");
