@@ -177,6 +177,13 @@ fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
     assert!(!out.stdout.contains('\x1b'), "escape codes in plain output");
 
     fio.join().unwrap().ok("fio");
+    // The status document (which the metrics endpoint renders too) counts the spikes and
+    // the time spent in them.
+    let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+    let m6 = &j["snapshot"]["members"][6];
+    assert!(m6["spikes"].as_u64().unwrap() > 0, "{m6}");
+    assert!(m6["unresponsive_seconds"].as_f64().unwrap() > 0.0, "{m6}");
+    assert!(m6["write_latency"]["count"].as_u64().unwrap() > 0, "{m6}");
     // A scrub shows as a progress bar, and serve logs it.
     let sock = s.status.to_str().unwrap().to_string();
     run(BIN, &["scrub", "--socket", &sock], Duration::from_secs(30)).ok("fusionraid scrub");
