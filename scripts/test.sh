@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs the system tools the interop tests drive
-# (fio, qemu-utils, libnbd-bin, nbdkit; xz-utils for a fixture) when they are missing, then runs the suite with
+# (fio, qemu-utils, libnbd-bin, nbdkit; xz-utils for a fixture; prometheus for promtool, tmux for
+# `fusionraid top`) when they are missing, then runs the suite with
 # those tools required, so a missing tool fails loudly instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ command -v nbdkit >/dev/null || need+=(nbdkit)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || need+=(fuse3)
+command -v promtool >/dev/null || need+=(prometheus)
+command -v tmux >/dev/null || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

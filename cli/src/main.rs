@@ -10,6 +10,7 @@ mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
 mod metadata;
+mod metrics;
 mod pool_config;
 #[cfg(test)]
 mod pool_config_fuzz;
@@ -25,6 +26,7 @@ mod status_doc;
 mod superblock;
 #[cfg(test)]
 mod superblock_fuzz;
+mod top;
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +54,9 @@ enum Command {
     Serve(serve_cmd::Args),
     /// Show a running pool: members (healthy, spiking, failed), volumes, space, backlog.
     Status(status_cmd::Args),
+    /// A live view of a running pool: members' rates, latency and spikes, volumes, rebuild
+    /// and scrub progress (plain text when stdout is not a terminal).
+    Top(top::Args),
     /// Declare a member of a running pool failed (its data is rebuilt onto the others).
     Fail(control::FailArgs),
     /// Put a new device in the slot of a failed member once its data has been rebuilt.
@@ -73,13 +78,22 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
 }
 
 fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    // One timestamped line per event on stderr, filtered by RUST_LOG. `serve` logs the
+    // pool's state changes (members failing, spiking and back, rebuilds, scrubs, recovery)
+    // at info, so that is its default; the other commands show only warnings.
+    let default = match cli.command {
+        Some(Command::Serve(_)) => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default.into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
     match cli.command {
         None => {
             println!("fusionraid: see --help");
@@ -90,6 +104,7 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Create(args)) => create_cmd::run(args),
         Some(Command::Serve(args)) => serve_cmd::run(args),
         Some(Command::Status(args)) => status_cmd::run(args),
+        Some(Command::Top(args)) => top::run(args),
         Some(Command::Fail(args)) => control::fail(args),
         Some(Command::Replace(args)) => control::replace(args),
         Some(Command::Scrub(args)) => control::scrub(args),

@@ -17,6 +17,7 @@ use fusionraid_nbd::{Server, ServerConfig};
 use crate::assemble::{Io, Pool, PoolIdentity, assemble, create};
 use crate::control::{Operator, control_path, serve_control};
 use crate::metadata::recover_engine;
+use crate::metrics::{MetricsServer, PoolFacts};
 use crate::pool_config::PoolFile;
 use crate::scheme_choice::{build_engine, is_fusion, known_schemes};
 use crate::signals::Termination;
@@ -48,6 +49,10 @@ pub struct Args {
     /// Export every volume with byte granularity (read-modify-write at the edge).
     #[arg(long)]
     pub rmw: bool,
+    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. 127.0.0.1:9108 (overrides
+    /// serve.metrics; off unless asked).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 const NOT_DURABLE: &str = "metadata.journal = false: the mapping is kept in memory only and a \
@@ -77,12 +82,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Members the journal says failed (and were not replaced): they may read fine again,
     // but writes skipped them since, so they are stale and stay failed.
     let mut failed_earlier = Vec::new();
+    let mut recovery = None;
     let mut engine = if is_fusion(&scheme) && pool.cfg.metadata.journal {
         let redirect = scheme.eq_ignore_ascii_case("fusionraid");
         let (engine, report) = recover_engine(&mut pool, redirect, &io)?;
         // `status` shows the report on its own `recovery:` line; not again as a note.
         eprintln!("fusionraid: metadata recovered: {report}");
         failed_earlier = report.members_failed.clone();
+        recovery = Some(report);
         engine
     } else {
         if is_fusion(&scheme) {
@@ -200,11 +207,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .status(Duration::from_secs(5))
             .context("the engine loop did not answer")?,
     };
-    let d = driver.clone();
+    let snapshot_doc = {
+        let d = driver.clone();
+        move || {
+            let mut doc = doc_base.clone();
+            doc.snapshot = d.status(Duration::from_secs(5))?;
+            Some(doc)
+        }
+    };
+    let metrics = match args.metrics.as_ref().or(cfg.serve.metrics.as_ref()) {
+        Some(addr) => {
+            let facts = PoolFacts {
+                scheme: scheme.clone(),
+                recovery,
+            };
+            let m = MetricsServer::start(addr, facts, snapshot_doc.clone())?;
+            tracing::info!(addr = %m.addr, "metrics endpoint listening");
+            Some(m)
+        }
+        None => None,
+    };
     let status = serve_status(&paths.status, move || {
-        let mut doc = doc_base.clone();
-        doc.snapshot = d.status(Duration::from_secs(5))?;
-        serde_json::to_string_pretty(&doc).ok()
+        serde_json::to_string_pretty(&snapshot_doc()?).ok()
     })?;
 
     let operator = Arc::new(Operator {
@@ -240,9 +264,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })?
     };
 
-    print_banner(&cfg, &uuid, &scheme, &uris, &paths.status);
+    print_banner(
+        &cfg,
+        &uuid,
+        &scheme,
+        &uris,
+        &paths.status,
+        metrics.as_ref().map(|m| m.addr),
+    );
     let sig = term.wait();
     eprintln!("fusionraid: signal {sig}, shutting down");
+    drop(metrics);
     drop(status);
     drop(control);
     keeper_stop.store(true, std::sync::atomic::Ordering::Release);
@@ -262,6 +294,7 @@ fn print_banner(
     scheme: &str,
     uris: &[String],
     status: &std::path::Path,
+    metrics: Option<std::net::SocketAddr>,
 ) {
     println!(
         "fusionraid: serving pool '{}' ({}), scheme {scheme}, {} members",
@@ -312,6 +345,10 @@ fn print_banner(
         }
     }
     println!("status: fusionraid status --socket {}", status.display());
+    println!("top:    fusionraid top --socket {}", status.display());
+    if let Some(a) = metrics {
+        println!("metrics: http://{a}/metrics");
+    }
     println!("stop:   Ctrl-C");
     println!("ready");
     use std::io::Write;

@@ -133,6 +133,10 @@ pub struct SpikeDetector {
     stragglers: u32,
     unresponsive: bool,
     transitions: u64,
+    /// When the current unresponsive period began, and the length of those that ended
+    /// (for the driver's metrics; time comes from the inputs' `now`, like everything here).
+    unresponsive_since: Nanos,
+    unresponsive_ns: u64,
 }
 
 impl SpikeDetector {
@@ -153,6 +157,8 @@ impl SpikeDetector {
             stragglers: 0,
             unresponsive: false,
             transitions: 0,
+            unresponsive_since: 0,
+            unresponsive_ns: 0,
         }
     }
 
@@ -194,7 +200,7 @@ impl SpikeDetector {
             );
             self.stragglers -= 1;
         }
-        self.update_state();
+        self.update_state(now);
     }
 
     /// Slides the window to the slot of `now`, moving the counts of every slot that leaves it
@@ -231,7 +237,7 @@ impl SpikeDetector {
         }
         self.current = target;
         self.next_slot_at = target.saturating_add(1).saturating_mul(self.cfg.slot_ns);
-        self.update_state();
+        self.update_state(now);
     }
 
     /// No request issued in the window is still pending: sliding the window would only move
@@ -271,6 +277,16 @@ impl SpikeDetector {
         self.transitions
     }
 
+    /// Time spent unresponsive, the current period counted up to `now`.
+    pub fn unresponsive_ns(&self, now: Nanos) -> u64 {
+        let current = if self.unresponsive {
+            now.saturating_sub(self.unresponsive_since)
+        } else {
+            0
+        };
+        self.unresponsive_ns + current
+    }
+
     fn in_window(&self, slot: u64) -> bool {
         slot.saturating_add(u64::from(self.cfg.window_slots)) > self.current
     }
@@ -279,12 +295,14 @@ impl SpikeDetector {
         (slot % u64::from(self.cfg.window_slots)) as usize
     }
 
-    fn update_state(&mut self) {
+    fn update_state(&mut self, now: Nanos) {
         if !self.unresponsive && self.stragglers >= self.cfg.x_high {
             self.unresponsive = true;
             self.transitions += 1;
+            self.unresponsive_since = now;
         } else if self.unresponsive && self.stragglers <= self.cfg.x_low {
             self.unresponsive = false;
+            self.unresponsive_ns += now.saturating_sub(self.unresponsive_since);
         }
     }
 }
@@ -303,6 +321,20 @@ mod tests {
             x_high,
             x_low,
         }
+    }
+
+    #[test]
+    fn unresponsive_time_adds_up_from_the_inputs_now() {
+        let mut d = SpikeDetector::new(cfg(2, 1, 0), 0);
+        let t = d.on_issue(0);
+        assert_eq!(d.unresponsive_ns(5 * SLOT), 0);
+        // The request leaves the 2-slot window at the start of slot 2: a straggler.
+        d.advance(2 * SLOT);
+        assert!(d.is_unresponsive());
+        assert_eq!(d.unresponsive_ns(3 * SLOT), SLOT);
+        d.on_complete(t, 5 * SLOT);
+        assert!(!d.is_unresponsive());
+        assert_eq!(d.unresponsive_ns(9 * SLOT), 3 * SLOT);
     }
 
     /// The middle of absolute slot `s`.

@@ -160,5 +160,5 @@ fn overwrites_at_a_quarter_spare() {
 
 #[test]
 fn degraded_overwrites_at_the_smallest_spare_share() {
-    matrix(0.0, 3, Some(4));
+    matrix(std::env::var("SP").ok().and_then(|x| x.parse().ok()).unwrap_or(0.0), 3, Some(4));
 }

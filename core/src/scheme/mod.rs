@@ -36,6 +36,10 @@ pub struct VolumeStatus {
     pub rebuild: Option<String>,
     /// The last scrub, in words (None: none ran).
     pub scrub: Option<String>,
+    /// The same two as fractions from 0 to 1 (1 once done), for gauges and progress bars:
+    /// the rebuild or the rebalance after it, and the scrub.
+    pub rebuild_progress: Option<f64>,
+    pub scrub_progress: Option<f64>,
 }
 
 /// What `status` shows about a scheme's durable metadata (schemes that journal it).
@@ -51,6 +55,8 @@ pub struct MetadataStatus {
     pub held_stripes: u64,
     /// What recovery found when the pool came up, if it recovered.
     pub recovery: Option<String>,
+    /// Time spent in successful commits, summed.
+    pub commit_ns: u64,
 }
 
 /// A placement and redundancy policy. See the module documentation.

@@ -37,11 +37,24 @@ pub enum Class {
 
 struct Pending {
     done: Completer,
+    volume: VolumeId,
+    /// Bytes the command reads or writes (zeroes included), for the volume's counters.
+    bytes: u64,
     parts_left: u32,
     error: Option<ErrorCode>,
     data: Option<Vec<u8>>,
     class: Class,
     started: Nanos,
+}
+
+/// A command answered: what the loop records about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finished {
+    pub class: Class,
+    pub latency: Nanos,
+    pub volume: VolumeId,
+    pub bytes: u64,
+    pub failed: bool,
 }
 
 #[derive(Default)]
@@ -61,6 +74,12 @@ impl Tracker {
         max_bytes: u64,
         now: Nanos,
     ) -> Vec<Request> {
+        let bytes = match &kind {
+            CommandKind::Read { len, .. } => u64::from(*len),
+            CommandKind::Write { data, .. } => data.len() as u64,
+            CommandKind::WriteZeroes { len, .. } => u64::from(*len),
+            CommandKind::Flush | CommandKind::Trim { .. } => 0,
+        };
         let (class, ops) = match split(kind, max_bytes) {
             Ok(x) => x,
             Err(code) => {
@@ -87,6 +106,8 @@ impl Tracker {
             id,
             Pending {
                 done,
+                volume,
+                bytes,
                 parts_left: ops.len() as u32,
                 error: None,
                 data: None,
@@ -104,13 +125,13 @@ impl Tracker {
             .collect()
     }
 
-    /// One engine reply. Returns the command's class and latency when it was the last part.
+    /// One engine reply. Returns what finished when it was the command's last part.
     pub fn on_reply(
         &mut self,
         req_id: u64,
         result: Result<Option<Data>, ReqError>,
         now: Nanos,
-    ) -> Option<(Class, Nanos)> {
+    ) -> Option<Finished> {
         let id = req_id >> PART_BITS;
         let Some(p) = self.cmds.get_mut(&id) else {
             tracing::error!(req_id, "engine reply for an unknown request");
@@ -130,12 +151,18 @@ impl Tracker {
             return None;
         }
         let p = self.cmds.remove(&id).expect("present above");
-        let lat = now.saturating_sub(p.started);
+        let finished = Finished {
+            class: p.class,
+            latency: now.saturating_sub(p.started),
+            volume: p.volume,
+            bytes: p.bytes,
+            failed: p.error.is_some(),
+        };
         match p.error {
             Some(e) => p.done.fail(e),
             None => p.done.complete(Ok(p.data.unwrap_or_default())),
         }
-        Some((p.class, lat))
+        Some(finished)
     }
 
     pub fn len(&self) -> usize {
@@ -268,7 +295,11 @@ mod tests {
         );
         assert_eq!(reqs.len(), 1);
         let fin = t.on_reply(reqs[0].id, Ok(Some(Data::Bytes(vec![7; 4096]))), 12);
-        assert_eq!(fin, Some((Class::Read, 7)));
+        let fin = fin.unwrap();
+        assert_eq!(
+            (fin.class, fin.latency, fin.bytes, fin.failed),
+            (Class::Read, 7, 4096, false)
+        );
         assert_eq!(*got.lock().unwrap(), Some(Ok(vec![7; 4096])));
 
         let (c, got) = completer();

@@ -29,8 +29,11 @@ use std::time::{Duration, Instant};
 use fusionraid_core::{DevError, Engine, IoId, Nanos, Request};
 use fusionraid_nbd::ErrorCode;
 
-use super::commands::{Class, Tracker};
-use super::status::{Latencies, snapshot};
+use super::commands::{Class, Finished, Tracker};
+use super::devtime::DeviceTimer;
+use super::status::{Latencies, Observed, snapshot};
+use super::usage::VolumeIo;
+use super::watch::Watch;
 use super::{CmdMsg, Ctl};
 use crate::Clock;
 use crate::member::{Completion, Member};
@@ -171,6 +174,11 @@ pub(crate) struct EventLoop {
     comps: Vec<Completion>,
     orphans: Vec<Completion>,
     lat: Latencies,
+    /// Device-level latency per member, user-level counters per volume, and the state
+    /// changes logged between turns (for `status`, `top` and the metrics endpoint).
+    devices: DeviceTimer,
+    volumes: Vec<VolumeIo>,
+    watch: Watch,
     /// Set by a shutdown request: stop admitting, drain, leave by this time.
     leave_by: Option<Instant>,
     /// The loop thread has left: no more turns.
@@ -190,7 +198,11 @@ impl EventLoop {
         ctl_rx: Receiver<Ctl>,
         max_request_bytes: u64,
     ) -> Self {
+        let (disks, vols) = (engine.config().disks, engine.volume_count());
         EventLoop {
+            devices: DeviceTimer::new(disks),
+            volumes: vec![VolumeIo::default(); vols],
+            watch: Watch::new(disks),
             engine,
             members,
             names,
@@ -243,6 +255,8 @@ impl EventLoop {
         while let Ok(c) = self.ctl_rx.try_recv() {
             self.control(c);
         }
+        self.watch.members(&self.engine, &self.names, now);
+        self.watch.volumes(&self.engine, now);
         progress
     }
 
@@ -276,8 +290,8 @@ impl EventLoop {
         self.cmd_stash.is_some()
     }
 
-    /// The earliest time something must happen without a new event: the engine's timer or
-    /// an emulated member's next completion.
+    /// The earliest time something must happen without a new event: the engine's timer, an
+    /// emulated member's next completion, or the watch's next look (see `Watch`).
     fn next_deadline(&self) -> Option<Nanos> {
         let mut deadline: Option<Nanos> = if self.draining() {
             None
@@ -288,6 +302,9 @@ impl EventLoop {
             if let Some(d) = m.next_deadline() {
                 deadline = Some(deadline.map_or(d, |x| x.min(d)));
             }
+        }
+        if let Some(d) = self.watch.next_deadline() {
+            deadline = Some(deadline.map_or(d, |x| x.min(d)));
         }
         deadline
     }
@@ -331,6 +348,7 @@ impl EventLoop {
         }
         let any = !comps.is_empty();
         for c in comps.drain(..) {
+            self.devices.on_complete(c.tag, now);
             if let Err(e) = self.engine.handle_completion(IoId(c.tag), c.result, now) {
                 tracing::error!("{e}");
             }
@@ -358,7 +376,9 @@ impl EventLoop {
                 if let Err(e) = self.engine.submit(req, now) {
                     // has_room() makes Busy impossible; anything else is answered in-band.
                     tracing::error!("engine refused a request despite room: {e}");
-                    self.tracker.on_reply(id, Err(e), now);
+                    if let Some(f) = self.tracker.on_reply(id, Err(e), now) {
+                        self.record(&f);
+                    }
                 }
                 progress = true;
                 continue;
@@ -404,7 +424,11 @@ impl EventLoop {
                 .get_mut(io.disk.index())
                 .and_then(Option::as_mut)
             {
-                Some(m) => m.submit(io.id.0, io.op, now),
+                Some(m) => {
+                    self.devices
+                        .on_submit(io.id.0, io.disk.index(), &io.op, now);
+                    m.submit(io.id.0, io.op, now)
+                }
                 None => self.orphans.push(Completion {
                     tag: io.id.0,
                     result: Err(DevError(format!("member {} is missing", io.disk))),
@@ -418,18 +442,25 @@ impl EventLoop {
         let mut any = false;
         while let Some(r) = self.engine.poll_reply() {
             any = true;
-            if let Some((class, lat_ns)) = self.tracker.on_reply(r.id, r.result, now) {
-                let us = (lat_ns / 1000).max(1);
-                let h = match class {
-                    Class::Read => &mut self.lat.read,
-                    Class::Write => &mut self.lat.write,
-                    Class::Flush => &mut self.lat.flush,
-                    Class::Other => continue,
-                };
-                h.saturating_record(us);
+            if let Some(f) = self.tracker.on_reply(r.id, r.result, now) {
+                self.record(&f);
             }
         }
         any
+    }
+
+    /// A command answered: pool-wide percentiles, and the volume's own counters.
+    fn record(&mut self, f: &Finished) {
+        if let Some(v) = self.volumes.get_mut(f.volume as usize) {
+            v.record(f);
+        }
+        let h = match f.class {
+            Class::Read => &mut self.lat.read,
+            Class::Write => &mut self.lat.write,
+            Class::Flush => &mut self.lat.flush,
+            Class::Other => return,
+        };
+        h.saturating_record((f.latency / 1000).max(1));
     }
 
     fn control(&mut self, c: Ctl) {
@@ -441,6 +472,11 @@ impl EventLoop {
                     &self.names,
                     &self.lat,
                     self.started.elapsed().as_secs_f64(),
+                    &Observed {
+                        devices: &self.devices,
+                        volumes: &self.volumes,
+                        now: self.clock.now(),
+                    },
                 );
                 let _ = reply.try_send(s);
             }
@@ -476,6 +512,8 @@ impl EventLoop {
                     tracing::warn!(old = %self.names[index], new = member.name(), "member replaced");
                     self.names[index] = member.name().to_string();
                     self.members[index] = Some(member);
+                    self.devices.reset(index);
+                    self.watch.reset(index);
                 }
                 let _ = reply.try_send(r);
             }

@@ -13,8 +13,12 @@
 
 mod backend;
 mod commands;
+mod devtime;
 mod event_loop;
+pub mod latency;
 pub mod status;
+mod usage;
+mod watch;
 
 use std::collections::VecDeque;
 use std::io;
@@ -28,7 +32,9 @@ use fusionraid_nbd::{CommandKind, Completer};
 
 pub use backend::{EngineBackend, ExportMux, ExportOptions};
 pub use commands::error_code;
+pub use latency::LatencyHistogram;
 pub use status::{MemberState, MemberStatus, StatusSnapshot, VolumeView};
+pub use usage::VolumeIo;
 
 use crate::Clock;
 use crate::member::Member;

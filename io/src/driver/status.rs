@@ -5,6 +5,9 @@ use fusionraid_core::Engine;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::devtime::DeviceTimer;
+use super::latency::LatencyHistogram;
+use super::usage::VolumeIo;
 use crate::member::Member;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +41,17 @@ pub struct MemberStatus {
     pub bytes_written: u64,
     pub errors: u64,
     pub notes: Vec<String>,
+    /// Device-level latency of reads and writes (submission to the member to completion).
+    #[serde(default)]
+    pub read_latency: LatencyHistogram,
+    #[serde(default)]
+    pub write_latency: LatencyHistogram,
+    /// Seconds the detector held the member unresponsive since start, and bytes moved by
+    /// background work (conversion, relocation, rebuild, scrub).
+    #[serde(default)]
+    pub unresponsive_seconds: f64,
+    #[serde(default)]
+    pub background_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,6 +72,14 @@ pub struct VolumeView {
     /// The last scrub, in words.
     #[serde(default)]
     pub scrub: Option<String>,
+    /// Commands, latency and bytes as the volume's users saw them.
+    #[serde(default)]
+    pub io: VolumeIo,
+    /// Rebuild (or rebalance) and scrub progress from 0 to 1.
+    #[serde(default)]
+    pub rebuild_progress: Option<f64>,
+    #[serde(default)]
+    pub scrub_progress: Option<f64>,
 }
 
 /// Latency percentiles in microseconds over every command since start.
@@ -81,6 +103,9 @@ pub struct MetadataView {
     pub last_checkpoint_bytes: u64,
     pub held_stripes: u64,
     pub recovery: Option<String>,
+    /// Time spent in successful commits, summed, in seconds.
+    #[serde(default)]
+    pub commit_seconds: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +141,32 @@ pub struct StatusSnapshot {
     pub flush_latency: LatencyView,
     #[serde(default)]
     pub metadata: Option<MetadataView>,
+    #[serde(default)]
+    pub counters: PoolCounters,
+}
+
+/// Engine counters beyond those above, for the metrics endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolCounters {
+    pub rejected_busy: u64,
+    pub disk_failures: u64,
+    pub hedged_reads: u64,
+    pub full_stripe_writes: u64,
+    pub replicated_block_writes: u64,
+    pub relocations: u64,
+    pub rebuilt_columns: u64,
+    pub write_retries: u64,
+    pub user_bytes_written: u64,
+    pub device_bytes_written_fg: u64,
+    pub device_bytes_written_bg: u64,
+    pub device_bytes_read_bg: u64,
+}
+
+/// What the loop observes beside the engine (see `devtime`, `usage`).
+pub(crate) struct Observed<'a> {
+    pub devices: &'a DeviceTimer,
+    pub volumes: &'a [VolumeIo],
+    pub now: fusionraid_core::Nanos,
 }
 
 /// Per-class latency histograms kept by the loop (1 us .. 1 h, 3 significant digits).
@@ -155,6 +206,7 @@ pub(crate) fn snapshot(
     names: &[String],
     lat: &Latencies,
     uptime_s: f64,
+    obs: &Observed,
 ) -> StatusSnapshot {
     let disks = engine.disks();
     let members = names
@@ -183,6 +235,10 @@ pub(crate) fn snapshot(
                 bytes_written: d.counters.bytes_written,
                 errors: d.counters.errors,
                 notes: m.map_or_else(Vec::new, |m| m.notes()),
+                read_latency: obs.devices.members[i].read.clone(),
+                write_latency: obs.devices.members[i].write.clone(),
+                unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
+                background_bytes: d.counters.background_bytes,
             }
         })
         .collect();
@@ -202,6 +258,9 @@ pub(crate) fn snapshot(
                 metadata_bytes: s.metadata_bytes,
                 rebuild: s.rebuild,
                 scrub: s.scrub,
+                io: obs.volumes.get(v as usize).cloned().unwrap_or_default(),
+                rebuild_progress: s.rebuild_progress,
+                scrub_progress: s.scrub_progress,
             })
         })
         .collect();
@@ -237,6 +296,21 @@ pub(crate) fn snapshot(
             last_checkpoint_bytes: m.last_checkpoint_bytes,
             held_stripes: m.held_stripes,
             recovery: m.recovery,
+            commit_seconds: m.commit_ns as f64 / 1e9,
         }),
+        counters: PoolCounters {
+            rejected_busy: st.rejected_busy,
+            disk_failures: st.disk_failures,
+            hedged_reads: st.hedged_reads,
+            full_stripe_writes: st.full_stripe_writes,
+            replicated_block_writes: st.replicated_block_writes,
+            relocations: st.relocations,
+            rebuilt_columns: st.rebuilt_columns,
+            write_retries: st.write_retries,
+            user_bytes_written: st.user_bytes_written,
+            device_bytes_written_fg: st.device_bytes_written_fg,
+            device_bytes_written_bg: st.device_bytes_written_bg,
+            device_bytes_read_bg: st.device_bytes_read_bg,
+        },
     }
 }

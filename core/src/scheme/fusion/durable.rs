@@ -52,6 +52,9 @@ pub struct DurableStats {
     pub journal_blocks_written: u64,
     pub records: u64,
     pub last_checkpoint_bytes: u64,
+    /// Time from the start to the end of every successful commit, summed (with `commits`,
+    /// the mean commit latency).
+    pub commit_ns: u64,
 }
 
 struct Waiter {
@@ -65,6 +68,8 @@ pub struct Durable {
     commit: Option<u64>,
     waiters: VecDeque<Waiter>,
     last_commit_at: Nanos,
+    /// When the commit in flight started (`last_commit_at` may be reset meanwhile).
+    commit_started: Nanos,
     failures: u32,
     pub stats: DurableStats,
     pub recovery: Option<RecoveryReport>,
@@ -152,6 +157,7 @@ impl Durable {
             commit: None,
             waiters: VecDeque::new(),
             last_commit_at: 0,
+            commit_started: 0,
             failures: 0,
             stats: DurableStats::default(),
             recovery: None,
@@ -334,6 +340,7 @@ impl FusionScheme {
             .then(|| self.encode_image());
         let d = self.durable.as_mut().expect("journaled");
         d.last_commit_at = ctx.now;
+        d.commit_started = ctx.now;
         let sealed = match image {
             None => d.journal.seal_blocks(),
             Some(_) => None,
@@ -464,6 +471,7 @@ impl FusionScheme {
             d.journal.committed(&c.sealed);
             d.failures = 0;
             d.stats.commits += 1;
+            d.stats.commit_ns += ctx.now.saturating_sub(d.commit_started);
             if c.sealed.checkpoint.is_some() {
                 d.stats.checkpoints += 1;
             } else {

@@ -425,6 +425,13 @@ impl Scheme for FusionScheme {
                 (None, None) => None,
             },
             scrub: vol.scrub.as_ref().map(|s| s.describe(vol.zone.stripes())),
+            // A rebalance follows the rebuild it undoes: while one runs, it is the progress.
+            rebuild_progress: match (&vol.rebuild, &vol.rebalance) {
+                (_, Some(b)) if b.done_at.is_none() => Some(b.progress(vol.zone.remaps().len())),
+                (Some(r), _) => Some(r.progress(vol.blocks)),
+                (None, b) => b.as_ref().map(|b| b.progress(vol.zone.remaps().len())),
+            },
+            scrub_progress: vol.scrub.as_ref().map(|s| s.progress()),
             metadata_bytes: vol.metadata_bytes(),
         })
     }
@@ -452,6 +459,7 @@ impl Scheme for FusionScheme {
             last_checkpoint_bytes: d.stats.last_checkpoint_bytes,
             held_stripes: self.vols.iter().map(|v| v.stripes.held()).sum(),
             recovery: d.recovery.as_ref().map(|r| r.to_string()),
+            commit_ns: d.stats.commit_ns,
         })
     }
 

@@ -95,6 +95,17 @@ impl Rebuild {
     }
 }
 
+impl Rebuild {
+    /// `describe`'s progress as a fraction: the clean sweep's share of the volume, 1 once
+    /// the rebuild is done (committing included).
+    pub fn progress(&self, blocks: u64) -> f64 {
+        if self.done_at.is_some() {
+            return 1.0;
+        }
+        (self.clean_scan as f64 / blocks.max(1) as f64).min(1.0)
+    }
+}
+
 /// Copying remapped columns home after a failed member's slot got a new device.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rebalance {
@@ -110,6 +121,14 @@ pub struct Rebalance {
 }
 
 impl Rebalance {
+    /// Columns brought home out of those that were away (`left` still are).
+    pub fn progress(&self, left: usize) -> f64 {
+        if self.done_at.is_some() {
+            return 1.0;
+        }
+        self.copied as f64 / (self.copied + left as u64).max(1) as f64
+    }
+
     pub fn describe(&self, left: usize) -> String {
         match self.done_at {
             Some(t) => format!(

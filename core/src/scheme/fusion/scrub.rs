@@ -85,6 +85,14 @@ pub struct Scrub {
 }
 
 impl Scrub {
+    /// How far the scrub is, as a fraction of everything it checks (`percent` as 0..1).
+    pub fn progress(&self) -> f64 {
+        if self.done_at.is_some() || self.pass == Pass::Done {
+            return 1.0;
+        }
+        (self.passed_pages as f64 / self.total_pages.max(1) as f64).min(0.99)
+    }
+
     pub fn describe(&self, stripes: u64) -> String {
         let mut found = format!(
             "{} pages checked, {} bad copies (queued for repair), {} of {} stripes' parity \

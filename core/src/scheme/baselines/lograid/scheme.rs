@@ -115,6 +115,8 @@ impl Scheme for LogRaid {
             metadata_bytes: self.map.memory_bytes() + used * self.space.seg_pages() as u64 * 4,
             rebuild: None,
             scrub: None,
+            rebuild_progress: None,
+            scrub_progress: None,
         })
     }
 

@@ -133,6 +133,8 @@ impl Scheme for RaidM {
             metadata_bytes: g.map.memory_bytes() + used * self.ppb as u64 * 4,
             rebuild: None,
             scrub: None,
+            rebuild_progress: None,
+            scrub_progress: None,
         })
     }
 
