@@ -198,7 +198,6 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
     cfg.data_offset = Some(crate::pool_config::Size(cfg.resolved_data_offset()?));
     // Likewise the spare shares `auto` resolves to.
     let cfg = &cfg.with_spare_resolved(disk_bytes)?;
-    crate::pool_config::check_min_spare(cfg, disk_bytes)?;
     let uuid = new_uuid()?;
     let created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -284,6 +284,10 @@ mod tests {
             bytes_written: 123_457,
             errors: 0,
             notes: vec![],
+            read_latency: Default::default(),
+            write_latency: Default::default(),
+            unresponsive_seconds: 0.0,
+            background_bytes: 0,
         };
         StatusDoc {
             pool: "demo".into(),
@@ -315,6 +319,9 @@ mod tests {
                     metadata_bytes: 537_293,
                     rebuild: None,
                     scrub: None,
+                    io: Default::default(),
+                    rebuild_progress: None,
+                    scrub_progress: None,
                 }],
                 inflight_requests: 0,
                 inflight_ios: 0,
@@ -337,6 +344,7 @@ mod tests {
                     last_checkpoint_bytes: 262_145,
                     ..Default::default()
                 }),
+                counters: Default::default(),
             },
         }
     }

@@ -18,10 +18,9 @@ use crate::volume::Loc;
 pub struct RelocBatch {
     /// User blocks moved whole (merged).
     pub blocks: Vec<u64>,
-    /// Shared RAID blocks moved as they are, one target column per group: (FLBN, the
-    /// owners the sweep saw). The blocks of a group have their live pages at different
-    /// positions, so one column holds them all.
-    pub shared: Vec<Vec<(u64, Vec<u64>)>>,
+    /// Shared RAID blocks moved as they are, one target column per group. The blocks of a
+    /// group have their live pages at different positions, so one column holds them all.
+    pub shared: Vec<Group>,
     /// The sweep saw this batch empty more stripes than it takes.
     pub frees: bool,
 }
@@ -35,10 +34,15 @@ impl RelocBatch {
     }
 }
 
+/// A shared RAID block and the owners the sweep saw: (FLBN, user blocks).
+pub type Shared = (u64, Vec<u64>);
+/// Shared blocks that go into one target column.
+pub type Group = Vec<Shared>;
+
 /// A column to move, in sweep order.
 enum Unit {
     Block(u64),
-    Shared(Vec<(u64, Vec<u64>)>),
+    Shared(Group),
 }
 
 /// Blocks of the BMT one sweep looks at, at most.
@@ -191,7 +195,7 @@ fn combine(
     }
     sparse.sort_unstable_by_key(|&(n, f, _)| (n, f));
     sparse.truncate(COMBINE_CANDIDATES);
-    let mut bins: Vec<(Pages, Vec<(u64, Vec<u64>)>)> = Vec::new();
+    let mut bins: Vec<(Pages, Group)> = Vec::new();
     for (_, f, live) in sparse {
         let o = owners[&f].clone();
         let open = bins.len().saturating_sub(COMBINE_OPEN_BINS);
@@ -203,7 +207,7 @@ fn combine(
             None => bins.push((live, vec![(f, o)])),
         }
     }
-    let groups: Vec<Vec<(u64, Vec<u64>)>> = bins
+    let groups: Vec<Group> = bins
         .into_iter()
         .filter(|(_, g)| g.len() >= 2)
         .map(|(_, g)| g)

@@ -157,7 +157,7 @@ impl FusionScheme {
         ctx: &mut Ctx,
         vol: usize,
         picked: Vec<u64>,
-        shared: Vec<Vec<(u64, Vec<u64>)>>,
+        shared: Vec<reloc_plan::Group>,
         kind: RelocKind,
     ) -> bool {
         let rebuild = kind == RelocKind::Rebuild;

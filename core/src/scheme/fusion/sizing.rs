@@ -19,14 +19,6 @@ use crate::space::zone::blocks_per_disk;
 /// The checkpoint area is sized for it (`ImageBound::Zone`).
 pub const AUTO_SPARE_MAX: f64 = 4.0;
 
-/// The smallest spare share `create` accepts for a new volume. Every share keeps the
-/// cleaner's reserve (the floor of `zone_stripes`), but dead pages of small random
-/// overwrites spread over shared blocks, and turning them back into free stripes needs room
-/// to merge and pack into: `core/tests/space.rs` runs sustained 4 KiB overwrites at this
-/// share for RAID5 widths 3-8 and RAID6 widths 4-8, healthy and degraded, with no write
-/// refused; below it some geometries ran out.
-pub const MIN_SPARE_SHARE: f64 = 0.15;
-
 /// Stripes of the zone of `v`, whose layout template has `tpl` stripes.
 pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64) -> u64 {
     let dcols = (v.width - v.level.nparity()) as u64;
