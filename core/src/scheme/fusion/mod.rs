@@ -425,6 +425,14 @@ impl Scheme for FusionScheme {
         FusionScheme::check_invariants(self)
     }
 
+    fn begin_shutdown(&mut self, ctx: &mut Ctx) {
+        self.request_clean_stop(ctx);
+    }
+
+    fn shutdown_done(&self) -> bool {
+        self.clean_stop_done()
+    }
+
     fn metadata_status(&self) -> Option<crate::scheme::MetadataStatus> {
         let d = self.durable.as_ref()?;
         Some(crate::scheme::MetadataStatus {
@@ -436,6 +444,7 @@ impl Scheme for FusionScheme {
             last_checkpoint_bytes: d.stats.last_checkpoint_bytes,
             held_stripes: self.vols.iter().map(|v| v.stripes.held()).sum(),
             recovery: d.recovery.as_ref().map(|r| r.to_string()),
+            clean_shutdown: d.recovery.as_ref().map(|r| r.clean_shutdown()),
         })
     }
 
