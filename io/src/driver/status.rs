@@ -81,6 +81,9 @@ pub struct MetadataView {
     pub last_checkpoint_bytes: u64,
     pub held_stripes: u64,
     pub recovery: Option<String>,
+    /// Whether that recovery found a clean shutdown (false: a crash).
+    #[serde(default)]
+    pub clean_shutdown: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -237,6 +240,7 @@ pub(crate) fn snapshot(
             last_checkpoint_bytes: m.last_checkpoint_bytes,
             held_stripes: m.held_stripes,
             recovery: m.recovery,
+            clean_shutdown: m.clean_shutdown,
         }),
     }
 }
