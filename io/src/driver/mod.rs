@@ -244,8 +244,10 @@ impl Driver {
             .map_err(|_| "the engine loop did not answer".to_string())?
     }
 
-    /// Stops taking commands, lets those admitted finish (at most `grace`), and joins the
-    /// loop. Shut the NBD server down first so no new commands arrive.
+    /// Stops taking commands, lets those admitted finish, has the engine stop cleanly
+    /// (`Engine::begin_shutdown`: FusionRAID commits a checkpoint flagged clean), all
+    /// within `grace`, and joins the loop. Shut the NBD server down first so no new
+    /// commands arrive.
     pub fn shutdown(mut self, grace: Duration) {
         self.stop(grace);
     }
