@@ -80,6 +80,9 @@ pub(crate) struct Shared {
     /// Written under the lock before it sleeps, so a connection thread that ran turns
     /// since can tell whether a deadline it created comes earlier.
     planned: AtomicU64,
+    /// Requests the NBD server refused before they reached the engine (out of range,
+    /// misaligned...): failed requests the engine never counted (`Backend::rejected`).
+    pub rejected: AtomicU64,
 }
 
 impl Shared {
@@ -88,6 +91,7 @@ impl Shared {
             waker: lp.waker.clone(),
             lp: Mutex::new(lp),
             planned: AtomicU64::new(AWAKE),
+            rejected: AtomicU64::new(0),
         })
     }
 

@@ -213,7 +213,15 @@ impl Driver {
         if !self.ctl(Ctl::Status(tx)) {
             return None;
         }
-        rx.recv_timeout(timeout).ok()
+        let mut s = rx.recv_timeout(timeout).ok()?;
+        // Requests the NBD server refused never reached the engine's counters.
+        let rejected = self
+            .shared
+            .rejected
+            .load(std::sync::atomic::Ordering::Relaxed);
+        s.requests += rejected;
+        s.failed_requests += rejected;
+        Some(s)
     }
 
     /// Declares member `index` failed (operator action, or a test).
