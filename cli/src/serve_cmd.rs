@@ -83,11 +83,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // but writes skipped them since, so they are stale and stay failed.
     let mut failed_earlier = Vec::new();
     let mut recovery = None;
-    let mut engine = if is_fusion(&scheme) && pool.cfg.metadata.journal {
+    let journaled = is_fusion(&scheme) && pool.cfg.metadata.journal;
+    let mut engine = if journaled {
         let redirect = scheme.eq_ignore_ascii_case("fusionraid");
         let (engine, report) = recover_engine(&mut pool, redirect, &io)?;
-        // `status` shows the report on its own `recovery:` line; not again as a note.
-        eprintln!("fusionraid: metadata recovered: {report}");
+        // `status` shows the report on its own `recovery:` line; not again as a note. It
+        // says whether the last run stopped cleanly or crashed.
+        eprintln!("fusionraid: recovery: {report}");
         failed_earlier = report.members_failed.clone();
         recovery = Some(report);
         engine
@@ -135,6 +137,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             queue_depth: cfg.serve.queue_depth.unwrap_or(256),
         },
     )?;
+    if journaled {
+        wait_first_commit(&driver);
+    }
     let names: Vec<String> = cfg.volumes.iter().map(|v| v.name.clone()).collect();
     let backend = driver.backend(&ExportOptions {
         preferred_bytes: cfg.block_size.0 as u32,
@@ -286,6 +291,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Err(_) => tracing::warn!("status still referenced the driver at shutdown"),
     }
     Ok(())
+}
+
+/// Serve only once this run's first commit (a checkpoint, unflagged) is durable: until
+/// then the newest checkpoint may be the last run's clean one, and a crash before it would
+/// be reported as that clean shutdown although writes were acknowledged since.
+fn wait_first_commit(driver: &fusionraid_io::Driver) {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        let commits = driver
+            .status(Duration::from_secs(5))
+            .and_then(|s| s.metadata)
+            .map_or(0, |m| m.commits);
+        if commits > 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    tracing::warn!("no metadata commit within 10 s of start; serving anyway");
 }
 
 fn print_banner(

@@ -94,7 +94,7 @@ fn create_serve_status_and_restart() {
         "BACKLOG",
         "No known data errors",
         "metadata: journaled",
-        "recovery: checkpoint",
+        "recovery: new pool, first start since create (checkpoint seq 1,",
     ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }

@@ -133,7 +133,10 @@ fn kill_9_during_writes_loses_nothing_flushed() {
 
     let s = Serve::start(&p, &[]);
     let status = s.status_text(false);
-    assert!(status.contains("recovery: checkpoint"), "{status}");
+    assert!(
+        status.contains("recovery: recovered after crash: replayed"),
+        "{status}"
+    );
     let args = fio_args(&s.uri("a"), &["--rw=randwrite", "--verify_only"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run("fio", &args, T).ok("fio verify_only after kill -9");

@@ -95,9 +95,14 @@ fn a_version_1_pool_recovers_and_serves() {
     new.push("flush".into());
     qemu_io(&s.uri("a"), &new);
     let err = s.stop();
-    assert!(err.contains("metadata recovered"), "{err}");
+    assert!(err.contains("fusionraid: recovery: "), "{err}");
 
     let s = Serve::start(&pool, &[]);
+    assert!(
+        s.status_text(false)
+            .contains("recovery: clean shutdown (checkpoint seq"),
+        "an old pool's clean stop is recorded too"
+    );
     let mut checks = checks_a(&[(3 * 1024 * KIB, 12 * KIB, 0x66)]);
     checks.push("read -P 0x77 100M 1M".into());
     qemu_io(&s.uri("a"), &checks);

@@ -183,7 +183,10 @@ fn ext4_survives_kill_9_of_serve_mid_write() {
     // Restart: serve recovers the volume; the kernel replays ext4's journal at mount.
     let s = Serve::start(&p, &[]);
     let status = s.status_text(false);
-    assert!(status.contains("recovery: checkpoint"), "{status}");
+    assert!(
+        status.contains("recovery: recovered after crash: replayed"),
+        "{status}"
+    );
     let (fuse, _fuse_mount, disk) = nbdfuse(&fuse_dir, &s.uri("fs"), 96 << 20);
     let disk_s = disk.to_str().unwrap().to_string();
     {

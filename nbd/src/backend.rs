@@ -37,6 +37,12 @@ pub trait Backend: Send + Sync + 'static {
     /// client. A backend that defers work while requests keep coming (to handle them in
     /// batches) must not defer it past this call. Runs on the connection's reader thread.
     fn idle(&self) {}
+
+    /// The server refused a request for `export` before the backend saw it (out of range,
+    /// misaligned, an unknown flag, a write to a read-only export, an unknown command) and
+    /// answered `error`. A backend that counts requests counts these as failed ones. Runs on
+    /// the connection's reader thread; must not block.
+    fn rejected(&self, _export: usize, _error: ErrorCode) {}
 }
 
 /// One validated request.

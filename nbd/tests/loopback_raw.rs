@@ -347,3 +347,62 @@ fn client_rejects_oldstyle_and_garbage_servers() {
         assert!(err.to_string().contains(want), "{err}");
     }
 }
+
+/// Records what `Backend::rejected` hears, passing everything else to a memory backend.
+struct Refusals {
+    inner: Arc<MemBackend>,
+    heard: std::sync::Mutex<Vec<(usize, fusionraid_nbd::ErrorCode)>>,
+}
+
+impl fusionraid_nbd::Backend for Refusals {
+    fn exports(&self) -> Vec<ExportInfo> {
+        self.inner.exports()
+    }
+    fn submit(&self, export: usize, cmd: fusionraid_nbd::Command, done: fusionraid_nbd::Completer) {
+        self.inner.submit(export, cmd, done)
+    }
+    fn rejected(&self, export: usize, error: fusionraid_nbd::ErrorCode) {
+        self.heard.lock().unwrap().push((export, error));
+    }
+}
+
+/// Issue 19: requests the server refuses (out of range, misaligned) never reach the
+/// backend, so `fusionraid status` did not count them as failed. The backend now hears of
+/// each one, also through the read-modify-write layer.
+#[test]
+fn the_backend_hears_of_every_refused_request() {
+    use fusionraid_nbd::{Backend, ErrorCode, RmwBackend};
+    let refusals = Arc::new(Refusals {
+        inner: mem(1 << 20),
+        heard: Default::default(),
+    });
+    for rmw in [false, true] {
+        refusals.heard.lock().unwrap().clear();
+        let backend: Arc<dyn Backend> = if rmw {
+            Arc::new(RmwBackend::new(refusals.clone()))
+        } else {
+            refusals.clone()
+        };
+        let f = Fixture::new(backend, ServerConfig::default());
+        let (mut s, _, _) = raw_session(&f, "disk");
+        raw_request(&mut s, NBD_CMD_READ, 0, 1, 1 << 20, 4096);
+        assert_eq!(raw_reply(&mut s, 4096).0.error, NBD_EINVAL);
+        raw_request(&mut s, NBD_CMD_WRITE, 0, 2, (1 << 20) - 4096, 8192);
+        s.write_all(&[0xee; 8192]).unwrap();
+        assert_eq!(raw_reply(&mut s, 0).0.error, NBD_ENOSPC);
+        raw_request(&mut s, NBD_CMD_READ, 0, 3, 0, 4096);
+        assert_eq!(
+            raw_reply(&mut s, 4096).0.error,
+            0,
+            "a good read is no refusal"
+        );
+        let mut want = vec![(0, ErrorCode::Inval), (0, ErrorCode::NoSpc)];
+        if !rmw {
+            // Misaligned: refused only where 4 KiB alignment is required.
+            raw_request(&mut s, NBD_CMD_READ, 0, 4, 512, 4096);
+            assert_eq!(raw_reply(&mut s, 4096).0.error, NBD_EINVAL);
+            want.push((0, ErrorCode::Inval));
+        }
+        assert_eq!(*refusals.heard.lock().unwrap(), want, "rmw {rmw}");
+    }
+}

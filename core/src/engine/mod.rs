@@ -265,6 +265,19 @@ impl Engine {
         Ok(())
     }
 
+    /// The driver stops cleanly and every user request was answered: the scheme starts no
+    /// new background work and makes its state durable (see `Scheme::begin_shutdown`).
+    /// Keep delivering completions and timeouts until `shutdown_done`.
+    pub fn begin_shutdown(&mut self, now: Nanos) {
+        let (mut ctx, scheme) = self.ctx_parts(now);
+        scheme.begin_shutdown(&mut ctx);
+    }
+
+    /// Is the clean shutdown `begin_shutdown` started complete (nothing in flight)?
+    pub fn shutdown_done(&self) -> bool {
+        self.ios.is_empty() && self.scheme.shutdown_done()
+    }
+
     pub fn poll_device_io(&mut self) -> Option<DeviceIo> {
         self.out_io.pop_front()
     }

@@ -14,10 +14,12 @@
 //!                                       40 image length     u64
 //!                                       48 payload length   u32
 //!                                       52 crc32c           u32
-//!                                       56 reserved (0)     8 bytes
+//!                                       56 flags            u8 (bit 0: clean shutdown)
+//!                                       57 reserved (0)     7 bytes
 //!                                       64 image bytes...
 //! ```
-//! The CRC is computed with its own field zero. All integers little endian.
+//! The CRC is computed with its own field zero. All integers little endian. The flags byte
+//! was reserved (0) before clean shutdowns were recorded: builds that predate it ignore it.
 
 use super::layout::{CHUNK_BYTES, JOURNAL_BLOCK};
 
@@ -25,6 +27,10 @@ pub const BLOCK_MAGIC: [u8; 8] = *b"FRJRNL01";
 pub const CHUNK_MAGIC: [u8; 8] = *b"FRCKPT01";
 pub const BLOCK_HEADER: usize = 32;
 pub const CHUNK_HEADER: usize = 64;
+/// Offset of a chunk's flags byte.
+const CHUNK_FLAGS: usize = 56;
+/// Flag: the checkpoint was the last thing `serve` wrote before a clean shutdown.
+const FLAG_CLEAN: u8 = 1;
 /// Record bytes one journal block carries.
 pub const BLOCK_PAYLOAD: usize = JOURNAL_BLOCK as usize - BLOCK_HEADER;
 
@@ -77,13 +83,22 @@ pub struct ChunkHeader {
     pub index: u32,
     pub count: u32,
     pub image_len: u64,
+    /// Written by a clean shutdown as its last metadata (flags bit 0).
+    pub clean: bool,
 }
 
 /// Bytes of image one chunk carries.
 pub const CHUNK_PAYLOAD: usize = CHUNK_BYTES as usize - CHUNK_HEADER;
 
-/// Cut `image` into framed chunks (each a full `CHUNK_BYTES`).
-pub fn encode_chunks(pool: u64, seq: u64, generation: u64, image: &[u8]) -> Vec<Vec<u8>> {
+/// Cut `image` into framed chunks (each a full `CHUNK_BYTES`), flagged `clean` when the
+/// checkpoint is a clean shutdown's last write.
+pub fn encode_chunks(
+    pool: u64,
+    seq: u64,
+    generation: u64,
+    image: &[u8],
+    clean: bool,
+) -> Vec<Vec<u8>> {
     let count = image.len().div_ceil(CHUNK_PAYLOAD).max(1);
     (0..count)
         .map(|i| {
@@ -98,6 +113,9 @@ pub fn encode_chunks(pool: u64, seq: u64, generation: u64, image: &[u8]) -> Vec<
             b[36..40].copy_from_slice(&(count as u32).to_le_bytes());
             b[40..48].copy_from_slice(&(image.len() as u64).to_le_bytes());
             b[48..52].copy_from_slice(&(part.len() as u32).to_le_bytes());
+            if clean {
+                b[CHUNK_FLAGS] = FLAG_CLEAN;
+            }
             b[CHUNK_HEADER..CHUNK_HEADER + part.len()].copy_from_slice(part);
             let crc = crc_with_zero_field(&b[..CHUNK_HEADER + part.len()], 52);
             b[52..56].copy_from_slice(&crc.to_le_bytes());
@@ -125,6 +143,7 @@ pub fn decode_chunk(pool: u64, b: &[u8]) -> Option<(ChunkHeader, &[u8])> {
         index: u32_at(b, 32),
         count: u32_at(b, 36),
         image_len: u64_at(b, 40),
+        clean: b[CHUNK_FLAGS] & FLAG_CLEAN != 0,
     };
     (h.index < h.count).then_some((h, &b[CHUNK_HEADER..end]))
 }
@@ -151,14 +170,14 @@ mod tests {
         let image: Vec<u8> = (0..CHUNK_PAYLOAD * 2 + 100)
             .map(|i| (i * 7) as u8)
             .collect();
-        let chunks = encode_chunks(5, 77, 3, &image);
+        let chunks = encode_chunks(5, 77, 3, &image, false);
         assert_eq!(chunks.len(), 3);
         let mut back = Vec::new();
         for (i, c) in chunks.iter().enumerate() {
             let (h, p) = decode_chunk(5, c).expect("valid");
             assert_eq!(
-                (h.index as usize, h.count, h.seq, h.generation),
-                (i, 3, 77, 3)
+                (h.index as usize, h.count, h.seq, h.generation, h.clean),
+                (i, 3, 77, 3, false)
             );
             back.extend_from_slice(p);
         }
@@ -167,9 +186,30 @@ mod tests {
         c[CHUNK_HEADER + 1000] ^= 1;
         assert!(decode_chunk(5, &c).is_none());
         assert_eq!(
-            encode_chunks(5, 1, 1, &[]).len(),
+            encode_chunks(5, 1, 1, &[], false).len(),
             1,
             "an empty image is one chunk"
+        );
+    }
+
+    #[test]
+    fn the_clean_flag_is_byte_56_and_covered_by_the_checksum() {
+        let clean = encode_chunks(5, 9, 2, b"image", true);
+        let plain = encode_chunks(5, 9, 2, b"image", false);
+        assert_eq!((clean[0][56], plain[0][56]), (1, 0));
+        assert!(decode_chunk(5, &clean[0]).unwrap().0.clean);
+        assert!(!decode_chunk(5, &plain[0]).unwrap().0.clean);
+        // Apart from the flag and the CRC, the chunks are the same bytes: an older build
+        // (which ignores byte 56) reads a clean checkpoint like any other.
+        let differ: Vec<usize> = (0..CHUNK_HEADER)
+            .filter(|&i| clean[0][i] != plain[0][i])
+            .collect();
+        assert!(differ.iter().all(|&i| i == 56 || (52..56).contains(&i)));
+        let mut c = clean[0].clone();
+        c[56] = 0;
+        assert!(
+            decode_chunk(5, &c).is_none(),
+            "a cleared flag fails the CRC"
         );
     }
 }

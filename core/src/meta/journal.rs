@@ -63,6 +63,8 @@ pub struct Sealed {
     pub units: Vec<Unit>,
     /// `(seq, checkpoint generation)` when this commit is a checkpoint.
     pub checkpoint: Option<(u64, u64)>,
+    /// A checkpoint flagged as a clean shutdown's last write.
+    pub clean: bool,
     pub records: usize,
 }
 
@@ -187,19 +189,29 @@ impl Journal {
                 places: self.layout.journal_places(seq).collect(),
             });
         }
-        Some(self.sealed(units, None))
+        Some(self.sealed(units, None, false))
     }
 
     /// Seal the open generation as a checkpoint of `image` (the state including every record
     /// appended so far, which therefore need no journal blocks).
     pub fn seal_checkpoint(&mut self, image: &[u8]) -> Result<Sealed, String> {
+        self.seal_image(image, false)
+    }
+
+    /// As `seal_checkpoint`, flagged as a clean shutdown's last write: recovery reports a
+    /// clean shutdown when this is the newest valid checkpoint and no block follows it.
+    pub fn seal_clean_checkpoint(&mut self, image: &[u8]) -> Result<Sealed, String> {
+        self.seal_image(image, true)
+    }
+
+    fn seal_image(&mut self, image: &[u8], clean: bool) -> Result<Sealed, String> {
         let seq = self.next_seq;
         self.next_seq += 1;
         // A failed checkpoint keeps its generation: retrying it must overwrite the torn slot,
         // never the other one, which holds the newest valid checkpoint.
         let generation = self.ckpt_gen + 1;
         let slot = generation % 2;
-        let chunks = frame::encode_chunks(self.cfg.pool_id, seq, generation, image);
+        let chunks = frame::encode_chunks(self.cfg.pool_id, seq, generation, image, clean);
         if chunks.len() as u64 > self.layout.max_chunks {
             return Err(format!(
                 "checkpoint image of {} bytes exceeds the metadata area ({} chunks)",
@@ -216,14 +228,15 @@ impl Journal {
                 places: self.layout.chunk_places(slot, i as u64).collect(),
             })
             .collect();
-        Ok(self.sealed(units, Some((seq, generation))))
+        Ok(self.sealed(units, Some((seq, generation)), clean))
     }
 
-    fn sealed(&mut self, units: Vec<Unit>, checkpoint: Option<(u64, u64)>) -> Sealed {
+    fn sealed(&mut self, units: Vec<Unit>, checkpoint: Option<(u64, u64)>, clean: bool) -> Sealed {
         let s = Sealed {
             generation: self.open_gen,
             units,
             checkpoint,
+            clean,
             records: self.open_records,
         };
         self.open_gen += 1;

@@ -30,25 +30,67 @@ pub struct RecoveryReport {
     /// Members the metadata says failed and were not replaced since: stale, whatever
     /// they hold (`serve` fails them again at start).
     pub members_failed: Vec<u16>,
+    /// The checkpoint recovered from is flagged as a clean shutdown's last write.
+    pub checkpoint_clean: bool,
+}
+
+impl RecoveryReport {
+    /// The last run stopped cleanly: its final checkpoint, flagged clean, is the newest valid
+    /// one and nothing was written after it. A crash during that checkpoint leaves it torn
+    /// (the previous one, not flagged, is recovered with the journal after it), and a run
+    /// that went on after it wrote blocks numbered above it, so neither counts as clean.
+    pub fn clean_shutdown(&self) -> bool {
+        self.checkpoint_clean && self.blocks_replayed == 0 && self.blocks_ignored == 0
+    }
+
+    /// The checkpoint recovered from is the one `create` wrote (generation 1) and nothing
+    /// followed it: the pool was never served (or its first run wrote nothing durable).
+    pub fn fresh_pool(&self) -> bool {
+        self.clean_shutdown() && self.checkpoint_generation == 1
+    }
+}
+
+/// Bytes with their binary unit: "512 B", "160 KiB", "1.5 GiB" (as `fusionraid status`).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    let t = format!("{v:.1}");
+    let t = t.strip_suffix(".0").unwrap_or(&t);
+    format!("{t} {}", UNITS[u])
 }
 
 impl std::fmt::Display for RecoveryReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "checkpoint seq {} (generation {}, {} bytes), replayed {} journal blocks ({} records), ignored {} uncommitted blocks, {} members unreadable",
+        let ckpt = format!(
+            "checkpoint seq {}, generation {}, {}",
             self.checkpoint_seq,
             self.checkpoint_generation,
-            self.checkpoint_bytes,
-            self.blocks_replayed,
-            self.records_replayed,
-            self.blocks_ignored,
-            self.members_missing
-        )?;
-        if !self.members_failed.is_empty() {
-            write!(f, ", members failed earlier {:?}", self.members_failed)?;
+            human_bytes(self.checkpoint_bytes)
+        );
+        if self.fresh_pool() {
+            write!(f, "new pool, first start since create ({ckpt}")?;
+        } else if self.clean_shutdown() {
+            write!(f, "clean shutdown ({ckpt}")?;
+        } else {
+            write!(
+                f,
+                "recovered after crash: replayed {} records ({} journal blocks after {ckpt}; \
+                 ignored {} uncommitted blocks",
+                self.records_replayed, self.blocks_replayed, self.blocks_ignored
+            )?;
         }
-        Ok(())
+        if self.members_missing > 0 || !self.clean_shutdown() {
+            write!(f, "; {} members unreadable", self.members_missing)?;
+        }
+        if !self.members_failed.is_empty() {
+            write!(f, "; members failed earlier {:?}", self.members_failed)?;
+        }
+        write!(f, ")")
     }
 }
 
@@ -68,6 +110,8 @@ pub fn region(layout: &MetaLayout) -> (u64, u64) {
 }
 
 type ChunkKey = (u64, u64, u32, u64); // generation, seq, count, image length
+/// A chunk's payload and whether it is flagged clean.
+type Chunk<'a> = (&'a [u8], bool);
 
 /// Rebuild the image of volumes shaped `shapes` from the members' metadata regions (each
 /// `region(layout)` bytes, None for a member that could not be read).
@@ -93,7 +137,7 @@ pub fn recover_image(
     };
 
     // 1. Checkpoints.
-    let mut found: HashMap<ChunkKey, BTreeMap<u32, &[u8]>> = HashMap::new();
+    let mut found: HashMap<ChunkKey, BTreeMap<u32, Chunk>> = HashMap::new();
     for slot in 0..2 {
         for m in 0..layout.members {
             for pos in 0..layout.slot_chunks {
@@ -105,7 +149,7 @@ pub fn recover_image(
                     found
                         .entry((h.generation, h.seq, h.count, h.image_len))
                         .or_default()
-                        .insert(h.index, payload);
+                        .insert(h.index, (payload, h.clean));
                 }
             }
         }
@@ -114,16 +158,18 @@ pub fn recover_image(
         .iter()
         .filter(|((_, _, count, len), chunks)| {
             chunks.len() == *count as usize
-                && chunks.values().map(|p| p.len() as u64).sum::<u64>() == *len
+                && chunks.values().map(|p| p.0.len() as u64).sum::<u64>() == *len
         })
         .max_by_key(|(k, _)| k.0);
     let Some((&(generation, ckpt_seq, _, image_len), chunks)) = best else {
         return Err(RecoveryError::NoCheckpoint);
     };
     let mut bytes = Vec::with_capacity(image_len as usize);
-    for p in chunks.values() {
+    for (p, _) in chunks.values() {
         bytes.extend_from_slice(p);
     }
+    // Every chunk of one checkpoint carries the same flag (one seal writes them all).
+    report.checkpoint_clean = chunks.values().all(|&(_, clean)| clean);
     let mut image = Image::decode(&bytes, shapes)
         .map_err(|e| RecoveryError::Corrupt(format!("checkpoint generation {generation}: {e}")))?;
     report.checkpoint_seq = ckpt_seq;

@@ -57,6 +57,8 @@ pub struct MetadataStatus {
     pub recovery: Option<String>,
     /// Time spent in successful commits, summed.
     pub commit_ns: u64,
+    /// Whether that recovery found a clean shutdown (else a crash), if it recovered.
+    pub clean_shutdown: Option<bool>,
 }
 
 /// A placement and redundancy policy. See the module documentation.
@@ -104,6 +106,15 @@ pub trait Scheme {
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
     /// Quiescent: no scheme-internal work in flight or waiting (used by tests and shutdown).
     fn is_idle(&self) -> bool;
+    /// The driver stops cleanly; every user request has been answered. Start no new
+    /// background work and make the state durable (FusionRAID: a last checkpoint flagged
+    /// clean, so the next start knows it was no crash). The driver keeps delivering
+    /// completions and timers until `shutdown_done`.
+    fn begin_shutdown(&mut self, _ctx: &mut Ctx) {}
+    /// Has what `begin_shutdown` asked for finished? (Schemes with nothing durable: at once.)
+    fn shutdown_done(&self) -> bool {
+        true
+    }
     /// The durable-metadata journal's state, for schemes that keep one.
     fn metadata_status(&self) -> Option<MetadataStatus> {
         None

@@ -396,6 +396,11 @@ impl Driver {
         }
     }
 
+    /// When the next event (a completion or the engine's timer) happens, if any.
+    pub fn next_event_at(&self) -> Option<Nanos> {
+        self.events.peek().map(|r| r.0.0)
+    }
+
     pub fn pending_events(&self) -> String {
         format!(
             "{} at {:?} (now {})",

@@ -112,6 +112,12 @@ impl Backend for EngineBackend {
     fn idle(&self) {
         self.shared.run_inline();
     }
+
+    fn rejected(&self, _export: usize, _error: ErrorCode) {
+        self.shared
+            .rejected
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The command a failed `try_send` gives back.
@@ -166,5 +172,13 @@ impl Backend for ExportMux {
 
     fn idle(&self) {
         self.raw.idle()
+    }
+
+    fn rejected(&self, export: usize, error: ErrorCode) {
+        if self.wants_rmw(export) {
+            self.rmw.rejected(export, error)
+        } else {
+            self.raw.rejected(export, error)
+        }
     }
 }

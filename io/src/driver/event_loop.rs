@@ -83,6 +83,9 @@ pub(crate) struct Shared {
     /// Written under the lock before it sleeps, so a connection thread that ran turns
     /// since can tell whether a deadline it created comes earlier.
     planned: AtomicU64,
+    /// Requests the NBD server refused before they reached the engine (out of range,
+    /// misaligned...): failed requests the engine never counted (`Backend::rejected`).
+    pub rejected: AtomicU64,
 }
 
 impl Shared {
@@ -91,6 +94,7 @@ impl Shared {
             waker: lp.waker.clone(),
             lp: Mutex::new(lp),
             planned: AtomicU64::new(AWAKE),
+            rejected: AtomicU64::new(0),
         })
     }
 
@@ -181,6 +185,9 @@ pub(crate) struct EventLoop {
     watch: Watch,
     /// Set by a shutdown request: stop admitting, drain, leave by this time.
     leave_by: Option<Instant>,
+    /// Draining, every command answered: the engine was told to stop cleanly
+    /// (`Engine::begin_shutdown`) and gets its completions and timers until it is done.
+    engine_stopping: bool,
     /// The loop thread has left: no more turns.
     finished: bool,
 }
@@ -220,6 +227,7 @@ impl EventLoop {
             orphans: Vec::new(),
             lat: Latencies::default(),
             leave_by: None,
+            engine_stopping: false,
             finished: false,
         }
     }
@@ -237,7 +245,7 @@ impl EventLoop {
         let _leave = Leave;
         let now = self.clock.now();
         let mut progress = self.reap(now);
-        if !self.draining()
+        if self.timers_on()
             && let Some(t) = self.engine.poll_timeout()
             && t <= now
         {
@@ -293,10 +301,10 @@ impl EventLoop {
     /// The earliest time something must happen without a new event: the engine's timer, an
     /// emulated member's next completion, or the watch's next look (see `Watch`).
     fn next_deadline(&self) -> Option<Nanos> {
-        let mut deadline: Option<Nanos> = if self.draining() {
-            None
-        } else {
+        let mut deadline: Option<Nanos> = if self.timers_on() {
             self.engine.poll_timeout()
+        } else {
+            None
         };
         for m in self.members.iter().flatten() {
             if let Some(d) = m.next_deadline() {
@@ -313,27 +321,44 @@ impl EventLoop {
         self.leave_by.is_some()
     }
 
+    /// Engine timers fire except while a shutdown waits for its commands (no new background
+    /// work meanwhile); once the engine stops cleanly its commits need them again.
+    fn timers_on(&self) -> bool {
+        !self.draining() || self.engine_stopping
+    }
+
     fn has_room(&self) -> bool {
         self.engine.inflight_requests() < self.engine.config().max_requests
     }
 
-    fn done(&self) -> bool {
+    /// Draining and finished (or out of time). Once every command is answered the engine is
+    /// told to stop cleanly, and the loop runs on until it has (its last checkpoint durable).
+    fn done(&mut self) -> bool {
         let Some(by) = self.leave_by else {
             return false;
         };
-        let quiet = self.tracker.is_empty()
+        let answered = self.tracker.is_empty()
             && self.held.is_empty()
-            && self.engine.inflight_ios() == 0
-            && self.orphans.is_empty()
             && self
                 .reentrant
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .is_empty();
+        if answered && !self.engine_stopping {
+            self.engine_stopping = true;
+            self.engine.begin_shutdown(self.clock.now());
+            // Its I/O goes out with the next turn.
+            return false;
+        }
+        let quiet = answered
+            && self.engine.inflight_ios() == 0
+            && self.orphans.is_empty()
+            && self.engine.shutdown_done();
         if !quiet && Instant::now() >= by {
             tracing::warn!(
                 commands = self.tracker.len(),
                 ios = self.engine.inflight_ios(),
+                clean = self.engine.shutdown_done(),
                 "shutdown grace period over with work in flight"
             );
         }

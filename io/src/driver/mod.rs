@@ -219,7 +219,15 @@ impl Driver {
         if !self.ctl(Ctl::Status(tx)) {
             return None;
         }
-        rx.recv_timeout(timeout).ok()
+        let mut s = rx.recv_timeout(timeout).ok()?;
+        // Requests the NBD server refused never reached the engine's counters.
+        let rejected = self
+            .shared
+            .rejected
+            .load(std::sync::atomic::Ordering::Relaxed);
+        s.requests += rejected;
+        s.failed_requests += rejected;
+        Some(s)
     }
 
     /// Declares member `index` failed (operator action, or a test).
@@ -250,8 +258,10 @@ impl Driver {
             .map_err(|_| "the engine loop did not answer".to_string())?
     }
 
-    /// Stops taking commands, lets those admitted finish (at most `grace`), and joins the
-    /// loop. Shut the NBD server down first so no new commands arrive.
+    /// Stops taking commands, lets those admitted finish, has the engine stop cleanly
+    /// (`Engine::begin_shutdown`: FusionRAID commits a checkpoint flagged clean), all
+    /// within `grace`, and joins the loop. Shut the NBD server down first so no new
+    /// commands arrive.
     pub fn shutdown(mut self, grace: Duration) {
         self.stop(grace);
     }

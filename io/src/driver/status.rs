@@ -106,6 +106,9 @@ pub struct MetadataView {
     /// Time spent in successful commits, summed, in seconds.
     #[serde(default)]
     pub commit_seconds: f64,
+    /// Whether that recovery found a clean shutdown (false: a crash).
+    #[serde(default)]
+    pub clean_shutdown: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -297,6 +300,7 @@ pub(crate) fn snapshot(
             held_stripes: m.held_stripes,
             recovery: m.recovery,
             commit_seconds: m.commit_ns as f64 / 1e9,
+            clean_shutdown: m.clean_shutdown,
         }),
         counters: PoolCounters {
             rejected_busy: st.rejected_busy,

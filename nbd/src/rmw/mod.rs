@@ -121,6 +121,10 @@ impl<B: Backend> Backend for RmwBackend<B> {
     fn idle(&self) {
         self.inner.idle()
     }
+
+    fn rejected(&self, export: usize, error: ErrorCode) {
+        self.inner.rejected(export, error)
+    }
 }
 
 /// Everything one request needs, cheap to clone into completion closures.

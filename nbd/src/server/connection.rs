@@ -150,6 +150,7 @@ impl Reader<'_> {
                 Ok(true)
             }
             Verdict::Reject { error, skip } => {
+                self.backend.rejected(self.negotiated.export_index, error);
                 self.idle_unless_buffered(skip as usize);
                 if let Err(e) = discard(&mut self.input, u64::from(skip)) {
                     self.inflight.release(0);
@@ -159,6 +160,7 @@ impl Reader<'_> {
                 Ok(true)
             }
             Verdict::Fatal { error, reason } => {
+                self.backend.rejected(self.negotiated.export_index, error);
                 self.reply_now(h.handle, Err(error));
                 Err(NbdError::Protocol(reason))
             }

@@ -35,6 +35,10 @@ impl FusionScheme {
 
     /// Start background tasks where the triggers say so, up to the concurrency limit.
     pub(super) fn kick_background(&mut self, ctx: &mut Ctx) {
+        if self.stopping() {
+            // A clean shutdown: its last checkpoint waits for the jobs in flight only.
+            return;
+        }
         if ctx.now < self.bg_quiet_until {
             // Every volume would pass the skip test below (this runs after every device
             // completion; most find all volumes quiet). Debug builds (`cargo test` without

@@ -13,6 +13,10 @@
 //! arrived; so does a FUA write after its data is written. With no FLUSH, a commit still runs
 //! every `commit_interval_ns` while records are pending, and at once when writes wait for
 //! space that held stripes would give.
+//!
+//! A clean shutdown (`begin_shutdown`, once the driver has answered every user request)
+//! starts no more background work and, when the jobs in flight are done, commits a last
+//! checkpoint flagged clean; recovery then reports a clean shutdown instead of a crash.
 
 use std::collections::VecDeque;
 
@@ -57,6 +61,18 @@ pub struct DurableStats {
     pub commit_ns: u64,
 }
 
+/// A clean shutdown's progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stopping {
+    #[default]
+    No,
+    /// Asked for: no new background work; the clean checkpoint is taken once no job is
+    /// left that could add records.
+    Wanted,
+    /// The clean checkpoint is durable and nothing was recorded since.
+    Done,
+}
+
 struct Waiter {
     generation: u64,
     id: u64,
@@ -73,6 +89,7 @@ pub struct Durable {
     failures: u32,
     pub stats: DurableStats,
     pub recovery: Option<RecoveryReport>,
+    pub stopping: Stopping,
 }
 
 pub struct CommitJob {
@@ -161,6 +178,7 @@ impl Durable {
             failures: 0,
             stats: DurableStats::default(),
             recovery: None,
+            stopping: Stopping::No,
         }
     }
     pub fn waiting(&self) -> usize {
@@ -282,27 +300,41 @@ impl FusionScheme {
         let work = d.journal.pending_records() > 0
             || self.held_stripes() > 0
             || d.journal.wants_checkpoint()
-            || !d.waiters.is_empty();
+            || !d.waiters.is_empty()
+            || d.stopping == Stopping::Wanted;
         work.then_some(d.last_commit_at + d.journal.cfg.commit_interval_ns)
     }
 
     fn maybe_commit(&mut self, ctx: &mut Ctx) {
         let held = self.held_stripes();
         let space_wait = self.vols.iter().any(|v| !v.space_waiters.is_empty());
-        let Some(d) = self.durable.as_ref() else {
+        let idle = self.jobs.is_empty();
+        let Some(d) = self.durable.as_mut() else {
             return;
         };
         if d.commit.is_some() {
             return;
         }
+        if d.stopping == Stopping::Done && d.journal.pending_records() > 0 {
+            // Recorded after the clean checkpoint (a member failed): take another.
+            d.stopping = Stopping::Wanted;
+        }
         let due = ctx.now >= d.last_commit_at + d.journal.cfg.commit_interval_ns;
+        if d.stopping == Stopping::Wanted && idle {
+            // No job left to add records: the last commit, a checkpoint of everything,
+            // flagged clean (a failed one is retried at the commit interval).
+            if d.failures == 0 || due {
+                self.start_commit(ctx, true);
+            }
+            return;
+        }
         let pending = d.journal.pending_records() > 0 || held > 0;
         let urgent = d.failures == 0
             && (!d.waiters.is_empty()
                 || (space_wait && held > 0)
                 || d.journal.open_blocks() >= MAX_OPEN_BLOCKS);
         if urgent || (due && (pending || d.journal.wants_checkpoint() || !d.waiters.is_empty())) {
-            self.start_commit(ctx);
+            self.start_commit(ctx, false);
         }
     }
 
@@ -330,14 +362,17 @@ impl FusionScheme {
         out
     }
 
-    fn start_commit(&mut self, ctx: &mut Ctx) {
-        let image = self
-            .durable
-            .as_ref()
-            .expect("journaled")
-            .journal
-            .wants_checkpoint()
-            .then(|| self.encode_image());
+    /// Seal the open generation and write it: journal blocks, or a checkpoint when one is
+    /// due or the commit is a clean shutdown's last (`clean`, flagged so).
+    fn start_commit(&mut self, ctx: &mut Ctx, clean: bool) {
+        let image = (clean
+            || self
+                .durable
+                .as_ref()
+                .expect("journaled")
+                .journal
+                .wants_checkpoint())
+        .then(|| self.encode_image());
         let d = self.durable.as_mut().expect("journaled");
         d.last_commit_at = ctx.now;
         d.commit_started = ctx.now;
@@ -350,7 +385,12 @@ impl FusionScheme {
             None => {
                 let image = image.unwrap_or_else(|| self.encode_image());
                 let d = self.durable.as_mut().expect("journaled");
-                match d.journal.seal_checkpoint(&image) {
+                let sealed = if clean {
+                    d.journal.seal_clean_checkpoint(&image)
+                } else {
+                    d.journal.seal_checkpoint(&image)
+                };
+                match sealed {
                     Ok(s) => {
                         d.stats.last_checkpoint_bytes = image.len() as u64;
                         s
@@ -470,6 +510,10 @@ impl FusionScheme {
         if c.unit_ok.iter().all(|&ok| ok) {
             d.journal.committed(&c.sealed);
             d.failures = 0;
+            if c.sealed.clean && d.stopping == Stopping::Wanted && d.journal.pending_records() == 0
+            {
+                d.stopping = Stopping::Done;
+            }
             d.stats.commits += 1;
             d.stats.commit_ns += ctx.now.saturating_sub(d.commit_started);
             if c.sealed.checkpoint.is_some() {
@@ -518,8 +562,9 @@ impl FusionScheme {
             0,
             true,
         );
+        // Flagged clean: it is all there is (the first start reports a new pool).
         let s = j
-            .seal_checkpoint(&scheme.encode_image())
+            .seal_clean_checkpoint(&scheme.encode_image())
             .map_err(|e| ConfigError::Volume("metadata".into(), e))?;
         Ok(s.units
             .into_iter()
@@ -571,6 +616,33 @@ impl FusionScheme {
         d.last_commit_at = now;
         scheme.resume_rebalance(now);
         Ok((scheme, report))
+    }
+
+    /// The driver stops cleanly and every user request is answered: start no more
+    /// background work, and once the jobs in flight are done commit a checkpoint flagged
+    /// clean (see the module doc). Without a journal there is nothing to make durable.
+    pub(super) fn request_clean_stop(&mut self, ctx: &mut Ctx) {
+        if let Some(d) = self.durable.as_mut()
+            && d.stopping == Stopping::No
+        {
+            d.stopping = Stopping::Wanted;
+            self.after_event(ctx);
+        }
+    }
+
+    /// Is a clean stop asked for (background work then starts nothing new)?
+    pub(super) fn stopping(&self) -> bool {
+        self.durable
+            .as_ref()
+            .is_some_and(|d| d.stopping != Stopping::No)
+    }
+
+    /// Is the clean checkpoint durable, with nothing recorded or committing since? True
+    /// when the metadata is not journaled.
+    pub(super) fn clean_stop_done(&self) -> bool {
+        self.durable.as_ref().is_none_or(|d| {
+            d.stopping == Stopping::Done && d.commit.is_none() && d.journal.pending_records() == 0
+        })
     }
 
     /// Make the next commit a checkpoint (a member was replaced: restore every copy).

@@ -448,6 +448,14 @@ impl Scheme for FusionScheme {
         FusionScheme::check_invariants(self)
     }
 
+    fn begin_shutdown(&mut self, ctx: &mut Ctx) {
+        self.request_clean_stop(ctx);
+    }
+
+    fn shutdown_done(&self) -> bool {
+        self.clean_stop_done()
+    }
+
     fn metadata_status(&self) -> Option<crate::scheme::MetadataStatus> {
         let d = self.durable.as_ref()?;
         Some(crate::scheme::MetadataStatus {
@@ -460,6 +468,7 @@ impl Scheme for FusionScheme {
             held_stripes: self.vols.iter().map(|v| v.stripes.held()).sum(),
             recovery: d.recovery.as_ref().map(|r| r.to_string()),
             commit_ns: d.stats.commit_ns,
+            clean_shutdown: d.recovery.as_ref().map(|r| r.clean_shutdown()),
         })
     }
 
