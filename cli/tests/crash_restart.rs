@@ -48,17 +48,6 @@ fn fio_args(uri: &str, extra: &[&str]) -> Vec<String> {
     v
 }
 
-fn fio_error(out: &Output) -> u64 {
-    let doc = out.stdout.find('{').map_or("", |i| &out.stdout[i..]);
-    let j: serde_json::Value = serde_json::from_str(doc).unwrap_or_else(|e| {
-        panic!(
-            "fio output is not JSON ({e}):\n{}\n{}",
-            out.stdout, out.stderr
-        )
-    });
-    j["jobs"][0]["error"].as_u64().unwrap_or(u64::MAX)
-}
-
 #[test]
 fn kill_9_during_writes_loses_nothing_flushed() {
     if !need(

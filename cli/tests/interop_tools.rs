@@ -83,18 +83,6 @@ fn fio(uri: &str, name: &str, extra: &[&str]) -> Output {
     run("fio", &args, T)
 }
 
-fn fio_errors(out: &Output) -> u64 {
-    // The nbd engine prints a line of its own before the JSON document.
-    let doc = out.stdout.find('{').map_or("", |i| &out.stdout[i..]);
-    let j: serde_json::Value = serde_json::from_str(doc).unwrap_or_else(|e| {
-        panic!(
-            "fio output is not JSON ({e}):\n{}\n{}",
-            out.stdout, out.stderr
-        )
-    });
-    j["jobs"][0]["error"].as_u64().unwrap_or(u64::MAX)
-}
-
 #[test]
 fn fio_verify_random_writes_and_mixed() {
     if !need("fio", &["fio"]) {
@@ -109,7 +97,7 @@ fn fio_verify_random_writes_and_mixed() {
         &["--rw=randwrite", "--bssplit=4k/50:16k/20:64k/20:256k/10"],
     )
     .ok("fio randwrite verify");
-    assert_eq!(fio_errors(&out), 0, "{}", out.stdout);
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
     // Mixed reads and writes with verification as it goes.
     let out = fio(
         &s.uri("vol0"),
@@ -123,7 +111,7 @@ fn fio_verify_random_writes_and_mixed() {
         ],
     )
     .ok("fio randrw verify");
-    assert_eq!(fio_errors(&out), 0, "{}", out.stdout);
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
     // The RAID6 volume through read-modify-write, 512-byte sectors.
     let out = fio(
         &s.uri("vol1"),
@@ -131,7 +119,7 @@ fn fio_verify_random_writes_and_mixed() {
         &["--rw=randwrite", "--bs=512", "--size=4M"],
     )
     .ok("fio 512-byte writes on the byte-granular export");
-    assert_eq!(fio_errors(&out), 0, "{}", out.stdout);
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
     let text = s.status_text(false);
     assert!(text.contains("No known data errors"), "{text}");
     s.stop();

@@ -29,14 +29,7 @@ fn fio(uri: &str, rw: &str, bs: &str, seed: u64, size: &str) -> u64 {
         ],
         T,
     );
-    let doc = out.stdout.find('{').map_or("", |i| &out.stdout[i..]);
-    let j: serde_json::Value = serde_json::from_str(doc).unwrap_or_else(|e| {
-        panic!(
-            "fio output is not JSON ({e}):\n{}\n{}",
-            out.stdout, out.stderr
-        )
-    });
-    j["jobs"][0]["error"].as_u64().unwrap_or(u64::MAX)
+    fio_error(&out)
 }
 
 fn volume_json(s: &Serve, name: &str) -> serde_json::Value {

@@ -314,3 +314,16 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The error code of fio's first job in its JSON output (0: every I/O succeeded; u64::MAX
+/// when it has none). The nbd engine prints a line of its own before the JSON document.
+pub fn fio_error(out: &Output) -> u64 {
+    let doc = out.stdout.find('{').map_or("", |i| &out.stdout[i..]);
+    let j: serde_json::Value = serde_json::from_str(doc).unwrap_or_else(|e| {
+        panic!(
+            "fio output is not JSON ({e}):\n{}\n{}",
+            out.stdout, out.stderr
+        )
+    });
+    j["jobs"][0]["error"].as_u64().unwrap_or(u64::MAX)
+}
