@@ -90,6 +90,8 @@ pub struct Durable {
     pub stats: DurableStats,
     pub recovery: Option<RecoveryReport>,
     pub stopping: Stopping,
+    /// The last durable commit is a checkpoint flagged clean.
+    clean_durable: bool,
 }
 
 pub struct CommitJob {
@@ -179,6 +181,7 @@ impl Durable {
             stats: DurableStats::default(),
             recovery: None,
             stopping: Stopping::No,
+            clean_durable: false,
         }
     }
     pub fn waiting(&self) -> usize {
@@ -322,9 +325,13 @@ impl FusionScheme {
         let due = ctx.now >= d.last_commit_at + d.journal.cfg.commit_interval_ns;
         if d.stopping == Stopping::Wanted && idle {
             // No job left to add records: the last commit, a checkpoint of everything,
-            // flagged clean (a failed one is retried at the commit interval).
+            // flagged clean (a failed one is retried at the commit interval). When records
+            // came after a clean checkpoint (a member failed while it was written), they are
+            // journaled first: a torn second checkpoint, in the other slot, must leave the
+            // first one followed by a block, so that it recovers as a crash.
+            let clean = !(d.clean_durable && d.journal.pending_records() > 0);
             if d.failures == 0 || due {
-                self.start_commit(ctx, true);
+                self.start_commit(ctx, clean);
             }
             return;
         }
@@ -510,6 +517,7 @@ impl FusionScheme {
         if c.unit_ok.iter().all(|&ok| ok) {
             d.journal.committed(&c.sealed);
             d.failures = 0;
+            d.clean_durable = c.sealed.clean;
             if c.sealed.clean && d.stopping == Stopping::Wanted && d.journal.pending_records() == 0
             {
                 d.stopping = Stopping::Done;
