@@ -138,7 +138,9 @@ impl FusionScheme {
                 // once): try the waiters again, and scan once more for what they need.
                 self.retry_space_waiters(ctx, vol);
             }
-            if stuck(&self.vols[vol]) && self.remap_free_stripes(ctx, vol, 64) > 0 {
+            if stuck(&self.vols[vol])
+                && self.remap_free_stripes(ctx, vol, 64, super::column::DonorUse::FreeStripe) > 0
+            {
                 // Free stripes touching a failed member became usable.
                 self.retry_space_waiters(ctx, vol);
             }

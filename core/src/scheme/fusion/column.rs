@@ -73,17 +73,32 @@ fn fits(z: &Zone, ctx: &Ctx, forbidden: &[DiskId], t: u32, c: usize) -> bool {
     z.remaps().lent(t) & (1 << c) == 0 && !ctx.is_failed(d) && !forbidden.contains(&d)
 }
 
-/// Reserve a donor column on a healthy member not in `forbidden` (which it joins). New
-/// donor stripes are taken only while the volume keeps twice its write reserve, so
-/// rebuilding never starves user writes of room (the caller then moves blocks instead, or
-/// waits), and one clear of the failed members (which writes could use whole) only when
-/// `clear_ok`.
+/// What a donor column is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum DonorUse {
+    /// A RAID stripe's lost column, rebuilt into it. New donor stripes are taken only while
+    /// the volume keeps twice its write reserve, so rebuilding never starves user writes of
+    /// room (the caller then moves blocks instead, or waits), and may be clear of the failed
+    /// members (which writes could use whole).
+    Rebuild,
+    /// A free stripe's lost column, so writes find stripes clear of the failed members;
+    /// new donors under the same condition as for a rebuild.
+    FreeStripe,
+    /// The same for a move of the rebuild's cleaner, at any fill: each lent column wins
+    /// back a whole stripe clear of the failed members, where the cleaner can move blocks
+    /// without giving the rebuild more to move (the donor is a stripe touching a failed
+    /// member).
+    CleanerTarget,
+}
+
+/// Reserve a donor column on a healthy member not in `forbidden` (which it joins).
 fn pick_donor(
     v: &mut Vol,
     ctx: &Ctx,
     forbidden: &mut Vec<DiskId>,
-    clear_ok: bool,
+    using: DonorUse,
 ) -> Option<(u32, u8)> {
+    let clear_ok = using == DonorUse::Rebuild;
     let width = v.zone.width();
     let mut i = v.donor_open.len();
     let mut looked = 0;
@@ -108,8 +123,9 @@ fn pick_donor(
         |z: &Zone, t: u32| !z.remaps().has(t) && (0..width).any(|c| fits(z, ctx, forbidden, t, c));
     let touches_failed = |z: &Zone, t: u32| (0..width).any(|c| ctx.is_failed(z.home(t, c).disk));
     // Even a stripe touching a failed member may take degraded writes when nothing else is
-    // left: new donors only while the volume keeps twice its write reserve.
-    if v.stripes.available() < 2 * v.reserve_stripes() {
+    // left: new donors for rebuilt columns only while the volume keeps twice its write
+    // reserve.
+    if using != DonorUse::CleanerTarget && v.stripes.available() < 2 * v.reserve_stripes() {
         return None;
     }
     let t = take_donor(v, |z, t| ok(z, t) && touches_failed(z, t))
@@ -156,12 +172,12 @@ fn reserve_donors(
     ctx: &Ctx,
     stripe: u32,
     lost: &[usize],
-    clear_ok: bool,
+    using: DonorUse,
 ) -> Option<Vec<Moved>> {
     let mut forbidden = v.zone.stripe_disks(stripe);
     let mut moves: Vec<Moved> = Vec::with_capacity(lost.len());
     for &col in lost {
-        let Some((donor, dcol)) = pick_donor(v, ctx, &mut forbidden, clear_ok) else {
+        let Some((donor, dcol)) = pick_donor(v, ctx, &mut forbidden, using) else {
             for m in moves {
                 unlend(v, m.donor, m.dcol);
             }
@@ -218,7 +234,7 @@ impl FusionScheme {
             !lost.is_empty(),
             "column rebuild of a whole stripe {stripe}"
         );
-        let Some(moves) = reserve_donors(v, ctx, stripe, &lost, true) else {
+        let Some(moves) = reserve_donors(v, ctx, stripe, &lost, DonorUse::Rebuild) else {
             return ColumnStart::NoDonor;
         };
         let reads: Vec<usize> = (0..width).filter(|c| !lost.contains(c)).collect();
@@ -487,7 +503,13 @@ impl FusionScheme {
     /// whole stripe of free space clear of the failed members. Takes at most `max` stripes
     /// off the spare list (never a held one, so no durable mapping can still name them) and
     /// puts them back at its head. Returns how many it remapped.
-    pub(super) fn remap_free_stripes(&mut self, ctx: &mut Ctx, vol: usize, max: usize) -> usize {
+    pub(super) fn remap_free_stripes(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        max: usize,
+        using: DonorUse,
+    ) -> usize {
         if !(0..ctx.disk_count() as u32).any(|d| ctx.is_failed(DiskId(d))) {
             return 0;
         }
@@ -503,7 +525,7 @@ impl FusionScheme {
             let lost = lost_columns(&v.zone, ctx, s);
             // Only donors no write could use: a free stripe clear of the failed members is
             // worth as much as the one this would win back.
-            let Some(moves) = reserve_donors(v, ctx, s, &lost, false) else {
+            let Some(moves) = reserve_donors(v, ctx, s, &lost, using) else {
                 v.stripes.untake(s);
                 break;
             };

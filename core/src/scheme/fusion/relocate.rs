@@ -56,7 +56,16 @@ impl FusionScheme {
         for fresh in [false, true] {
             if fresh {
                 let v = &mut self.vols[vol];
-                let plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES);
+                let mut plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES);
+                if !v.user_may_take(1) {
+                    // Writers wait for room and the cleaner works in its reserve: the moves
+                    // that give back the most columns for what they write go first.
+                    let v = &*v;
+                    plan.sort_by_cached_key(|b| {
+                        let (emptied, columns) = reloc_plan::effect(v, b);
+                        (emptied, columns as i64 - b.len() as i64)
+                    });
+                }
                 v.reloc_batches = plan;
                 v.reloc_batches_until = ctx.now + RELOC_PLAN_NS;
             }
@@ -112,6 +121,26 @@ impl FusionScheme {
         started > 0
     }
 
+    /// A free stripe for a move: away from unresponsive members if one is, and clear of
+    /// failed members (through their remaps) in any case.
+    fn clear_target(&mut self, ctx: &Ctx, vol: usize) -> Option<(u32, usize)> {
+        let redirect = self.cfg.redirect;
+        let v = &mut self.vols[vol];
+        let width = v.zone.width();
+        let zone = &v.zone;
+        v.stripes
+            .take_spare(|s| {
+                (0..width).all(|c| {
+                    let d = zone.disk(s, c);
+                    !(ctx.is_failed(d) || redirect && ctx.is_unresponsive(d))
+                })
+            })
+            .or_else(|| {
+                v.stripes
+                    .take_spare(|s| (0..width).all(|c| !ctx.is_failed(zone.disk(s, c))))
+            })
+    }
+
     /// Move up to a stripe's worth of blocks a read or scrub found a bad copy of: the
     /// relocation reads them (verified, from a good copy or rebuilt from parity) and writes
     /// them to a fresh stripe, which is the repair. Blocks that find no target stripe are
@@ -161,37 +190,44 @@ impl FusionScheme {
         kind: RelocKind,
     ) -> bool {
         let rebuild = kind == RelocKind::Rebuild;
-        let strict = rebuild;
-        let v = &mut self.vols[vol];
-        let redirect = self.cfg.redirect;
-        let width = v.zone.width();
-        let nparity = v.zone.nparity();
-        let zone = &v.zone;
-        let target = v.stripes.take_spare(|s| {
-            (0..width).all(|c| {
-                let d = zone.disk(s, c);
-                !(ctx.is_failed(d) || redirect && ctx.is_unresponsive(d))
-            })
-        });
-        let target = target.or_else(|| {
-            v.stripes
-                .take_spare(|s| (0..width).all(|c| !ctx.is_failed(zone.disk(s, c))))
-        });
-        let target = target.or_else(|| {
-            (!strict)
-                .then(|| {
-                    v.stripes.take_spare(|s| {
-                        (0..width)
-                            .filter(|&c| ctx.is_failed(zone.disk(s, c)))
-                            .count()
-                            <= nparity
-                    })
-                })
-                .flatten()
-        });
+        {
+            let v = &self.vols[vol];
+            if rebuild && v.stripes.available() <= v.cleaner_reserve() {
+                // A rebuild move leaves holes behind, not free stripes: the last ones stay
+                // with the cleaner, which turns those holes back into stripes to rebuild into.
+                return false;
+            }
+        }
+        let mut target = self.clear_target(ctx, vol);
+        let rebuilding = self.vols[vol]
+            .rebuild
+            .as_ref()
+            .is_some_and(|r| r.done_at.is_none());
+        if target.is_none()
+            && rebuilding
+            && self.remap_free_stripes(ctx, vol, 1, super::column::DonorUse::CleanerTarget) > 0
+        {
+            target = self.clear_target(ctx, vol);
+        }
+        // Moves land clear of the failed members where they can. While a rebuild runs, a
+        // free stripe is remapped off them if need be: a move into a degraded stripe would
+        // be one more for the rebuild to make, and rebuild and cleaner would move the same
+        // blocks back and forth. Otherwise, or where no stripe can be clear (no donor column
+        // fits), the cleaner writes degraded stripes, as user writes do: they hold as much.
+        if target.is_none() && !rebuild {
+            let v = &mut self.vols[vol];
+            let (zone, nparity) = (&v.zone, v.zone.nparity());
+            target = v.stripes.take_spare(|s| {
+                (0..zone.width())
+                    .filter(|&c| ctx.is_failed(zone.disk(s, c)))
+                    .count()
+                    <= nparity
+            });
+        }
         let Some((stripe, _)) = target else {
             return false;
         };
+        let v = &mut self.vols[vol];
         v.bg_running += 1;
         v.rebuild_running += rebuild as usize;
         for &u in &picked {
@@ -485,14 +521,15 @@ fn worth_starting(v: &super::vol::Vol, b: &reloc_plan::RelocBatch, frees_only: b
         return false;
     }
     // In the reserve: when the volume holds less than a stripe's worth of holes its free
-    // room is dead pages inside blocks, and only these moves turn it into holes; one at a
-    // time, while it leaves a stripe free for the compaction that follows. Packing must
-    // free a stripe's worth of columns; a merge may cost a column for each block with no
-    // base yet (its pages all in shared blocks), which every later merge of their owners
-    // pays back: merged blocks never hold dead pages again until rewritten.
-    v.stripes.available() > v.cleaner_reserve()
-        || (merge || columns >= dcols)
-            && v.holes() < dcols as u64
+    // room is dead pages inside blocks, and only these moves turn it into holes. One at a
+    // time, and only one that writes no more columns than it frees and leaves a stripe's
+    // worth of holes behind, with a stripe still free for the compaction that follows: a
+    // move that took a reserve stripe and freed less (a merge of blocks with no base yet,
+    // whose pages all sit in shared blocks) could leave nothing to compact into.
+    let avail = v.stripes.available();
+    avail > v.cleaner_reserve()
+        || avail >= 2
             && v.bg_running == 0
-            && v.stripes.available() >= 2
+            && columns >= b.len()
+            && v.holes() + columns as u64 >= dcols as u64
 }
