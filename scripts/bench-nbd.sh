@@ -15,7 +15,8 @@
 # not tmpfs), KEEP=1 keeps it, FR_BIN=path benches that fusionraid binary instead of
 # building this tree's (to compare two builds side by side), PARTS=A or B runs one part,
 # ONLY=REGEX runs the part A jobs whose name (randread, randwrite, read, write) matches,
-# POOL_EXTRA=TOML is appended to part A's pool file (e.g. "[metadata]\njournal = false" to
+# LEVEL and WIDTH set part A's volume (default raid5, 5), POOL_EXTRA=TOML is appended to
+# part A's pool file, after the volume table: "spare_fraction = 0.25" sets its spare share (e.g. "[metadata]\njournal = false" to
 # measure what durability costs), REPEAT=N runs each part A job N times per server,
 # alternating which server goes first, and prints the median of the N ratios (on a shared
 # machine a single pair can be off by 2x either way).
@@ -87,8 +88,8 @@ members = ["mem:1G,populate", "mem:1G,populate", "mem:1G,populate", "mem:1G,popu
            "mem:1G,populate", "mem:1G,populate", "mem:1G,populate"]
 [[volume]]
 name = "vol"
-level = "raid5"
-width = 5
+level = "${LEVEL:-raid5}"
+width = ${WIDTH:-5}
 size = "$VOL"
 EOF
 printf "%b\n" "${POOL_EXTRA:-}" >> "$WORK/a/pool.toml"
@@ -148,8 +149,8 @@ members = [${MEMBERS%, }]
 member_size = "2G"
 [[volume]]
 name = "vol"
-level = "raid5"
-width = 5
+level = "${LEVEL:-raid5}"
+width = ${WIDTH:-5}
 size = "$VOL"
 EOF
 "$BIN" create "$WORK/b/pool.toml" >/dev/null
