@@ -179,6 +179,15 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     ctl(&s, &["fail", "0"]).ok("fusionraid fail 0");
     let again = ctl(&s, &["fail", "0"]).ok("fusionraid fail 0 again");
     assert!(again.stdout.contains("already failed"), "{}", again.stdout);
+    // The stalled rebuild says why: the geometry, not the space.
+    wait_for(
+        "the stalled rebuild to give its reason",
+        Duration::from_secs(60),
+        || {
+            s.status_text(false)
+                .contains("a stripe of width 4 needs 4 members and 3 work")
+        },
+    );
     let out = ctl(&s, &["fail", "1"]);
     assert!(!out.status.success(), "{}", out.stdout);
     assert!(out.stderr.contains("would lose data"), "{}", out.stderr);

@@ -22,6 +22,7 @@ use super::FusionScheme;
 use super::column::ColumnStart;
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
+use crate::space::StripeState;
 use crate::types::{DiskId, Nanos};
 use crate::volume::Loc;
 
@@ -48,6 +49,8 @@ pub struct Rebuild {
     next_at: Nanos,
     /// The last move found no free stripe clear of the failed members.
     pub(super) stalled: bool,
+    /// Why, as found when it stalled (`FusionScheme::rebuild_stall_reason`).
+    stall_reason: String,
     /// Journal generation holding the rebuild's last records (journaled pools): the
     /// failed member may be replaced once it is durable, not before, or a crash could bring
     /// back a mapping into the replaced device.
@@ -80,10 +83,8 @@ impl Rebuild {
                 self.free_remapped
             ),
             None if self.stalled => format!(
-                "stalled after {} blocks moved, {} columns rebuilt: no spare block and no free \
-                 stripe clear of the failed members (the zone needs more spare space; serving \
-                 degraded meanwhile){lost}",
-                self.moved, self.columns
+                "stalled after {} blocks moved, {} columns rebuilt: {}{lost}",
+                self.moved, self.columns, self.stall_reason
             ),
             None => format!(
                 "rebuilding: {} blocks moved, {} columns rebuilt, clean sweep {}%{lost}",
@@ -465,10 +466,57 @@ impl FusionScheme {
             }
             started |= moved;
         }
+        let newly_stalled = !started && self.vols[vol].rebuild.as_ref().is_some_and(|r| !r.stalled);
+        let why = newly_stalled.then(|| self.rebuild_stall_reason(ctx, vol, failed.len()));
         if let Some(r) = self.vols[vol].rebuild.as_mut() {
             r.stalled = !started;
+            if let Some(why) = why {
+                r.stall_reason = why;
+            }
         }
         started
+    }
+
+    /// Why the rebuild of `vol` found nowhere to put what it moves, with `failed` members
+    /// down: the geometry (fewer survivors than the width: no stripe can be whole), the
+    /// space (the survivors hold less than the data and the reserves need: how much is
+    /// missing), or neither, and the cleaner is turning holes into free stripes meanwhile.
+    fn rebuild_stall_reason(&self, ctx: &Ctx, vol: usize, failed: usize) -> String {
+        let v = &self.vols[vol];
+        let (width, dcols) = (v.zone.width() as u64, v.zone.dcols() as u64);
+        let members = ctx.disk_count() as u64;
+        let survivors = members - failed as u64;
+        if survivors < width {
+            return format!(
+                "a stripe of width {width} needs {width} members and {survivors} work, so no \
+                 stripe can be whole again until a failed member is replaced (serving \
+                 degraded meanwhile)"
+            );
+        }
+        // Every member holds an equal share of the zone's columns (the layout spreads them),
+        // so the survivors hold this many stripes' worth; the data needs its own stripes,
+        // the replicated area's, and the reserves.
+        let hold = v.stripes.len() * survivors / members;
+        let data = v
+            .mapped_bytes()
+            .div_ceil(v.zone.block_size())
+            .div_ceil(dcols);
+        let replicas = v.stripes.count(StripeState::Replica);
+        let need = data + replicas + v.reserve_stripes();
+        if need > hold {
+            let missing = (need - hold) * width * v.zone.block_size();
+            return format!(
+                "the surviving members hold {hold} stripes of this volume's zone and its data \
+                 needs {need}: {} more member space, a smaller volume or a replaced member \
+                 would let it finish (serving degraded meanwhile)",
+                crate::meta::recover::human_bytes(missing)
+            );
+        }
+        format!(
+            "no free stripe clear of the failed members yet ({} free); the cleaner is \
+             turning holes into free stripes (serving degraded meanwhile)",
+            v.stripes.available()
+        )
     }
 
     /// A new device took a failed member's slot: bring remapped columns home.
