@@ -23,6 +23,7 @@ pub mod scrub;
 pub mod sizing;
 mod stripe_parity;
 pub mod vol;
+mod vol_check;
 mod write;
 
 use crate::engine::api::{IoResult, Op, Request, VolumeId};
@@ -219,7 +220,7 @@ impl FusionScheme {
     /// as the stripe table and the pairing table say. Panics on the first violation.
     pub fn check_invariants(&self) {
         for v in &self.vols {
-            background::check_volume(v);
+            vol_check::check_volume(v);
         }
     }
 
