@@ -326,7 +326,8 @@ fn writes_and_replica_reads_avoid_an_unresponsive_disk() {
         "detector did not flag the stalled disk"
     );
     d.log.clear();
-    // New small writes while disk 3 is unresponsive: none lands on disk 3.
+    // New small writes while disk 3 is unresponsive: none lands on disk 3. Each is 15 of a
+    // block's 16 pages, so it needs a pack of its own and the spare slots run out.
     for b in 20..40u64 {
         assert!(
             d.engine.disks().get(DiskId(3)).detector.is_unresponsive(),
@@ -338,7 +339,7 @@ fn writes_and_replica_reads_avoid_an_unresponsive_disk() {
             volume: 0,
             op: Op::Write {
                 offset: b * BS,
-                data: Data::Bytes(pattern(b as u8, 4096)),
+                data: Data::Bytes(pattern(b as u8, 15 * 4096)),
                 fua: false
             }
         }));

@@ -118,31 +118,25 @@ impl VolImage {
                 loc,
                 first,
                 count,
+                at,
                 ..
             } => {
                 self.check_ub(*ub)?;
-                if *count == 0 || first + count > self.pages() {
+                if *count == 0 || first + count > self.pages() || at + count > self.pages() {
                     return Err(format!(
-                        "patch {first}+{count} outside a {}-page block",
+                        "patch {first}+{count} (placed at {at}) outside a {}-page block",
                         self.pages()
                     ));
                 }
-                if *first == 0 && *count == self.pages() {
+                if *first == 0 && *count == self.pages() && *at == 0 {
                     return self.apply(&Record::Whole {
                         vol: 0,
                         ub: *ub,
                         loc: *loc,
                     });
                 }
-                self.patches.insert(*ub, *first, *count, *loc);
-                let e = self.bmt.get(*ub);
-                self.bmt.set(
-                    *ub,
-                    Entry {
-                        base: e.base,
-                        patched: true,
-                    },
-                );
+                let node = PatchNode::placed(*first, *count, *loc, *at);
+                crate::volume::patch_block(&mut self.bmt, &mut self.patches, *ub, node);
             }
             Record::Retarget { ub, from, to, .. } => {
                 self.check_ub(*ub)?;
@@ -166,6 +160,7 @@ impl VolImage {
                 ub,
                 loc,
                 first,
+                at,
                 sums,
                 ..
             } => {
@@ -183,6 +178,7 @@ impl VolImage {
                     loc: *loc,
                     first: *first,
                     count,
+                    at: *at,
                 })?;
                 self.sums.set(*ub, *first, sums);
             }
@@ -473,6 +469,7 @@ mod tests {
             ub,
             loc: Loc::Rep(8),
             first,
+            at: first,
             sums,
         };
         img.apply(&w(1, 0, (1..=16).collect())).unwrap();
@@ -521,6 +518,7 @@ mod tests {
                 loc: Loc::Rep(56),
                 first: 2,
                 count: 3,
+                at: 2,
             },
             Record::Whole {
                 vol: 1,
@@ -573,7 +571,8 @@ mod tests {
                 ub: 1,
                 loc: Loc::Raid(1),
                 first: 15,
-                count: 2
+                count: 2,
+                at: 15
             })
             .is_err()
         );

@@ -20,6 +20,13 @@
 //!               restart (`serve` fails it again until `replace` puts a device in its slot)
 //!   9 MemberReplaced  member u16 (volume byte 0)
 //!               a new device took the member's slot
+//!  10 PatchAt   ub u64, loc u40, first u16, count u16, at u16
+//!               pages [first, first+count) now live at pages [at, at+count) of the block
+//!               at loc (the cleaner moved them; a `Patch` whose pages sit at their own
+//!               positions is written as tag 2)
+//!  11 WrittenAt ub u64, loc u40, first u16, count u16, at u16, crc32c u32 x count
+//!               a user write into pages [at, at+count) of the block at loc (a pack); a
+//!               `Written` at its own positions is written as tag 5
 //! ```
 //! A `Written` record carries its checksums in the same record as the mapping change, so
 //! recovery never applies one without the other.
@@ -34,12 +41,14 @@ pub enum Record {
         ub: u64,
         loc: Loc,
     },
+    /// Pages `[first, first + count)` of `ub` at pages `[at, at + count)` of `loc`'s block.
     Patch {
         vol: u8,
         ub: u64,
         loc: Loc,
         first: u16,
         count: u16,
+        at: u16,
     },
     Retarget {
         vol: u8,
@@ -58,6 +67,8 @@ pub enum Record {
         ub: u64,
         loc: Loc,
         first: u16,
+        /// The page of `loc`'s block that holds page `first`.
+        at: u16,
         /// One per page written (`sums.len()` is the page count).
         sums: Vec<u32>,
     },
@@ -119,7 +130,15 @@ impl Record {
                 loc,
                 first,
                 count,
-            } => put_pages(out, 2, *vol, *ub, *loc, *first, *count),
+                at,
+            } => {
+                if at == first {
+                    put_pages(out, 2, *vol, *ub, *loc, *first, *count);
+                } else {
+                    put_pages(out, 10, *vol, *ub, *loc, *first, *count);
+                    out.extend_from_slice(&at.to_le_bytes());
+                }
+            }
             Record::Retarget { vol, ub, from, to } => {
                 out.extend_from_slice(&[3, *vol]);
                 out.extend_from_slice(&ub.to_le_bytes());
@@ -141,9 +160,14 @@ impl Record {
                 ub,
                 loc,
                 first,
+                at,
                 sums,
             } => {
-                put_pages(out, 5, *vol, *ub, *loc, *first, sums.len() as u16);
+                let tag = if at == first { 5 } else { 11 };
+                put_pages(out, tag, *vol, *ub, *loc, *first, sums.len() as u16);
+                if at != first {
+                    out.extend_from_slice(&at.to_le_bytes());
+                }
                 for s in sums {
                     out.extend_from_slice(&s.to_le_bytes());
                 }
@@ -194,12 +218,20 @@ impl Record {
     pub fn encoded_len(&self) -> usize {
         match self {
             Record::Whole { .. } => 15,
-            Record::Patch { .. } => 19,
+            Record::Patch { first, at, .. } => {
+                if first == at {
+                    19
+                } else {
+                    21
+                }
+            }
             Record::Retarget { .. } => 20,
             Record::SetCreate { stripes, cols, .. } => {
                 5 + 4 * stripes.len() + cols.len() * stripes.len()
             }
-            Record::Written { sums, .. } => 19 + 4 * sums.len(),
+            Record::Written {
+                first, at, sums, ..
+            } => 19 + 2 * usize::from(first != at) + 4 * sums.len(),
             Record::Remap { .. } => 12,
             Record::Unremap { .. } => 7,
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => 4,
@@ -279,6 +311,18 @@ impl<'a> Reader<'a> {
         Ok((ub, loc, first, count))
     }
 
+    /// `at u16`: where a run of `count` pages sits in the block at its location.
+    fn placed(&mut self, count: u16) -> Result<u16, RecordError> {
+        let at = self.u16()?;
+        if at as u32 + count as u32 > 256 {
+            return Err(RecordError {
+                at: self.at,
+                what: "pages placed out of bounds",
+            });
+        }
+        Ok(at)
+    }
+
     fn record(&mut self) -> Result<Record, RecordError> {
         let tag = self.u8()?;
         let vol = self.u8()?;
@@ -296,6 +340,19 @@ impl<'a> Reader<'a> {
                     loc,
                     first,
                     count,
+                    at: first,
+                }
+            }
+            10 => {
+                let (ub, loc, first, count) = self.pages()?;
+                let at = self.placed(count)?;
+                Record::Patch {
+                    vol,
+                    ub,
+                    loc,
+                    first,
+                    count,
+                    at,
                 }
             }
             3 => Record::Retarget {
@@ -325,8 +382,13 @@ impl<'a> Reader<'a> {
                 }
                 Record::SetCreate { vol, stripes, cols }
             }
-            5 => {
+            5 | 11 => {
                 let (ub, loc, first, count) = self.pages()?;
+                let at = if tag == 11 {
+                    self.placed(count)?
+                } else {
+                    first
+                };
                 let mut sums = Vec::with_capacity(count as usize);
                 for _ in 0..count {
                     sums.push(self.u32()?);
@@ -336,6 +398,7 @@ impl<'a> Reader<'a> {
                     ub,
                     loc,
                     first,
+                    at,
                     sums,
                 }
             }
@@ -393,15 +456,23 @@ mod tests {
                 ub,
                 loc
             }),
-            (any::<u8>(), any::<u64>(), loc(), 0u16..255, 1u16..=1).prop_map(
-                |(vol, ub, loc, first, count)| Record::Patch {
+            (
+                any::<u8>(),
+                any::<u64>(),
+                loc(),
+                0u16..255,
+                1u16..=1,
+                any::<bool>(),
+                0u16..255
+            )
+                .prop_map(|(vol, ub, loc, first, count, moved, at)| Record::Patch {
                     vol,
                     ub,
                     loc,
                     first,
-                    count
-                }
-            ),
+                    count,
+                    at: if moved { at } else { first },
+                }),
             (any::<u8>(), any::<u64>(), loc(), loc())
                 .prop_map(|(vol, ub, from, to)| Record::Retarget { vol, ub, from, to }),
             (
@@ -427,13 +498,15 @@ mod tests {
                 any::<u64>(),
                 loc(),
                 0u16..200,
-                proptest::collection::vec(any::<u32>(), 1..56)
+                proptest::collection::vec(any::<u32>(), 1..56),
+                proptest::option::of(0u16..200)
             )
-                .prop_map(|(vol, ub, loc, first, sums)| Record::Written {
+                .prop_map(|(vol, ub, loc, first, sums, at)| Record::Written {
                     vol,
                     ub,
                     loc,
                     first,
+                    at: at.unwrap_or(first),
                     sums
                 }),
             (

@@ -11,19 +11,39 @@ use crate::fasthash::FastMap;
 
 use super::loc::Loc;
 
-/// One patch: pages `[first, first + count)` live at `loc`. Packed in 8 bytes: bits 0..39
-/// the location (as in a BMT entry), bits 40..48 the first page, bits 48..56 count - 1
-/// (so blocks of up to 256 pages, 1 MiB, fit).
+/// One patch: pages `[first, first + count)` of a block live at `loc`, from page `at` of the
+/// block there on. A sub-block write keeps its pages at their own positions (`at == first`);
+/// the cleaner packs live pages of many blocks densely and moves them anywhere.
+///
+/// Packed in 8 bytes: bits 0..39 the location (as in a BMT entry), bits 40..48 the first
+/// page, bits 48..56 count - 1 (so blocks of up to 256 pages, 1 MiB, fit), bits 56..64 the
+/// shift `at - first` modulo 256 (0 in lists written before pages could move, which means
+/// what it meant then). A node split in two keeps its shift, so trimming never recomputes it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PatchNode(u64);
 
 impl PatchNode {
+    /// Pages at their own positions in `loc`'s block.
     pub fn new(first: u16, count: u16, loc: Loc) -> Self {
+        Self::placed(first, count, loc, first)
+    }
+    /// Pages `[first, first + count)` at pages `[at, at + count)` of `loc`'s block.
+    pub fn placed(first: u16, count: u16, loc: Loc, at: u16) -> Self {
         assert!(
             first < 256 && (1..=256).contains(&count) && first + count <= 256,
             "patch {first}+{count} does not fit"
         );
-        PatchNode(loc.pack() | (first as u64) << 40 | ((count - 1) as u64) << 48)
+        assert!(
+            at + count <= 256,
+            "patch placed at {at}+{count} does not fit"
+        );
+        let shift = at.wrapping_sub(first) as u64 & 0xff;
+        PatchNode(loc.pack() | (first as u64) << 40 | ((count - 1) as u64) << 48 | shift << 56)
+    }
+    /// A piece `[first, first + count)` of this node (same location and shift).
+    fn piece(self, first: u16, count: u16) -> Self {
+        let at = (first + self.shift()) & 0xff;
+        Self::placed(first, count, self.loc(), at)
     }
     pub fn first(self) -> u16 {
         ((self.0 >> 40) & 0xff) as u16
@@ -33,6 +53,13 @@ impl PatchNode {
     }
     pub fn loc(self) -> Loc {
         Loc::unpack(self.0 & ((1 << 40) - 1))
+    }
+    /// The page of `loc`'s block that holds page `first`.
+    pub fn at(self) -> u16 {
+        (self.first() + self.shift()) & 0xff
+    }
+    fn shift(self) -> u16 {
+        (self.0 >> 56) as u16
     }
     fn end(self) -> u16 {
         self.first() + self.count()
@@ -44,7 +71,11 @@ impl PatchNode {
     /// A node from its packed form, if every field is in range.
     pub fn from_raw(v: u64) -> Option<PatchNode> {
         let n = PatchNode(v);
-        (v >> 56 == 0 && (v >> 39) & 1 == 0 && n.end() <= 256).then_some(n)
+        ((v >> 39) & 1 == 0 && n.end() <= 256 && n.at() + n.count() <= 256).then_some(n)
+    }
+    /// Can `n` follow this node as one run (same location, next pages at the next places)?
+    fn continued_by(self, n: PatchNode) -> bool {
+        self.loc() == n.loc() && self.end() == n.first() && self.shift() == n.shift()
     }
 }
 
@@ -52,10 +83,11 @@ impl std::fmt::Debug for PatchNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "PatchNode({}+{} at {:?})",
+            "PatchNode({}+{} at {:?} page {})",
             self.first(),
             self.count(),
-            self.loc()
+            self.loc(),
+            self.at()
         )
     }
 }
@@ -109,31 +141,30 @@ impl PatchTable {
         self.lists.get(&ub).map(|l| l.as_slice()).unwrap_or(&[])
     }
 
-    /// Pages `[first, first + count)` of `ub` now live at `loc`. Returns the locations that no
-    /// node of this list references any more (the caller decides whether they are dead: the
-    /// base may still reference them).
-    pub fn insert(&mut self, ub: u64, first: u16, count: u16, loc: Loc) -> Vec<Loc> {
+    /// The pages of `node` now live where it says. Returns the locations that no node of
+    /// this list references any more (the caller decides whether they are dead: the base may
+    /// still reference them).
+    pub fn insert(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
         assert!(
-            count > 0 && first + count <= self.pages_per_block,
-            "patch {first}+{count} out of block"
+            node.end() <= self.pages_per_block && node.at() + node.count() <= self.pages_per_block,
+            "{node:?} out of block"
         );
         let list = self.get(ub);
         if list.is_empty() {
             // The first patch of a block (the common case): nothing to trim, merge or
             // give back, and no list to build.
-            self.lists
-                .insert(ub, List::One(PatchNode::new(first, count, loc)));
+            self.lists.insert(ub, List::One(node));
             return Vec::new();
         }
         if list.len() <= SMALL_LIST {
-            return self.insert_small(ub, first, count, loc);
+            return self.insert_small(ub, node);
         }
-        self.insert_general(ub, first, count, loc)
+        self.insert_general(ub, node)
     }
 
     /// `insert` for any list, on `Vec`s.
-    fn insert_general(&mut self, ub: u64, first: u16, count: u16, loc: Loc) -> Vec<Loc> {
-        let end = first + count;
+    fn insert_general(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
+        let (first, end) = (node.first(), node.end());
         let list = self.get(ub);
         let before: Vec<Loc> = list.iter().map(|n| n.loc()).collect();
         let mut out: Vec<PatchNode> = Vec::with_capacity(list.len() + 2);
@@ -144,22 +175,19 @@ impl PatchTable {
             }
             // Keep the parts of the older node outside the new range.
             if n.first() < first {
-                out.push(PatchNode::new(n.first(), first - n.first(), n.loc()));
+                out.push(n.piece(n.first(), first - n.first()));
             }
             if n.end() > end {
-                out.push(PatchNode::new(end, n.end() - end, n.loc()));
+                out.push(n.piece(end, n.end() - end));
             }
         }
-        out.push(PatchNode::new(first, count, loc));
+        out.push(node);
         out.sort_by_key(|n| n.first());
-        // Merge neighbours that point at the same block: pages sit at the same positions in
-        // every block, so adjacent runs of one block are one run.
+        // Merge neighbours that continue each other: one run of one block.
         let mut merged: Vec<PatchNode> = Vec::with_capacity(out.len());
         for n in out {
             match merged.last_mut() {
-                Some(m) if m.loc() == n.loc() && m.end() == n.first() => {
-                    *m = PatchNode::new(m.first(), m.count() + n.count(), m.loc())
-                }
+                Some(m) if m.continued_by(n) => *m = m.piece(m.first(), m.count() + n.count()),
                 _ => merged.push(n),
             }
         }
@@ -169,8 +197,8 @@ impl PatchTable {
     /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays (the same steps
     /// and the same stable sort, without the four `Vec`s per call: sub-block writes into
     /// already patched blocks are frequent).
-    fn insert_small(&mut self, ub: u64, first: u16, count: u16, loc: Loc) -> Vec<Loc> {
-        let end = first + count;
+    fn insert_small(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
+        let (first, end) = (node.first(), node.end());
         let mut before = [PatchNode(0); SMALL_LIST];
         let list = self.get(ub);
         let nb = list.len();
@@ -179,30 +207,30 @@ impl PatchTable {
         // only one old node can straddle the whole range.
         let mut out = [PatchNode(0); SMALL_LIST + 2];
         let mut n = 0;
-        for &node in &before[..nb] {
-            if node.end() <= first || node.first() >= end {
-                out[n] = node;
+        for &old in &before[..nb] {
+            if old.end() <= first || old.first() >= end {
+                out[n] = old;
                 n += 1;
                 continue;
             }
-            if node.first() < first {
-                out[n] = PatchNode::new(node.first(), first - node.first(), node.loc());
+            if old.first() < first {
+                out[n] = old.piece(old.first(), first - old.first());
                 n += 1;
             }
-            if node.end() > end {
-                out[n] = PatchNode::new(end, node.end() - end, node.loc());
+            if old.end() > end {
+                out[n] = old.piece(end, old.end() - end);
                 n += 1;
             }
         }
-        out[n] = PatchNode::new(first, count, loc);
+        out[n] = node;
         n += 1;
         out[..n].sort_by_key(|node| node.first());
         let mut merged = [PatchNode(0); SMALL_LIST + 2];
         let mut m = 0;
         for &node in &out[..n] {
             match merged[..m].last_mut() {
-                Some(last) if last.loc() == node.loc() && last.end() == node.first() => {
-                    *last = PatchNode::new(last.first(), last.count() + node.count(), last.loc())
+                Some(last) if last.continued_by(node) => {
+                    *last = last.piece(last.first(), last.count() + node.count())
                 }
                 _ => {
                     merged[m] = node;
@@ -211,6 +239,12 @@ impl PatchTable {
             }
         }
         self.store(ub, before[..nb].iter().map(|node| node.loc()), &merged[..m])
+    }
+
+    /// Do the nodes of `ub` cover every page of the block (its base serves nothing)?
+    pub fn covers_block(&self, ub: u64) -> bool {
+        let pages: u32 = self.get(ub).iter().map(|n| n.count() as u32).sum();
+        pages == self.pages_per_block as u32
     }
 
     /// The last step of `insert`: checks the new list `merged` (sorted, merged), stores it as
@@ -269,7 +303,7 @@ impl PatchTable {
         let mut changed = false;
         for n in nodes.iter_mut() {
             if n.loc() == from {
-                *n = PatchNode::new(n.first(), n.count(), to);
+                *n = PatchNode::placed(n.first(), n.count(), to, n.at());
                 changed = true;
             }
         }
@@ -295,6 +329,9 @@ impl PatchTable {
             return Err("patch list length out of range");
         }
         if nodes.last().expect("non-empty").end() > self.pages_per_block
+            || nodes
+                .iter()
+                .any(|n| n.at() + n.count() > self.pages_per_block)
             || nodes.windows(2).any(|w| w[0].end() > w[1].first())
         {
             return Err("patch list overlaps or leaves the block");
@@ -338,16 +375,26 @@ impl PatchTable {
     }
 }
 
+/// A run of pages of one block served by one location: pages `[first, first + count)` of
+/// the block, at pages `[at, at + count)` of the block at `loc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seg {
+    pub first: u16,
+    pub count: u16,
+    pub loc: Loc,
+    pub at: u16,
+}
+
 /// Split pages `[first, first+count)` of a block into maximal runs served by one location:
 /// the patch node covering them, else the base.
-pub fn segments(base: Loc, nodes: &[PatchNode], first: u16, count: u16) -> Vec<(u16, u16, Loc)> {
+pub fn segments(base: Loc, nodes: &[PatchNode], first: u16, count: u16) -> Vec<Seg> {
     let end = first + count;
-    let mut out: Vec<(u16, u16, Loc)> = Vec::new();
+    let mut out: Vec<Seg> = Vec::new();
     let mut p = first;
     while p < end {
         let covering = nodes.iter().find(|n| n.first() <= p && p < n.end());
-        let (loc, run_end) = match covering {
-            Some(n) => (n.loc(), n.end().min(end)),
+        let (loc, at, run_end) = match covering {
+            Some(n) => (n.loc(), n.at() + (p - n.first()), n.end().min(end)),
             None => {
                 let next = nodes
                     .iter()
@@ -355,12 +402,23 @@ pub fn segments(base: Loc, nodes: &[PatchNode], first: u16, count: u16) -> Vec<(
                     .map(|n| n.first())
                     .min()
                     .unwrap_or(end);
-                (base, next.min(end))
+                (base, p, next.min(end))
             }
         };
         match out.last_mut() {
-            Some(last) if last.2 == loc && last.0 + last.1 == p => last.1 += run_end - p,
-            _ => out.push((p, run_end - p, loc)),
+            Some(last)
+                if last.loc == loc
+                    && last.first + last.count == p
+                    && last.at + last.count == at =>
+            {
+                last.count += run_end - p
+            }
+            _ => out.push(Seg {
+                first: p,
+                count: run_end - p,
+                loc,
+                at,
+            }),
         }
         p = run_end;
     }
@@ -377,17 +435,23 @@ mod tests {
     #[test]
     fn figure_9_patch() {
         let mut t = PatchTable::new(16);
-        let gone = t.insert(0x02, 7, 6, Loc::Rep(11));
+        let gone = t.insert(0x02, PatchNode::new(7, 6, Loc::Rep(11)));
         assert!(gone.is_empty());
         assert_eq!(t.get(0x02), &[PatchNode::new(7, 6, Loc::Rep(11))]);
         let segs = segments(Loc::Raid(3), t.get(0x02), 0, 16);
         assert_eq!(
             segs,
-            vec![
+            [
                 (0, 7, Loc::Raid(3)),
                 (7, 6, Loc::Rep(11)),
                 (13, 3, Loc::Raid(3))
             ]
+            .map(|(first, count, loc)| Seg {
+                first,
+                count,
+                loc,
+                at: first
+            })
         );
     }
 
@@ -403,14 +467,14 @@ mod tests {
                 let count = 1 + rng.below((ppb - first).min(8) as u64) as u16;
                 let loc = Loc::Rep(rng.below(12));
                 let small = if a.get(ub).is_empty() || a.get(ub).len() > SMALL_LIST {
-                    a.insert(ub, first, count, loc)
+                    a.insert(ub, PatchNode::new(first, count, loc))
                 } else {
-                    a.insert_small(ub, first, count, loc)
+                    a.insert_small(ub, PatchNode::new(first, count, loc))
                 };
                 let general = if b.get(ub).is_empty() {
-                    b.insert(ub, first, count, loc)
+                    b.insert(ub, PatchNode::new(first, count, loc))
                 } else {
-                    b.insert_general(ub, first, count, loc)
+                    b.insert_general(ub, PatchNode::new(first, count, loc))
                 };
                 assert_eq!(small, general);
                 assert_eq!(a.get(ub), b.get(ub));
@@ -424,10 +488,10 @@ mod tests {
     #[test]
     fn newer_patch_trims_and_reports_dead_locations() {
         let mut t = PatchTable::new(16);
-        t.insert(1, 0, 4, Loc::Rep(100));
-        t.insert(1, 8, 4, Loc::Rep(200));
+        t.insert(1, PatchNode::new(0, 4, Loc::Rep(100)));
+        t.insert(1, PatchNode::new(8, 4, Loc::Rep(200)));
         // Covers all of the first node and half of the second.
-        let gone = t.insert(1, 0, 10, Loc::Rep(300));
+        let gone = t.insert(1, PatchNode::new(0, 10, Loc::Rep(300)));
         assert_eq!(gone, vec![Loc::Rep(100)]);
         assert_eq!(
             t.get(1),
@@ -448,7 +512,7 @@ mod tests {
         for i in 0..10_000u64 {
             let first = rng.below(16) as u16;
             let count = 1 + rng.below(16 - first as u64) as u16;
-            t.insert(9, first, count, Loc::Rep(i));
+            t.insert(9, PatchNode::new(first, count, Loc::Rep(i)));
             assert!(t.get(9).len() <= 16);
         }
     }
@@ -468,8 +532,68 @@ mod tests {
     #[test]
     fn adjacent_runs_of_one_block_merge() {
         let mut t = PatchTable::new(16);
-        t.insert(2, 0, 2, Loc::Rep(5));
-        t.insert(2, 2, 2, Loc::Rep(5));
+        t.insert(2, PatchNode::new(0, 2, Loc::Rep(5)));
+        t.insert(2, PatchNode::new(2, 2, Loc::Rep(5)));
         assert_eq!(t.get(2), &[PatchNode::new(0, 4, Loc::Rep(5))]);
+    }
+
+    /// Pages moved elsewhere in a block keep their place through trims and merges: a piece
+    /// of a node keeps its shift, and only runs that continue each other merge.
+    #[test]
+    fn moved_pages_keep_their_places() {
+        let mut t = PatchTable::new(16);
+        t.insert(3, PatchNode::placed(4, 8, Loc::Raid(7), 0));
+        // A write into the middle leaves two pieces, each still where its pages are.
+        t.insert(3, PatchNode::new(6, 2, Loc::Rep(1)));
+        assert_eq!(
+            t.get(3),
+            &[
+                PatchNode::placed(4, 2, Loc::Raid(7), 0),
+                PatchNode::new(6, 2, Loc::Rep(1)),
+                PatchNode::placed(8, 4, Loc::Raid(7), 4)
+            ]
+        );
+        let segs = segments(Loc::Raid(2), t.get(3), 0, 16);
+        let at: Vec<(u16, u16, Loc, u16)> = segs
+            .iter()
+            .map(|s| (s.first, s.count, s.loc, s.at))
+            .collect();
+        assert_eq!(
+            at,
+            vec![
+                (0, 4, Loc::Raid(2), 0),
+                (4, 2, Loc::Raid(7), 0),
+                (6, 2, Loc::Rep(1), 6),
+                (8, 4, Loc::Raid(7), 4),
+                (12, 4, Loc::Raid(2), 12)
+            ]
+        );
+        // The same location at a place that does not continue the run stays apart.
+        t.insert(3, PatchNode::placed(12, 2, Loc::Raid(7), 9));
+        assert_eq!(t.get(3).len(), 4);
+        t.insert(3, PatchNode::placed(12, 2, Loc::Raid(7), 8));
+        assert_eq!(
+            t.get(3).last(),
+            Some(&PatchNode::placed(8, 6, Loc::Raid(7), 4))
+        );
+        assert!(!t.covers_block(3));
+        t.insert(3, PatchNode::placed(0, 4, Loc::Raid(9), 12));
+        t.insert(3, PatchNode::new(14, 2, Loc::Unmapped));
+        assert!(t.covers_block(3));
+    }
+
+    /// The packed form keeps the place, and a node written before pages could move (shift
+    /// bits 0) still means its pages' own positions.
+    #[test]
+    fn places_survive_the_packed_form() {
+        let n = PatchNode::placed(200, 40, Loc::Raid(5), 3);
+        assert_eq!(PatchNode::from_raw(n.raw()), Some(n));
+        assert_eq!((n.first(), n.count(), n.at()), (200, 40, 3));
+        let old = PatchNode::new(9, 2, Loc::Rep(4)).raw();
+        assert_eq!(old >> 56, 0);
+        assert_eq!(PatchNode::from_raw(old).map(|n| n.at()), Some(9));
+        // A place that would run off the block is refused.
+        let bad = (PatchNode::new(0, 16, Loc::Raid(1)).raw() & !(0xff << 56)) | 250 << 56;
+        assert_eq!(PatchNode::from_raw(bad), None);
     }
 }

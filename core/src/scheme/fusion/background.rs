@@ -207,20 +207,21 @@ impl FusionScheme {
             }
             if !started && (starving || low_space) {
                 let room = limit - self.vols[vol].bg_running;
-                started = self.start_relocation(ctx, vol, room, false);
+                started = self.start_relocation(ctx, vol, room);
             }
-            // An idle volume compacts the holes that overwrites, trims and zeroing left, so
-            // their space shows as free and the next burst finds it ready; only moves that
-            // give stripes back, and after a fruitless look not again for a while.
+            // An idle volume compacts the holes and dead pages that overwrites, trims and
+            // zeroing left, so their space shows as free and the next burst finds it ready
+            // (every plan gives stripes back), and after a fruitless look not again for a
+            // while.
             let v = &self.vols[vol];
             if !started
                 && pol.enabled
                 && idle
-                && v.holes() >= 2 * v.zone.dcols() as u64
+                && (v.holes() >= 2 * v.zone.dcols() as u64 || v.patches.patched_blocks() > 0)
                 && ctx.now >= v.idle_clean_after
             {
                 let room = limit - self.vols[vol].bg_running;
-                started = self.start_relocation(ctx, vol, room, true);
+                started = self.start_relocation(ctx, vol, room);
                 if !started {
                     self.vols[vol].idle_clean_after = ctx.now + IDLE_CLEAN_RETRY_NS;
                 }

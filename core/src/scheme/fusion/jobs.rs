@@ -82,6 +82,8 @@ pub struct ReadPart {
     pub ub: u64,
     pub first: u16,
     pub count: u16,
+    /// The page of the block at `loc` that holds page `first` (patch.rs `Seg::at`).
+    pub at: u16,
     /// Byte offset of this run in the job's buffer.
     pub buf_off: usize,
     pub loc: Loc,
@@ -159,6 +161,9 @@ pub struct Piece {
     pub ub: u64,
     pub first: u16,
     pub count: u16,
+    /// Where in the destination block the pages go (a pack's next free pages; elsewhere
+    /// their own positions).
+    pub at: u16,
     pub dest: Dest,
 }
 
@@ -207,23 +212,22 @@ pub struct Segment {
     pub ub: u64,
     pub first: u16,
     pub count: u16,
+    /// Where they go: pages `[at, at + count)` of the target stripe's column `col`.
     pub col: usize,
+    pub at: u16,
 }
 
-/// Relocation: gather up to one stripe's worth of user blocks (from stripes full of holes, or
-/// with patch lists) into a fresh full stripe, then free what they left behind. Whole user
-/// blocks take columns `0..blocks.len()`; shared blocks moved as they are (`moves`) take
-/// the columns after them.
+/// Relocation: gather up to one stripe's worth of live pages (cleaning), or of whole user
+/// blocks (rebuild, repair), into a fresh full stripe, then free what they left behind.
+/// Whole user blocks take columns `0..blocks.len()`; moved pages (`segments`) the columns
+/// after them.
 pub struct RelocJob {
     pub vol: usize,
     pub stripe: u32,
     pub blocks: Vec<u64>,
-    /// Shared RAID blocks moved as they are: (old FLBN, target column). Their owners'
-    /// references are retargeted, page positions kept.
-    pub moves: Vec<(u64, usize)>,
-    /// The reads that gather `moves` (read index `blocks.len() + i`).
+    /// Pages moved (read index `blocks.len() + i`), laid out after the whole blocks.
     pub segments: Vec<Segment>,
-    /// Owners of moved shared blocks and their mappings when read (compared like
+    /// The blocks `segments` belong to and their mappings when read (compared like
     /// `snapshot`).
     pub owners: Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)>,
     /// Each block's mapping when its data was read. Relocation takes no block locks: at the

@@ -1,13 +1,14 @@
 //! Page packing of the replicated area.
 //!
-//! A sub-block write (a *patch*, paper §4.4) keeps its pages at their own positions inside a
-//! block, so it needs a block whose pages at those positions are unused, not a whole block of
-//! its own. Without packing every 4 KiB write took a 64 KiB replica slot: the replicated area
-//! filled after a few thousand scattered small writes and every further one cost a stripe.
-//! A *pack* is a replica slot that collects the patches of several user blocks, each at its
-//! own page positions, until its pages run out or it is closed. Its owners are listed here;
-//! after conversion the block becomes a RAID data block shared the same way (see
-//! `Vol::raid_extra`).
+//! A sub-block write (a *patch*, paper §4.4) needs only as many pages as it writes, not a
+//! whole block of its own: without packing every 4 KiB write took a 64 KiB replica slot, the
+//! replicated area filled after a few thousand scattered small writes and every further one
+//! cost a stripe. A *pack* is a replica slot that collects the patches of several user
+//! blocks, each in the next free run of pages (its patch node records where,
+//! `PatchNode::at`), until its pages run out or it is closed. So packs fill up whatever
+//! pages the writes touch, and a conversion turns full blocks into RAID. Its owners are
+//! listed here; after conversion the block becomes a RAID data block shared the same way
+//! (see `Vol::raid_extra`).
 //!
 //! A page position once handed out is never handed out again in the same slot (its old
 //! contents may still be what a not-yet-durable mapping points at); only conversion, which
@@ -16,9 +17,9 @@
 use super::pairs::SlotRef;
 use crate::fasthash::FastMap;
 
-/// Open packs at once per volume: enough that a piece usually finds its page positions free
-/// in one of them (positions of scattered writes are uniform), few enough that the pair sets
-/// they keep unsettled do not hold back conversion.
+/// Open packs at once per volume: enough that writes on members to avoid (a spiking one)
+/// find a pack elsewhere, and that a piece longer than the pages left in one pack finds
+/// another, few enough that the pair sets they keep unsettled do not hold back conversion.
 pub const MAX_OPEN: usize = 8;
 
 /// Page bitmap of one block (blocks have at most 256 pages).
@@ -50,9 +51,6 @@ impl Pages {
         }
         p
     }
-    pub(super) fn overlaps(&self, o: &Pages) -> bool {
-        self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
-    }
     pub(super) fn add(&mut self, o: &Pages) {
         for (a, b) in self.0.iter_mut().zip(&o.0) {
             *a |= b;
@@ -62,6 +60,39 @@ impl Pages {
         for (a, b) in self.0.iter_mut().zip(&o.0) {
             *a &= !b;
         }
+    }
+    /// The first page of the lowest run of `count` unused pages among the first `pages`.
+    pub(super) fn free_run(&self, count: u16, pages: u16) -> Option<u16> {
+        if count == 0 || count > pages {
+            return None;
+        }
+        if pages <= 64 {
+            // Blocks of up to 64 pages: starts of free runs by shifting and masking.
+            let mask = if pages == 64 {
+                u64::MAX
+            } else {
+                (1 << pages) - 1
+            };
+            let mut starts = !self.0[0] & mask;
+            for _ in 1..count {
+                starts &= starts >> 1;
+            }
+            // A start must leave room for the run inside the block.
+            starts &= u64::MAX >> (64 - (pages - count + 1));
+            return (starts != 0).then(|| starts.trailing_zeros() as u16);
+        }
+        let mut run = 0;
+        for p in 0..pages {
+            if self.contains(p) {
+                run = 0;
+            } else {
+                run += 1;
+                if run == count {
+                    return Some(p + 1 - count);
+                }
+            }
+        }
+        None
     }
     pub(super) fn contains(&self, page: u16) -> bool {
         self.0[page as usize / 64] & (1 << (page % 64)) != 0
@@ -123,38 +154,40 @@ impl Packs {
         self.open.len()
     }
 
-    /// Reserve pages `[first, first+count)` in an open pack whose slot `ok` accepts.
-    /// Also says whether `ok` turned down a pack that had the pages free: the piece was
-    /// steered away from it (a redirected write when `ok` avoids slow members).
+    /// Reserve `count` pages in an open pack whose slot `ok` accepts: the slot and the first
+    /// of the pages there. Also says whether `ok` turned down a pack that had the room: the
+    /// piece was steered away from it (a redirected write when `ok` avoids slow members).
     pub fn reserve(
         &mut self,
-        first: u16,
         count: u16,
         mut ok: impl FnMut(SlotRef) -> bool,
-    ) -> (Option<SlotRef>, bool) {
-        let want = Pages::range(first, count);
+    ) -> (Option<(SlotRef, u16)>, bool) {
         let mut refused = false;
         for p in self.open.iter_mut() {
-            if !p.open || p.used.overlaps(&want) {
+            let Some(at) = p
+                .used
+                .free_run(count, self.pages_per_block)
+                .filter(|_| p.open)
+            else {
                 continue;
-            }
+            };
             if !ok(p.r) {
                 refused = true;
                 continue;
             }
-            p.used.add(&want);
+            p.used.add(&Pages::range(at, count));
             p.writing += 1;
-            return (Some(p.r), refused);
+            return (Some((p.r, at)), refused);
         }
         (None, refused)
     }
 
-    /// How many new slots would the sub-block pieces `[first, first+count)` of one write
-    /// need, the open packs taking what they can (first fit, as `reserve` hands out)?
+    /// How many new slots would sub-block pieces of these page counts need, the open packs
+    /// taking what they can (first fit, as `reserve` hands out)?
     /// Asked for every chunk of every write, most of which have no sub-block piece: those
     /// return at once, and the others work on the stack (the open packs plus one new slot
     /// per piece), not on a `Vec` per call.
-    pub fn slots_needed(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
+    pub fn slots_needed(&self, pieces: impl Iterator<Item = u16>) -> usize {
         let mut pieces = pieces.peekable();
         if pieces.peek().is_none() {
             return 0;
@@ -170,28 +203,31 @@ impl Packs {
     }
 
     /// `slots_needed` for more packs and pieces than its array holds.
-    fn slots_needed_vec(&self, pieces: impl Iterator<Item = (u16, u16)>) -> usize {
-        let pieces: Vec<(u16, u16)> = pieces.collect();
+    fn slots_needed_vec(&self, pieces: impl Iterator<Item = u16>) -> usize {
+        let pieces: Vec<u16> = pieces.collect();
         let mut used = vec![Pages::default(); self.open.len() + pieces.len()];
         self.first_fit(&mut used, pieces.into_iter())
     }
 
-    /// The open packs' pages into `used`, then each piece into the first that has its pages
-    /// free, else a new slot; returns how many new slots. `used` has room for every open
-    /// pack and one slot per piece.
-    fn first_fit(&self, used: &mut [Pages], pieces: impl Iterator<Item = (u16, u16)>) -> usize {
+    /// The open packs' pages into `used`, then each piece into the first that has room,
+    /// else a new slot; returns how many new slots. `used` has room for every open pack and
+    /// one slot per piece.
+    fn first_fit(&self, used: &mut [Pages], pieces: impl Iterator<Item = u16>) -> usize {
+        let ppb = self.pages_per_block;
         let mut n = 0;
         for p in self.open.iter().filter(|p| p.open) {
             used[n] = p.used;
             n += 1;
         }
         let fresh = n;
-        for (first, count) in pieces {
-            let want = Pages::range(first, count);
-            match used[..n].iter_mut().find(|u| !u.overlaps(&want)) {
-                Some(u) => u.add(&want),
+        for count in pieces {
+            let found = used[..n]
+                .iter_mut()
+                .find_map(|u| u.free_run(count, ppb).map(|at| (u, at)));
+            match found {
+                Some((u, at)) => u.add(&Pages::range(at, count)),
                 None => {
-                    used[n] = want;
+                    used[n] = Pages::range(0, count);
                     n += 1;
                 }
             }
@@ -199,23 +235,24 @@ impl Packs {
         n - fresh
     }
 
-    /// Start a pack in slot `r` (just taken from the spare list) with a first reservation.
-    pub fn start(&mut self, r: SlotRef, first: u16, count: u16) {
+    /// Start a pack in slot `r` (just taken from the spare list) with a first reservation,
+    /// of its first `count` pages.
+    pub fn start(&mut self, r: SlotRef, count: u16) {
         assert!(self.open.iter().all(|p| p.r != r), "slot packed twice");
         self.open.push(Open {
             r,
-            used: Pages::range(first, count),
+            used: Pages::range(0, count),
             writing: 1,
             open: true,
         });
         self.owners.entry(r).or_default();
     }
 
-    /// Give back a reservation whose write was never issued.
-    pub fn unreserve(&mut self, r: SlotRef, first: u16, count: u16) {
+    /// Give back a reservation (pages `[at, at+count)` of `r`) whose write was never issued.
+    pub fn unreserve(&mut self, r: SlotRef, at: u16, count: u16) {
         let p = self.find_mut(r).expect("unreserve of a pack not open");
         assert!(p.writing > 0);
-        p.used.remove(&Pages::range(first, count));
+        p.used.remove(&Pages::range(at, count));
         p.writing -= 1;
     }
 
@@ -357,24 +394,47 @@ mod tests {
     #[test]
     fn slots_needed_matches_with_and_without_the_array() {
         let mut p = Packs::new(16);
-        p.start(r(0, 0), 0, 4);
-        p.start(r(0, 1), 8, 8);
-        let pieces = [(0u16, 2u16), (4, 4), (2, 2), (0, 16), (10, 1)];
+        p.start(r(0, 0), 4);
+        p.start(r(0, 1), 8);
+        // 2, 4 and 2 go into the first pack's 12 free pages, the whole block needs a slot
+        // of its own, the last page fits in the first pack's rest.
+        let pieces = [2u16, 4, 2, 16, 1];
         assert_eq!(p.slots_needed(pieces.iter().copied()), 1);
         assert_eq!(p.slots_needed_vec(pieces.iter().copied()), 1);
+        assert_eq!(p.slots_needed([12u16, 12].into_iter()), 1);
         assert_eq!(p.slots_needed(std::iter::empty()), 0);
     }
 
     #[test]
-    fn pieces_share_a_slot_only_at_free_positions() {
+    fn free_runs_are_found_first_fit() {
+        let mut used = Pages::range(3, 2);
+        assert_eq!(used.free_run(3, 16), Some(0));
+        assert_eq!(used.free_run(4, 16), Some(5));
+        assert_eq!(used.free_run(11, 16), Some(5));
+        assert_eq!(used.free_run(12, 16), None);
+        used.add(&Pages::range(5, 11));
+        assert_eq!(used.free_run(1, 16), Some(0));
+        assert_eq!(used.free_run(4, 16), None);
+        // Blocks of more than 64 pages take the page-by-page path.
+        let big = Pages::range(0, 100);
+        assert_eq!(big.free_run(156, 256), Some(100));
+        assert_eq!(big.free_run(157, 256), None);
+        assert_eq!(Pages::default().free_run(64, 64), Some(0));
+        assert_eq!(Pages::range(63, 1).free_run(1, 64), Some(0));
+        assert_eq!(Pages::range(0, 63).free_run(1, 64), Some(63));
+        assert_eq!(Pages::range(0, 63).free_run(2, 64), None);
+    }
+
+    #[test]
+    fn pieces_take_the_next_free_pages() {
         let mut p = Packs::new(16);
-        p.start(r(0, 0), 3, 2);
-        assert_eq!(p.reserve(4, 1, |_| true), (None, false), "page 4 is taken");
-        assert_eq!(p.reserve(5, 11, |_| true), (Some(r(0, 0)), false));
-        assert_eq!(p.reserve(0, 3, |_| false), (None, true), "slot refused");
-        assert_eq!(p.reserve(0, 3, |_| true), (Some(r(0, 0)), false));
+        p.start(r(0, 0), 2);
+        assert_eq!(p.reserve(15, |_| true), (None, false), "14 pages left");
+        assert_eq!(p.reserve(11, |_| true), (Some((r(0, 0), 2)), false));
+        assert_eq!(p.reserve(3, |_| false), (None, true), "slot refused");
+        assert_eq!(p.reserve(3, |_| true), (Some((r(0, 0), 13)), false));
         assert_eq!(
-            p.reserve(0, 1, |_| true),
+            p.reserve(1, |_| true),
             (None, false),
             "all 16 pages handed out"
         );
@@ -395,9 +455,9 @@ mod tests {
     #[test]
     fn unreserved_pages_are_free_again_and_a_failed_write_closes() {
         let mut p = Packs::new(16);
-        p.start(r(1, 2), 0, 8);
+        p.start(r(1, 2), 8);
         p.unreserve(r(1, 2), 0, 8);
-        assert_eq!(p.reserve(0, 16, |_| true), (Some(r(1, 2)), false));
+        assert_eq!(p.reserve(16, |_| true), (Some((r(1, 2), 0)), false));
         assert_eq!(p.write_done(r(1, 2), false), Settled::Empty);
         assert!(!p.is_active(r(1, 2)));
     }
@@ -405,10 +465,10 @@ mod tests {
     #[test]
     fn a_closed_pack_settles_when_its_last_write_lands() {
         let mut p = Packs::new(16);
-        p.start(r(0, 1), 0, 1);
+        p.start(r(0, 1), 1);
         assert_eq!(p.close(r(0, 1)), Settled::No, "a write is in flight");
         assert_eq!(
-            p.reserve(1, 1, |_| true),
+            p.reserve(1, |_| true),
             (None, false),
             "closed packs take nothing"
         );

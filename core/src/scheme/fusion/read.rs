@@ -10,7 +10,7 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::parity;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
-use crate::volume::patch::segments;
+use crate::volume::patch::{Seg, segments};
 use crate::volume::{Loc, PageSums};
 
 /// IoTag.part = part index * PART_STRIDE + code. Codes below DIRECT are the columns of a
@@ -49,20 +49,26 @@ impl FusionScheme {
             let e = v.bmt.get(b);
             // Most blocks carry no patches: one segment, no allocation.
             let patched;
-            let segs: &[(u16, u16, Loc)] = if e.patched {
+            let segs: &[Seg] = if e.patched {
                 patched = segments(e.base, v.patches.get(b), first, count);
                 &patched
             } else {
-                &[(first, count, e.base)]
+                &[Seg {
+                    first,
+                    count,
+                    loc: e.base,
+                    at: first,
+                }]
             };
-            for &(f, c, loc) in segs {
-                let buf_off = (b * bs + f as u64 * PAGE_SIZE - offset) as usize;
+            for g in segs {
+                let buf_off = (b * bs + g.first as u64 * PAGE_SIZE - offset) as usize;
                 parts.push(ReadPart {
                     ub: b,
-                    first: f,
-                    count: c,
+                    first: g.first,
+                    count: g.count,
+                    at: g.at,
                     buf_off,
-                    loc,
+                    loc: g.loc,
                     mode: PartMode::Done,
                     tries: 0,
                     inflight: 0,
@@ -100,7 +106,7 @@ impl FusionScheme {
     /// Choose how to serve part `i` and issue its device reads. Unmapped parts finish at once.
     fn plan_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
         let redirect = self.cfg.redirect;
-        let (vol, loc, ub, first, count, background, bad) = {
+        let (vol, loc, ub, first, count, at, background, bad) = {
             let job = self.read_job(h);
             let p = &job.parts[i];
             (
@@ -109,6 +115,7 @@ impl FusionScheme {
                 p.ub,
                 p.first,
                 p.count,
+                p.at,
                 matches!(job.purpose, ReadPurpose::Reloc { .. }),
                 p.bad,
             )
@@ -118,7 +125,7 @@ impl FusionScheme {
             self.read_job(h).parts[i].expect = expect;
         }
         let v = &mut self.vols[vol];
-        let page_off = first as u64 * PAGE_SIZE;
+        let page_off = at as u64 * PAGE_SIZE;
         let len = count as u64 * PAGE_SIZE;
         let part_tag = |col: u32| IoTag {
             job: h,
@@ -303,24 +310,25 @@ impl FusionScheme {
         let segs = segments(e.base, v.patches.get(ub), first, count);
         let job = self.read_job(h);
         let mut out = Vec::with_capacity(segs.len());
-        for (k, &(f, c, loc)) in segs.iter().enumerate() {
-            let off = buf_off + (f - first) as usize * PAGE_SIZE as usize;
+        for (k, g) in segs.iter().enumerate() {
+            let off = buf_off + (g.first - first) as usize * PAGE_SIZE as usize;
             if k == 0 {
                 let p = &mut job.parts[i];
-                if p.loc != loc {
+                if p.loc != g.loc || p.at != g.at {
                     p.bad = 0; // the bad copies were those of the old location
                     p.lost_copy = None;
                 }
-                (p.first, p.count, p.buf_off, p.loc) = (f, c, off, loc);
+                (p.first, p.count, p.at, p.buf_off, p.loc) = (g.first, g.count, g.at, off, g.loc);
                 out.push(i);
             } else {
                 let tries = job.parts[i].tries;
                 job.parts.push(ReadPart {
                     ub,
-                    first: f,
-                    count: c,
+                    first: g.first,
+                    count: g.count,
+                    at: g.at,
                     buf_off: off,
-                    loc,
+                    loc: g.loc,
                     mode: PartMode::Done,
                     tries,
                     inflight: 0,
@@ -624,7 +632,7 @@ impl FusionScheme {
                 .map(|(i, _)| i)
                 .collect();
             for i in due {
-                let (loc, first, count, cur) = {
+                let (loc, at, count, cur) = {
                     let Some(Job::Read(job)) = self.jobs.get(h) else {
                         unreachable!()
                     };
@@ -632,7 +640,7 @@ impl FusionScheme {
                     let PartMode::Direct { stripe } = p.mode else {
                         unreachable!()
                     };
-                    (p.loc, p.first, p.count, stripe)
+                    (p.loc, p.at, p.count, stripe)
                 };
                 let Loc::Rep(key) = loc else { unreachable!() };
                 let v = &mut self.vols[vol];
@@ -652,7 +660,7 @@ impl FusionScheme {
                 let Some(ci) = other else { continue };
                 let (s, c) = copies[ci];
                 let code = DIRECT + ci as u32;
-                let (disk, off) = v.zone.device_offset(s, c, first as u64 * PAGE_SIZE);
+                let (disk, off) = v.zone.device_offset(s, c, at as u64 * PAGE_SIZE);
                 v.stripes.pin(s);
                 ctx.issue(
                     disk,

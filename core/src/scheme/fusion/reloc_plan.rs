@@ -1,65 +1,62 @@
 //! What the cleaner moves: a sweep of the BMT cut into relocation batches, and the exact
 //! effect of a batch on the stripes it touches.
 //!
-//! The unit of cleaning is a RAID data column. A column with one owner is moved by moving
-//! that user block whole (its patches merged into it on the way). A column shared by several
-//! blocks (a converted pack) is moved as it is: its owners' pages are read at their own
-//! positions into one target column and their references retargeted. Either way one live
-//! column costs one target column, so emptying the stripes with the most holes always gives
-//! space back once the volume holds a stripe's worth of holes (ARCHITECTURE.md, "The space
-//! invariant"), however many blocks share a column.
+//! Cleaning is page-granular. The unit is an *item*: the pages one user block has in one
+//! RAID data column (its base's live pages, or patches packed there by a conversion or an
+//! earlier cleaning). A batch fills one target stripe with items, densely: a block moved
+//! whole keeps a column of its own, every other item's pages go wherever the next free
+//! pages are and become patches placed there (`PatchNode::at`). So a stripe costs its live
+//! pages to empty, not its live columns, and dead pages anywhere (overwritten, trimmed)
+//! come back the same way holes do.
+//!
+//! Victims are the stripes with the fewest live pages (greedy). A plan empties victims in
+//! order into as few targets as their live pages need, and is made only when it gives back
+//! more stripes than it takes (ARCHITECTURE.md, "The space invariant"): a victim holds less
+//! than a stripe of live pages, so it always fits in one target together with the tail of
+//! the victim before it, and each batch empties at least one victim.
 
-use super::pack::Pages;
 use super::vol::Vol;
 use crate::fasthash::{FastMap, FastSet};
 use crate::volume::Loc;
+use crate::volume::patch::segments;
 
-/// One relocation's worth of moves, planned by a sweep.
+/// The pages user block `ub` has in RAID block `from`, moved together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub ub: u64,
+    pub from: u64,
+    /// Pages when planned (they only get fewer: nothing is written into a RAID block after
+    /// its stripe is).
+    pub pages: u16,
+}
+
+/// One relocation's worth of moves, planned by a sweep: items whose pages fit one stripe.
 pub struct RelocBatch {
-    /// User blocks moved whole (merged).
-    pub blocks: Vec<u64>,
-    /// Shared RAID blocks moved as they are, one target column per group. The blocks of a
-    /// group have their live pages at different positions, so one column holds them all.
-    pub shared: Vec<Group>,
-    /// The sweep saw this batch empty more stripes than it takes.
-    pub frees: bool,
+    pub items: Vec<Item>,
 }
 
 impl RelocBatch {
     pub fn len(&self) -> usize {
-        self.blocks.len() + self.shared.len()
+        self.items.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.items.is_empty()
     }
-}
-
-/// A shared RAID block and the owners the sweep saw: (FLBN, user blocks).
-pub type Shared = (u64, Vec<u64>);
-/// Shared blocks that go into one target column.
-pub type Group = Vec<Shared>;
-
-/// A column to move, in sweep order.
-enum Unit {
-    Block(u64),
-    Shared(Group),
 }
 
 /// Blocks of the BMT one sweep looks at, at most.
 const SWEEP_BLOCKS: u64 = 65_536;
-/// Shared blocks one sweep considers packing together (the sparsest), and the targets
-/// each is tried against (the newest): bounds a sweep's cost, as first fit is quadratic.
-const COMBINE_CANDIDATES: usize = 4096;
-const COMBINE_OPEN_BINS: usize = 32;
+/// Items after the next one a batch looks through for some that fill its last pages.
+const FILL_LOOKAHEAD: usize = 64;
 
 /// Sweep part of `v`'s BMT and cut what is worth moving into at most `max_batches`
-/// relocation batches, the best last (they are popped from the end).
+/// relocation batches, to run in order (they are popped from the end: the first last).
 pub fn plan(v: &mut Vol, max_batches: usize) -> Vec<RelocBatch> {
     let dcols = v.zone.dcols();
-    // Owners of every column of a candidate stripe (one with holes, or with shared blocks).
-    let mut owners: FastMap<u64, Vec<u64>> = FastMap::default();
-    let mut candidate: FastMap<u32, bool> = FastMap::default();
-    let mut locs: Vec<Loc> = Vec::new();
+    let ppb = v.pages_per_block;
+    let capacity = dcols * ppb as usize;
+    // The owners of every RAID block seen, with their pages there.
+    let mut owners: FastMap<u64, Vec<(u64, u16)>> = FastMap::default();
     for _ in 0..v.blocks.min(SWEEP_BLOCKS) {
         let ub = v.sweep_cursor;
         v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
@@ -67,188 +64,133 @@ pub fn plan(v: &mut Vol, max_batches: usize) -> Vec<RelocBatch> {
             continue;
         }
         let e = v.bmt.get(ub);
-        locs.clear();
-        locs.push(e.base);
-        if e.patched {
-            locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
-            locs.sort_by_key(|l| l.pack());
-            locs.dedup();
+        if !e.patched {
+            if let Loc::Raid(f) = e.base {
+                owners.entry(f).or_default().push((ub, ppb));
+            }
+            continue;
         }
-        for &loc in &locs {
-            let Loc::Raid(f) = loc else { continue };
-            let s = v.zone.split(f).0;
-            let is = *candidate.entry(s).or_insert_with(|| {
-                let holes = (v.stripes.valid(s).count_ones() as usize) < dcols;
-                holes || v.stripe_refs(s) as usize > dcols
-            });
-            if is {
-                owners.entry(f).or_default().push(ub);
+        let mut mine: Vec<(u64, u16)> = Vec::new();
+        for g in segments(e.base, v.patches.get(ub), 0, ppb) {
+            if let Loc::Raid(f) = g.loc {
+                match mine.iter_mut().find(|m| m.0 == f) {
+                    Some(m) => m.1 += g.count,
+                    None => mine.push((f, g.count)),
+                }
             }
         }
+        for (f, pages) in mine {
+            owners.entry(f).or_default().push((ub, pages));
+        }
     }
-    // Victims: stripes with holes, fewest live columns first (their columns empty the most
-    // stripes per target); then full stripes with shared blocks, whose owners merge.
-    let mut victims: Vec<(u32, usize)> = candidate
-        .iter()
-        .filter(|&(_, &is)| is)
-        .map(|(&s, _)| (s, v.stripes.valid(s).count_ones() as usize))
+    // Victims: stripes whose every owner the sweep saw, with dead pages, fewest live first.
+    let mut live_of: FastMap<u32, usize> = FastMap::default();
+    let mut incomplete: FastSet<u32> = FastSet::default();
+    for (&f, o) in &owners {
+        let s = v.zone.split(f).0;
+        let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
+        if o.len() != refs {
+            incomplete.insert(s);
+        }
+        *live_of.entry(s).or_default() += o.iter().map(|x| x.1 as usize).sum::<usize>();
+    }
+    let mut victims: Vec<(usize, u32)> = live_of
+        .into_iter()
+        .filter(|&(s, live)| {
+            let valid = v.stripes.valid(s);
+            live < capacity
+                && !incomplete.contains(&s)
+                && (0..dcols)
+                    .all(|c| valid & (1 << c) == 0 || owners.contains_key(&v.zone.flbn(s, c)))
+        })
+        .map(|(s, live)| (live, s))
         .collect();
-    victims.sort_by_key(|&(s, live)| (live >= dcols, live, s));
-    // Units in order, each marked when it is the last move of a stripe the sweep saw whole.
-    let mut order: Vec<(Unit, bool)> = Vec::new();
-    let mut seen: FastSet<u64> = FastSet::default();
-    for &(s, live) in &victims {
-        if order.len() >= dcols * max_batches {
+    victims.sort_unstable();
+    // Items in victim order, each with the victim it belongs to (enough for the batches).
+    let mut planned = 0;
+    let mut items: Vec<(Item, usize)> = Vec::new();
+    for (k, &(live, s)) in victims.iter().enumerate() {
+        if planned >= capacity * (max_batches + 1) {
             break;
         }
+        planned += live;
         let valid = v.stripes.valid(s);
-        let mut complete = true;
-        let mut units = Vec::new();
-        for c in 0..dcols {
-            if valid & (1 << c) == 0 {
-                continue;
+        for c in (0..dcols).filter(|c| valid & (1 << c) != 0) {
+            let from = v.zone.flbn(s, c);
+            for &(ub, pages) in &owners[&from] {
+                items.push((Item { ub, from, pages }, k));
             }
-            let f = v.zone.flbn(s, c);
-            let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
-            let Some(o) = owners.get(&f) else {
-                complete = false;
-                continue;
-            };
-            complete &= o.len() == refs;
-            if live >= dcols {
-                // No holes: only merging the owners (patches into their blocks) helps.
-                units.extend(o.iter().map(|&u| Unit::Block(u)));
-            } else if refs == 1 {
-                units.push(Unit::Block(o[0]));
-            } else {
-                units.push(Unit::Shared(vec![(f, o.clone())]));
-            }
-        }
-        units.retain(|u| match u {
-            Unit::Block(b) => seen.insert(*b),
-            Unit::Shared(..) => true,
-        });
-        let n = units.len();
-        for (k, u) in units.into_iter().enumerate() {
-            order.push((u, complete && live < dcols && k + 1 == n));
         }
     }
-    let mut batches = Vec::new();
-    for chunk in order.chunks(dcols).take(max_batches) {
-        let emptied = chunk.iter().filter(|u| u.1).count();
-        let full = chunk.len() == dcols;
-        let merges = full
-            && chunk
-                .iter()
-                .all(|(u, _)| matches!(u, Unit::Block(b) if v.bmt.get(*b).patched));
-        let frees = emptied >= 2 || (emptied >= 1 && full);
-        if !(frees || merges) {
-            break;
-        }
-        let mut b = RelocBatch {
-            blocks: Vec::new(),
-            shared: Vec::new(),
-            frees,
-        };
-        for (u, _) in chunk {
-            match u {
-                Unit::Block(x) => b.blocks.push(*x),
-                Unit::Shared(g) => b.shared.push(g.clone()),
+    fill(items, victims.len(), capacity, max_batches)
+}
+
+/// Cut `items` (in victim order) into batches of at most `capacity` pages, the first
+/// last, keeping the longest run of batches that gives back the most stripes (none when no
+/// run gives back any).
+fn fill(
+    mut items: Vec<(Item, usize)>,
+    nvictims: usize,
+    capacity: usize,
+    max_batches: usize,
+) -> Vec<RelocBatch> {
+    // Items of each victim not yet in a batch.
+    let mut left = vec![0usize; nvictims];
+    for &(_, k) in &items {
+        left[k] += 1;
+    }
+    let mut batches: Vec<RelocBatch> = Vec::new();
+    let (mut net, mut best, mut best_len) = (0i64, 0i64, 0usize);
+    let mut next = 0; // items before this one are placed (or taken)
+    let mut taken = vec![false; items.len()];
+    while next < items.len() && batches.len() < max_batches {
+        let mut b = RelocBatch { items: Vec::new() };
+        let mut pages = 0usize;
+        let mut emptied = 0i64;
+        let mut i = next;
+        let mut skipped = 0;
+        while i < items.len() && skipped <= FILL_LOOKAHEAD {
+            if taken[i] {
+                i += 1;
+                continue;
             }
+            let (it, k) = items[i];
+            if pages + it.pages as usize <= capacity {
+                pages += it.pages as usize;
+                b.items.push(it);
+                taken[i] = true;
+                left[k] -= 1;
+                emptied += i64::from(left[k] == 0);
+            } else {
+                skipped += 1;
+            }
+            if pages == capacity {
+                break;
+            }
+            i += 1;
+        }
+        while next < items.len() && taken[next] {
+            next += 1;
         }
         batches.push(b);
+        net += emptied - 1;
+        if net > best {
+            (best, best_len) = (net, batches.len());
+        }
     }
-    if batches.len() < max_batches {
-        combine(v, &owners, dcols, max_batches - batches.len(), &mut batches);
-    }
+    items.clear();
+    batches.truncate(best_len);
     batches.reverse();
     batches
 }
 
-/// Batches that pack the live pages of sparse shared blocks together: blocks whose live
-/// pages sit at different positions share one target column (first fit, sparsest first).
-/// Each target replaces two blocks or more, so a batch frees at least a stripe's worth of
-/// columns while writing only live pages: page-granular cleaning, for when the volume's
-/// free room is dead pages inside shared blocks rather than holes.
-fn combine(
-    v: &Vol,
-    owners: &FastMap<u64, Vec<u64>>,
-    dcols: usize,
-    max_batches: usize,
-    out: &mut Vec<RelocBatch>,
-) {
-    let mut sparse: Vec<(u32, u64, Pages)> = Vec::new();
-    for (&f, o) in owners {
-        let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
-        if refs < 2 || o.len() != refs {
-            continue;
-        }
-        let mut live = Pages::default();
-        for &u in o {
-            for n in v.patches.get(u) {
-                if n.loc() == Loc::Raid(f) {
-                    live.add(&Pages::range(n.first(), n.count()));
-                }
-            }
-        }
-        sparse.push((live.count(), f, live));
-    }
-    sparse.sort_unstable_by_key(|&(n, f, _)| (n, f));
-    sparse.truncate(COMBINE_CANDIDATES);
-    let mut bins: Vec<(Pages, Group)> = Vec::new();
-    for (_, f, live) in sparse {
-        let o = owners[&f].clone();
-        let open = bins.len().saturating_sub(COMBINE_OPEN_BINS);
-        match bins[open..].iter_mut().find(|(m, _)| !m.overlaps(&live)) {
-            Some((m, g)) => {
-                m.add(&live);
-                g.push((f, o));
-            }
-            None => bins.push((live, vec![(f, o)])),
-        }
-    }
-    let groups: Vec<Group> = bins
-        .into_iter()
-        .filter(|(_, g)| g.len() >= 2)
-        .map(|(_, g)| g)
-        .collect();
-    for chunk in groups.chunks(dcols).take(max_batches) {
-        let freed: usize = chunk.iter().map(|g| g.len() - 1).sum();
-        if freed < dcols {
-            break;
-        }
-        out.push(RelocBatch {
-            blocks: Vec::new(),
-            shared: chunk.to_vec(),
-            frees: false,
-        });
-    }
-}
-
-/// What moving `b` now would free, exactly, as the mappings stand: (stripes emptied,
-/// RAID data columns left with no reference).
+/// What moving `b` now would free, exactly, as the mappings stand: (stripes emptied, RAID
+/// data columns left with no reference).
 pub fn effect(v: &Vol, b: &RelocBatch) -> (usize, usize) {
     let mut removed: FastMap<u64, u32> = FastMap::default();
-    let whole: FastSet<u64> = b.blocks.iter().copied().collect();
-    let mut locs: Vec<Loc> = Vec::new();
-    for &ub in &b.blocks {
-        let e = v.bmt.get(ub);
-        locs.clear();
-        locs.push(e.base);
-        locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
-        locs.sort_by_key(|l| l.pack());
-        locs.dedup();
-        for &l in &locs {
-            if let Loc::Raid(f) = l {
-                *removed.entry(f).or_default() += 1;
-            }
-        }
-    }
-    for (f, owners) in b.shared.iter().flatten() {
-        for &o in owners {
-            if !whole.contains(&o) && v.patches.references(o, Loc::Raid(*f)) {
-                *removed.entry(*f).or_default() += 1;
-            }
+    for it in &b.items {
+        if v.references(it.ub, Loc::Raid(it.from)) {
+            *removed.entry(it.from).or_default() += 1;
         }
     }
     let freed = |f: u64| {
@@ -268,4 +210,67 @@ pub fn effect(v: &Vol, b: &RelocBatch) -> (usize, usize) {
         })
         .count();
     (emptied, columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn it(ub: u64, pages: u16) -> Item {
+        Item {
+            ub,
+            from: ub,
+            pages,
+        }
+    }
+
+    /// Victims of 40 live pages out of 64: three of them go into two targets, so the plan
+    /// keeps the batches up to the one that empties the third, and the pages of each batch
+    /// fit a stripe.
+    #[test]
+    fn a_plan_gives_back_more_stripes_than_it_takes() {
+        let mut items = Vec::new();
+        for k in 0..4u64 {
+            for j in 0..5 {
+                items.push((it(k * 10 + j, 8), k as usize));
+            }
+        }
+        let batches = fill(items, 4, 64, 16);
+        assert!(!batches.is_empty());
+        for b in &batches {
+            assert!(b.items.iter().map(|i| i.pages as usize).sum::<usize>() <= 64);
+        }
+        let placed: usize = batches.iter().map(|b| b.len()).sum();
+        // 3 victims (120 pages) and a part of the fourth into 2 full targets: net 1; the
+        // rest of the fourth would need a third target and give nothing more.
+        assert_eq!(batches.len(), 2);
+        assert_eq!(placed, 16);
+    }
+
+    /// Full victims give nothing back: no plan.
+    #[test]
+    fn no_plan_without_dead_pages_to_win() {
+        let items: Vec<(Item, usize)> = (0..8).map(|k| (it(k, 16), k as usize / 4)).collect();
+        assert!(fill(items, 2, 64, 16).is_empty());
+    }
+
+    /// A batch takes later, smaller items to fill its last pages.
+    #[test]
+    fn batches_fill_their_last_pages_from_later_items() {
+        let items = vec![
+            (it(1, 16), 0),
+            (it(2, 16), 0),
+            (it(3, 16), 0),
+            (it(4, 10), 1),
+            (it(5, 16), 1),
+            (it(6, 6), 1),
+            (it(7, 8), 2),
+        ];
+        let mut batches = fill(items, 3, 64, 16);
+        assert_eq!(batches.len(), 2);
+        let first = batches.pop().unwrap();
+        let pages: usize = first.items.iter().map(|i| i.pages as usize).sum();
+        assert_eq!(pages, 64);
+        assert!(first.items.iter().any(|i| i.ub == 6));
+    }
 }

@@ -13,6 +13,7 @@ use crate::engine::iotable::IoTag;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::Loc;
+use crate::volume::patch::{Seg, segments};
 
 /// Why blocks move.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -32,16 +33,9 @@ const RELOC_PLAN_BATCHES: usize = 256;
 const RELOC_PLAN_NS: Nanos = 200_000_000;
 
 impl FusionScheme {
-    /// Start up to `max_jobs` relocations, each moving one stripe's worth of columns that
+    /// Start up to `max_jobs` relocations, each filling one stripe with the live pages
     /// `reloc_plan::plan` found worth moving. Returns whether any started.
-    /// `frees_only`: start only moves that give stripes back (idle compaction).
-    pub(super) fn start_relocation(
-        &mut self,
-        ctx: &mut Ctx,
-        vol: usize,
-        max_jobs: usize,
-        frees_only: bool,
-    ) -> bool {
+    pub(super) fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, max_jobs: usize) -> bool {
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
@@ -56,16 +50,7 @@ impl FusionScheme {
         for fresh in [false, true] {
             if fresh {
                 let v = &mut self.vols[vol];
-                let mut plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES);
-                if !v.user_may_take(1) {
-                    // Writers wait for room and the cleaner works in its reserve: the moves
-                    // that give back the most columns for what they write go first.
-                    let v = &*v;
-                    plan.sort_by_cached_key(|b| {
-                        let (emptied, columns) = reloc_plan::effect(v, b);
-                        (emptied, columns as i64 - b.len() as i64)
-                    });
-                }
+                let plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES);
                 v.reloc_batches = plan;
                 v.reloc_batches_until = ctx.now + RELOC_PLAN_NS;
             }
@@ -74,42 +59,18 @@ impl FusionScheme {
                 let Some(mut batch) = v.reloc_batches.pop() else {
                     break;
                 };
-                // Drop what no longer needs a move (rewritten whole since the sweep) or is
-                // being moved already.
-                batch.blocks.retain(|&u| {
-                    let e = v.bmt.get(u);
-                    !v.relocating.contains(&u)
-                        && (e.patched
-                            || match e.base {
-                                Loc::Raid(f) => {
-                                    let s = v.zone.split(f).0;
-                                    (v.stripes.valid(s).count_ones() as usize) < dcols
-                                }
-                                _ => false,
-                            })
+                // Drop what no longer needs a move (rewritten since the sweep) or is being
+                // moved already.
+                batch.items.retain(|it| {
+                    !v.relocating.contains(&it.ub) && v.references(it.ub, Loc::Raid(it.from))
                 });
-                for g in &mut batch.shared {
-                    g.retain_mut(|(f, owners)| {
-                        owners.retain(|&o| v.patches.references(o, Loc::Raid(*f)));
-                        !owners.is_empty()
-                            && !owners.iter().any(|o| v.relocating.contains(o))
-                            && v.stripes.state(v.zone.split(*f).0) == StripeState::Raid
-                    });
-                }
-                batch.shared.retain(|g| !g.is_empty());
                 if batch.is_empty() {
                     continue;
                 }
-                if !worth_starting(v, &batch, frees_only) {
+                if !worth_starting(v, &batch) {
                     continue;
                 }
-                if !self.launch_relocation_as(
-                    ctx,
-                    vol,
-                    batch.blocks,
-                    batch.shared,
-                    RelocKind::Clean,
-                ) {
+                if !self.launch_relocation_as(ctx, vol, Vec::new(), batch.items, RelocKind::Clean) {
                     return started > 0; // no target stripe: nothing more can start now
                 }
                 started += 1;
@@ -186,7 +147,7 @@ impl FusionScheme {
         ctx: &mut Ctx,
         vol: usize,
         picked: Vec<u64>,
-        shared: Vec<reloc_plan::Group>,
+        items: Vec<reloc_plan::Item>,
         kind: RelocKind,
     ) -> bool {
         let rebuild = kind == RelocKind::Rebuild;
@@ -233,40 +194,9 @@ impl FusionScheme {
         for &u in &picked {
             assert!(v.relocating.insert(u), "block {u} relocated twice at once");
         }
-        // Shared blocks take the columns after the whole blocks; each owner's pages there
-        // are read at their own positions.
-        let mut moves = Vec::with_capacity(shared.len());
-        let mut segments = Vec::new();
-        let mut owners = Vec::new();
-        let mut col = picked.len();
-        for group in shared {
-            for (f, who) in group {
-                let before = segments.len();
-                for o in who {
-                    if picked.contains(&o) {
-                        continue; // moved whole: its pages here go with it
-                    }
-                    let nodes = v.patches.get(o);
-                    segments.extend(nodes.iter().filter(|n| n.loc() == Loc::Raid(f)).map(|n| {
-                        Segment {
-                            ub: o,
-                            first: n.first(),
-                            count: n.count(),
-                            col,
-                        }
-                    }));
-                    if !owners.iter().any(|x: &(u64, _, _)| x.0 == o) {
-                        assert!(v.relocating.insert(o), "block {o} relocated twice at once");
-                        owners.push((o, v.bmt.get(o), nodes.to_vec()));
-                    }
-                }
-                if segments.len() > before {
-                    moves.push((f, col));
-                }
-            }
-            if moves.last().is_some_and(|m| m.1 == col) {
-                col += 1;
-            }
+        let (segments, owners) = lay_out(v, picked.len(), &items);
+        for (o, _, _) in &owners {
+            assert!(v.relocating.insert(*o), "block {o} relocated twice at once");
         }
         let mut snapshot = Vec::with_capacity(picked.len());
         let mut pins = Vec::new();
@@ -313,7 +243,6 @@ impl FusionScheme {
             vol,
             stripe,
             blocks: picked,
-            moves,
             segments,
             owners,
             snapshot,
@@ -384,10 +313,10 @@ impl FusionScheme {
                         .unwrap_or_else(|| vec![0u8; bs as usize])
                 })
                 .collect();
-            // Moved shared blocks: each owner's pages at their own positions.
+            // Moved pages where the layout placed them.
             for (g, d) in j.segments.iter().zip(&j.data[nb..]) {
                 let d = d.as_ref().expect("segment read");
-                let at = g.first as usize * PAGE_SIZE as usize;
+                let at = g.at as usize * PAGE_SIZE as usize;
                 cols[g.col][at..at + d.len()].copy_from_slice(d);
             }
             fill_parity(&mut cols, v.zone.nparity());
@@ -445,7 +374,7 @@ impl FusionScheme {
                 moved += 1;
                 repaired += u64::from(!j.lost[c]);
             }
-            moved += retarget_moved(v, &j, now);
+            moved += map_moved(v, &j, now);
             if v.stripes.valid(j.stripe) == 0 {
                 v.stripes.set_state(j.stripe, StripeState::Free);
             }
@@ -462,74 +391,115 @@ impl FusionScheme {
     }
 }
 
-/// The shared blocks relocation `j` moved as they are: retarget the references of every
-/// owner nobody rewrote since the read to the new column, and release the old block once
-/// its last owner left it. Returns the owners moved.
-fn retarget_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
+/// Where relocation pages go in the target stripe: blocks moved whole (`whole` of them,
+/// rebuild and repair) take the first columns; then each item's pages as the mappings stand,
+/// a block whose every page is in the item at its own positions in a column of its own,
+/// every other run in the next free pages (cut where a column ends). Returns the segments
+/// to read and the owners they belong to, with their mappings now.
+#[allow(clippy::type_complexity)]
+fn lay_out(
+    v: &super::vol::Vol,
+    whole: usize,
+    items: &[reloc_plan::Item],
+) -> (
+    Vec<Segment>,
+    Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)>,
+) {
+    let ppb = v.pages_per_block;
+    let mut owners: Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)> = Vec::new();
+    let mut runs: Vec<(u64, Seg)> = Vec::new();
+    let mut room = (v.zone.dcols() - whole) * ppb as usize;
+    for it in items {
+        let e = v.bmt.get(it.ub);
+        let nodes = v.patches.get(it.ub);
+        let mine: Vec<Seg> = segments(e.base, nodes, 0, ppb)
+            .into_iter()
+            .filter(|g| g.loc == Loc::Raid(it.from))
+            .collect();
+        let pages: usize = mine.iter().map(|g| g.count as usize).sum();
+        // More pages than planned: the block was rewritten into a new stripe that reuses
+        // the planned block's place, and this move is stale.
+        if pages == 0 || pages > it.pages as usize || pages > room {
+            continue;
+        }
+        room -= pages;
+        runs.extend(mine.into_iter().map(|g| (it.ub, g)));
+        if !owners.iter().any(|o| o.0 == it.ub) {
+            owners.push((it.ub, e, nodes.to_vec()));
+        }
+    }
+    let is_whole = |g: &Seg| g.first == 0 && g.count == ppb && g.at == 0;
+    let mut out = Vec::with_capacity(runs.len() + 4);
+    let mut col = whole;
+    for (ub, g) in runs.iter().filter(|r| is_whole(&r.1)) {
+        out.push(Segment {
+            ub: *ub,
+            first: g.first,
+            count: g.count,
+            col,
+            at: 0,
+        });
+        col += 1;
+    }
+    let mut at = 0u16;
+    for (ub, g) in runs.iter().filter(|r| !is_whole(&r.1)) {
+        let (mut first, mut count) = (g.first, g.count);
+        while count > 0 {
+            let take = count.min(ppb - at);
+            out.push(Segment {
+                ub: *ub,
+                first,
+                count: take,
+                col,
+                at,
+            });
+            (first, count, at) = (first + take, count - take, at + take);
+            if at == ppb {
+                (col, at) = (col + 1, 0);
+            }
+        }
+    }
+    assert!(
+        col < v.zone.dcols() || col == v.zone.dcols() && at == 0,
+        "relocation pages overflow the target stripe"
+    );
+    (out, owners)
+}
+
+/// The pages relocation `j` moved: map every owner nobody rewrote since the read to its
+/// pages' new places. An owner's old blocks are released as it leaves them (a base whose
+/// pages all moved is dropped). Returns the owners moved.
+fn map_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
     let mut moved = 0;
     for (ub, entry, nodes) in &j.owners {
         if v.bmt.get(*ub) != *entry || v.patches.get(*ub) != nodes.as_slice() {
             continue;
         }
-        let mut counted = 0u32; // target columns this block already owns
-        for &(from, col) in &j.moves {
-            let (from, to) = (Loc::Raid(from), Loc::Raid(v.zone.flbn(j.stripe, col)));
-            if !nodes.iter().any(|n| n.loc() == from) {
-                continue;
-            }
-            // One more owner of the new block: the first makes it live, the rest share it.
-            if counted & (1 << col) == 0 {
-                counted |= 1 << col;
-                if v.stripes.valid(j.stripe) & (1 << col) == 0 {
-                    v.raid_block_live(j.stripe, col);
-                } else if let Loc::Raid(f) = to {
-                    *v.raid_extra.entry(f).or_insert(0) += 1;
+        let mut counted = 0u64; // target columns this block already owns
+        for g in j.segments.iter().filter(|g| g.ub == *ub) {
+            // One more owner of the target block: the first makes it live, the rest share it.
+            let to = v.zone.flbn(j.stripe, g.col);
+            if counted & (1 << g.col) == 0 {
+                counted |= 1 << g.col;
+                if v.stripes.valid(j.stripe) & (1 << g.col) == 0 {
+                    v.raid_block_live(j.stripe, g.col);
+                } else {
+                    *v.raid_extra.entry(to).or_insert(0) += 1;
                 }
             }
-            let ub = *ub;
-            v.record(|vol| crate::meta::Record::Retarget { vol, ub, from, to });
-            v.patches.replace_loc(ub, from, to);
-            v.release(ub, from, now);
+            v.map_patch(*ub, g.first, g.count, Loc::Raid(to), g.at, now);
         }
         moved += 1;
     }
     moved
 }
 
-/// Is `b` worth a stripe now? A move pays for its target stripe when, as the mappings
-/// stand, it empties more stripes than it takes, or empties one and fills its target (which
-/// then never needs cleaning again, so live data in part-empty stripes strictly shrinks).
-/// Other moves make progress of another kind and may not take the cleaner's reserve (the
-/// volume's last free stripes): merges (all whole blocks with patches: patch lists only
-/// shrink) and packing shared blocks together (at least a stripe's worth of columns
-/// freed: shared blocks only get fewer). Anything else could cycle, or use the last
-/// stripes up and leave nothing to clean into. `frees_only`: only the first kind.
-fn worth_starting(v: &super::vol::Vol, b: &reloc_plan::RelocBatch, frees_only: bool) -> bool {
-    let dcols = v.zone.dcols();
-    let (emptied, columns) = reloc_plan::effect(v, b);
-    if emptied >= 2 || emptied >= 1 && b.len() == dcols {
-        return true;
-    }
-    if frees_only {
-        return false;
-    }
-    let merge = b.shared.is_empty()
-        && b.blocks.len() == dcols
-        && b.blocks.iter().all(|&u| v.bmt.get(u).patched);
-    let packs = b.blocks.is_empty() && columns >= dcols;
-    if !(merge || packs) {
-        return false;
-    }
-    // In the reserve: when the volume holds less than a stripe's worth of holes its free
-    // room is dead pages inside blocks, and only these moves turn it into holes. One at a
-    // time, and only one that writes no more columns than it frees and leaves a stripe's
-    // worth of holes behind, with a stripe still free for the compaction that follows: a
-    // move that took a reserve stripe and freed less (a merge of blocks with no base yet,
-    // whose pages all sit in shared blocks) could leave nothing to compact into.
-    let avail = v.stripes.available();
-    avail > v.cleaner_reserve()
-        || avail >= 2
-            && v.bg_running == 0
-            && columns >= b.len()
-            && v.holes() + columns as u64 >= dcols as u64
+/// Is `b` worth a stripe now? Every planned batch empties a stripe (its plan as a whole
+/// gives back more than it takes, `reloc_plan`), unless what it was to move was rewritten
+/// or is being moved by another batch meanwhile: then it waits for a fresh plan. Within the
+/// cleaner's reserve (the volume's last free stripes) batches run one at a time, so each
+/// gives its emptied stripe back before the next takes one.
+fn worth_starting(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> bool {
+    let (emptied, _) = reloc_plan::effect(v, b);
+    emptied >= 1 && (v.stripes.available() > v.cleaner_reserve() || v.bg_running == 0)
 }

@@ -144,7 +144,8 @@ fn scrub_pages(v: &super::vol::Vol) -> u64 {
         if e.base == Loc::Unmapped && !e.patched {
             continue;
         }
-        for (_, c, loc) in segments(e.base, v.patches.get(ub), 0, ppb) {
+        for g in segments(e.base, v.patches.get(ub), 0, ppb) {
+            let (c, loc) = (g.count, g.loc);
             let copies = match loc {
                 Loc::Unmapped => continue,
                 Loc::Raid(_) => 1,
@@ -290,7 +291,8 @@ impl FusionScheme {
                 continue;
             }
             picked += 1;
-            for (f, c, loc) in segments(e.base, v.patches.get(ub), 0, ppb) {
+            for g in segments(e.base, v.patches.get(ub), 0, ppb) {
+                let (f, c, loc) = (g.first, g.count, g.loc);
                 let copies: Vec<(u32, usize)> = match loc {
                     Loc::Unmapped => continue,
                     Loc::Raid(fl) => vec![v.zone.split(fl)],
@@ -307,7 +309,7 @@ impl FusionScheme {
                 };
                 s.known_lost_pages += v.skip_lost(ub, f, &mut expect);
                 for (copy, (stripe, col)) in copies.into_iter().enumerate() {
-                    let (disk, off) = v.zone.device_offset(stripe, col, f as u64 * PAGE_SIZE);
+                    let (disk, off) = v.zone.device_offset(stripe, col, g.at as u64 * PAGE_SIZE);
                     if ctx.is_failed(disk) {
                         continue;
                     }

@@ -10,7 +10,7 @@ use crate::scheme::locks::BlockLocks;
 use crate::space::{StripeState, StripeTable, Zone};
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::patch::segments;
-use crate::volume::{Bmt, Entry, Loc, PageSums, PatchTable};
+use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
 /// What a waiting write's placement depends on: spare stripes, spare slots, stripes in the
 /// replicated area, open packs.
@@ -394,10 +394,10 @@ impl Vol {
         }
     }
 
-    /// Record pages `[first, first+count)` of `ub` at `loc` (data moved there: their
-    /// checksums stay).
-    pub fn map_patch(&mut self, ub: u64, first: u16, count: u16, loc: Loc, now: Nanos) {
-        if first == 0 && count == self.pages_per_block {
+    /// Record pages `[first, first+count)` of `ub` at pages `[at, at+count)` of `loc`'s
+    /// block (data moved there: their checksums stay).
+    pub fn map_patch(&mut self, ub: u64, first: u16, count: u16, loc: Loc, at: u16, now: Nanos) {
+        if first == 0 && count == self.pages_per_block && at == 0 {
             return self.map_whole(ub, loc, now);
         }
         self.record(|vol| Record::Patch {
@@ -406,24 +406,27 @@ impl Vol {
             loc,
             first,
             count,
+            at,
         });
-        self.apply_patch(ub, first, count, loc, now);
+        self.apply_patch(ub, PatchNode::placed(first, count, loc, at), now);
     }
 
-    /// A user write put pages `[first, first+count)` of `ub` at `loc`; `sums` are their
-    /// checksums (None: no data to checksum, size-only mode). One journal record carries
-    /// both.
+    /// A user write put pages `[first, first+count)` of `ub` at pages `[at, at+count)` of
+    /// `loc`'s block; `sums` are their checksums (None: no data to checksum, size-only mode).
+    /// One journal record carries both.
+    #[allow(clippy::too_many_arguments)]
     pub fn map_written(
         &mut self,
         ub: u64,
         first: u16,
         count: u16,
         loc: Loc,
+        at: u16,
         sums: Option<Vec<u32>>,
         now: Nanos,
     ) {
         let Some(sums) = sums else {
-            return self.map_patch(ub, first, count, loc, now);
+            return self.map_patch(ub, first, count, loc, at, now);
         };
         assert_eq!(sums.len(), count as usize, "one checksum per page written");
         self.sums.set(ub, first, &sums);
@@ -433,27 +436,21 @@ impl Vol {
             ub,
             loc,
             first,
+            at,
             sums,
         });
-        if first == 0 && count == self.pages_per_block {
+        if first == 0 && count == self.pages_per_block && at == 0 {
             self.apply_whole(ub, loc, now);
         } else {
-            self.apply_patch(ub, first, count, loc, now);
+            self.apply_patch(ub, PatchNode::placed(first, count, loc, at), now);
         }
     }
 
-    fn apply_patch(&mut self, ub: u64, first: u16, count: u16, loc: Loc, now: Nanos) {
-        let gone = self.patches.insert(ub, first, count, loc);
-        let e = self.bmt.get(ub);
-        self.bmt.set(
-            ub,
-            Entry {
-                base: e.base,
-                patched: true,
-            },
-        );
-        for l in gone {
-            self.release(ub, l, now);
+    fn apply_patch(&mut self, ub: u64, node: PatchNode, now: Nanos) {
+        for l in crate::volume::patch_block(&mut self.bmt, &mut self.patches, ub, node) {
+            if l != Loc::Unmapped {
+                self.release(ub, l, now);
+            }
         }
     }
 
@@ -477,12 +474,12 @@ impl Vol {
         for &ub in owners {
             let e = self.bmt.get(ub);
             let segs = segments(e.base, self.patches.get(ub), 0, self.pages_per_block);
-            let wrong = segs.iter().any(|&(f, c, l)| {
-                let at = f as usize * page;
-                l == loc
+            let wrong = segs.iter().any(|g| {
+                let at = g.at as usize * page;
+                g.loc == loc
                     && PageSums::first_mismatch(
-                        &self.sums.get(ub, f, c),
-                        &data[at..at + c as usize * page],
+                        &self.sums.get(ub, g.first, g.count),
+                        &data[at..at + g.count as usize * page],
                     )
                     .is_some()
             });
@@ -555,7 +552,11 @@ impl Vol {
         for (ub, nodes) in self.patches.iter() {
             if self.bmt.get(ub).base == Loc::Unmapped {
                 patch_only += 1;
-                pages += nodes.iter().map(|n| n.count() as u64).sum::<u64>();
+                pages += nodes
+                    .iter()
+                    .filter(|n| n.loc() != Loc::Unmapped)
+                    .map(|n| n.count() as u64)
+                    .sum::<u64>();
             }
         }
         (self.bmt.mapped_blocks() - patch_only) * bs + pages * PAGE_SIZE

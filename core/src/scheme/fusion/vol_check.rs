@@ -49,8 +49,12 @@ pub(super) fn check_volume(v: &Vol) {
             "P bit of block {ub} disagrees with its patch list"
         );
         for n in v.patches.get(ub) {
-            note(ub, n.loc(), n.first() as usize, n.count() as usize, false);
+            note(ub, n.loc(), n.at() as usize, n.count() as usize, false);
         }
+        assert!(
+            e.base == Loc::Unmapped || !v.patches.covers_block(ub),
+            "block {ub} keeps a base its patches cover"
+        );
     }
     for (loc, (ubs, _, _)) in &owners {
         match *loc {

@@ -128,7 +128,7 @@ impl FusionScheme {
         let mut pieces: Vec<Piece> = bufs.pieces((end.div_ceil(bs) - offset / bs) as usize);
         let mut stripes: Vec<u32> = bufs.stripes();
         let mut slots_taken = std::mem::take(&mut bufs.slots);
-        // Pack pages reserved: (slot, first page, pages).
+        // Pack pages reserved: (slot, first page there, pages).
         let mut packed = std::mem::take(&mut bufs.packed);
         let mut raw = std::mem::take(&mut bufs.raw);
         let mut no_space = false;
@@ -152,6 +152,7 @@ impl FusionScheme {
                             ub: b,
                             first,
                             count,
+                            at: first,
                             dest: Dest::Unmap,
                         });
                     }
@@ -168,7 +169,7 @@ impl FusionScheme {
             let mut use_stripe = full > threshold;
             let needed = full
                 + v.packs
-                    .slots_needed(raw.iter().filter(|r| r.2 < ppb).map(|&(_, f, c)| (f, c)));
+                    .slots_needed(raw.iter().filter(|r| r.2 < ppb).map(|r| r.2));
             if !use_stripe && !ensure_slots(ctx, v, needed, redirect) {
                 // The replicated area is at its configured size (or spare stripes are
                 // short): wait for conversion to make room. A zero-padded stripe (the write
@@ -199,20 +200,21 @@ impl FusionScheme {
                     let mut redirected = false;
                     if partial {
                         let (pairs, zone) = (&v.pairs, &v.zone);
-                        let (got, refused) = v.packs.reserve(first, count, |r| {
+                        let (got, refused) = v.packs.reserve(count, |r| {
                             let (cp, n) = pairs.copies_array(r);
                             cp[..n]
                                 .iter()
                                 .all(|&(s, c)| !avoid(ctx, redirect, zone.disk(s, c)))
                         });
                         redirected = refused && redirect;
-                        if let Some(r) = got {
+                        if let Some((r, at)) = got {
                             ctx.stats.redirected_writes += u64::from(redirected);
-                            packed.push((r, first, count));
+                            packed.push((r, at, count));
                             pieces.push(Piece {
                                 ub: b,
                                 first,
                                 count,
+                                at,
                                 dest: Dest::Slot(r),
                             });
                             continue;
@@ -258,8 +260,8 @@ impl FusionScheme {
                             v.pack_changed(old, st, ctx.now);
                         }
                         v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Packing;
-                        v.packs.start(r, first, count);
-                        packed.push((r, first, count));
+                        v.packs.start(r, count);
+                        packed.push((r, 0, count));
                     } else {
                         slots_taken.push(r);
                     }
@@ -267,6 +269,8 @@ impl FusionScheme {
                         ub: b,
                         first,
                         count,
+                        // A new pack's first pages; a whole block's own.
+                        at: if partial { 0 } else { first },
                         dest: Dest::Slot(r),
                     });
                 }
@@ -275,8 +279,8 @@ impl FusionScheme {
                     for r in slots_taken.drain(ns..) {
                         v.pairs.untake(r);
                     }
-                    for (r, first, count) in packed.drain(nk..) {
-                        v.packs.unreserve(r, first, count);
+                    for (r, at, count) in packed.drain(nk..) {
+                        v.packs.unreserve(r, at, count);
                     }
                     // Room exists, only on members to avoid: a fresh stripe away from them
                     // is the redirection target (waiting would wait out the stall).
@@ -332,6 +336,7 @@ impl FusionScheme {
                         ub: b,
                         first,
                         count,
+                        at: first,
                         dest: Dest::Stripe {
                             stripe: s,
                             col: (b % dcols) as usize,
@@ -347,8 +352,8 @@ impl FusionScheme {
             for r in slots_taken.drain(..) {
                 v.pairs.untake(r);
             }
-            for (r, first, count) in packed.drain(..) {
-                v.packs.unreserve(r, first, count);
+            for (r, at, count) in packed.drain(..) {
+                v.packs.unreserve(r, at, count);
             }
             pieces.clear();
             self.write_bufs.recycle(pieces, stripes);
@@ -417,9 +422,7 @@ impl FusionScheme {
             if let Dest::Slot(r) = p.dest {
                 let (cp, ncp) = v.pairs.copies_array(r);
                 for &(stripe, col) in &cp[..ncp] {
-                    let (disk, off) = v
-                        .zone
-                        .device_offset(stripe, col, p.first as u64 * PAGE_SIZE);
+                    let (disk, off) = v.zone.device_offset(stripe, col, p.at as u64 * PAGE_SIZE);
                     if ctx.is_failed(disk) {
                         continue; // degraded: the surviving copies carry the data
                     }
@@ -554,7 +557,7 @@ impl FusionScheme {
                 Dest::Stripe { stripe, col } => {
                     v.raid_block_live(stripe, col);
                     let loc = Loc::Raid(v.zone.flbn(stripe, col));
-                    v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
+                    v.map_written(p.ub, p.first, p.count, loc, p.at, sums_of(p), now);
                 }
                 Dest::Slot(r) => {
                     let (cp, ncp) = v.pairs.copies_array(r);
@@ -564,12 +567,12 @@ impl FusionScheme {
                     if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
                         // Owner first: mapping the patch may release the block's older pages.
                         v.packs.add_owner(r, p.ub);
-                        v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
+                        v.map_written(p.ub, p.first, p.count, loc, p.at, sums_of(p), now);
                         v.pack_write_done(r, true, now);
                         continue;
                     }
                     v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Live(p.ub);
-                    v.map_written(p.ub, p.first, p.count, loc, sums_of(p), now);
+                    v.map_written(p.ub, p.first, p.count, loc, p.at, sums_of(p), now);
                     v.pairs.refresh(r.set);
                 }
                 Dest::Unmap => v.map_whole(p.ub, Loc::Unmapped, now),
