@@ -84,9 +84,6 @@ fn random_overwrites_never_run_out_of_space() {
 /// A discard gives its space back: once the idle volume compacted what the passes left,
 /// a trim of a quarter of the volume shows as free space.
 #[test]
-#[ignore = "open (issue 19): after random overwrites most trimmed pages sit in shared columns \
-            with live pages of other blocks; idle compaction only empties stripes, so they \
-            come back only when writes force merges"]
 fn trimmed_space_shows_as_free() {
     if !need("trimmed_space_shows_as_free", &["fio"]) {
         return;

@@ -66,6 +66,11 @@ fn config(s: &Soak) -> FusionConfig {
 /// Random writes of `write_pages` pages over the whole volume, `passes` times its size;
 /// returns the writes that failed for lack of space.
 fn soak(s: &Soak) -> u64 {
+    soak_on(s).0
+}
+
+/// `soak`, and the driver after it (to look at the volume).
+fn soak_on(s: &Soak) -> (u64, Driver) {
     let cfg = config(s);
     let scheme = FusionScheme::new(cfg.clone()).expect("config");
     let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * s.block_size;
@@ -135,7 +140,7 @@ fn soak(s: &Soak) -> u64 {
             }
         }
     }
-    no_space
+    (no_space, d)
 }
 
 fn matrix(spare: f64, passes: u64, failed: Option<usize>) {
@@ -261,4 +266,76 @@ fn a_member_fails_under_overwrites() {
             "{level:?} width {width}: writes failed for lack of space"
         );
     }
+}
+
+/// Dead pages come back as free stripes while the volume is idle: after random overwrites
+/// (their dead pages spread over every stripe) and after a trim of a quarter of the volume.
+#[test]
+fn dead_pages_come_back_as_free_space_when_idle() {
+    let s = Soak {
+        disks: 9,
+        level: Level::Raid5,
+        width: 5,
+        block_size: 64 << 10,
+        blocks: 2048,
+        spare: 0.25,
+        passes: 2,
+        queue_depth: 16,
+        write_pages: 1,
+        seed: 4,
+        failed: None,
+        latency_ns: 100_000,
+        spikes_per_mille: 0,
+        pause_ns: 0,
+        fails_at: None,
+    };
+    let (n, mut d) = soak_on(&s);
+    assert_eq!(n, 0, "writes failed for lack of space");
+    let status = |d: &Driver| d.engine.volume_status(0).expect("volume");
+    let idle = |d: &mut Driver| {
+        let t = d.now + 5_000_000_000;
+        d.run_until(Some(t));
+    };
+    idle(&mut d);
+    let after_writes = status(&d);
+    // Live data is the whole volume: its RAID stripes hold little more than that.
+    let data = s.blocks * s.block_size;
+    let raid_data = after_writes.raid_bytes / 5 * 4;
+    assert!(
+        raid_data <= data + data / 16,
+        "idle volume keeps {} MiB of RAID data space for {} MiB of data",
+        raid_data >> 20,
+        data >> 20
+    );
+    // Trim a quarter of the volume in 512 KiB requests: its space shows as free.
+    let trimmed = data / 4;
+    for (i, off) in (0..trimmed).step_by(512 << 10).enumerate() {
+        assert!(d.submit(fusionraid_core::Request {
+            id: 1_000_000 + i as u64,
+            volume: 0,
+            op: Op::Trim {
+                offset: off,
+                len: 512 << 10,
+            },
+        }));
+    }
+    idle(&mut d);
+    for r in d.take_replies() {
+        assert!(r.result.is_ok(), "trim failed: {:?}", r.result);
+    }
+    let after_trim = status(&d);
+    // Two passes leave some pages never written: what the trim unmapped is the live data
+    // that was there.
+    let unmapped = after_writes.mapped_bytes - after_trim.mapped_bytes;
+    assert!(
+        unmapped >= trimmed / 2,
+        "the trim unmapped {unmapped} bytes"
+    );
+    let grown = after_trim.free_bytes / 5 * 4 - after_writes.free_bytes / 5 * 4;
+    assert!(
+        grown >= unmapped - unmapped / 16,
+        "a trim of {} MiB of data freed only {} MiB",
+        unmapped >> 20,
+        grown >> 20
+    );
 }

@@ -4,7 +4,7 @@
 //! are derived from these on recovery (`scheme::fusion::durable`).
 //!
 //! ```text
-//! image:  magic "FRIMAGE3" | volumes u32 | volume...
+//! image:  magic "FRIMAGE5" | volumes u32 | volume...
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
@@ -13,16 +13,21 @@
 //! after the volumes: failed members u16 | member u16...
 //! ```
 //! The failed members are those a `MemberFailed` record named and no `MemberReplaced` since:
-//! stale, never to serve again as they are. A "FRIMAGE3" image (before failed members were
-//! recorded) is read as one with none failed, a "FRIMAGE2" one (before column remapping)
-//! also as one with no remaps.
+//! stale, never to serve again as they are. A patch node's top byte is where its pages sit
+//! in their block (`PatchNode::at`); a "FRIMAGE4" image (before pages could move, its top
+//! bytes all 0) reads the same. A "FRIMAGE3" image (before failed members were recorded) is
+//! read as one with none failed, a "FRIMAGE2" one (before column remapping) also as one with
+//! no remaps.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::record::Record;
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE4";
+const MAGIC: [u8; 8] = *b"FRIMAGE5";
+/// The image before pages could move within blocks: the same layout, every node's place
+/// its own position (new magic so that builds before it refuse images that use places).
+const MAGIC_V4: [u8; 8] = *b"FRIMAGE4";
 /// The image before failed members were recorded: no failed-member section.
 const MAGIC_V3: [u8; 8] = *b"FRIMAGE3";
 /// The image before column remapping: no remap section either.
@@ -336,11 +341,11 @@ impl Image {
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = Cursor { b, at: 0 };
         let magic = c.take(8)?;
-        let has_failed = magic == MAGIC;
+        let has_failed = magic == MAGIC || magic == MAGIC_V4;
         let has_remaps = has_failed || magic == MAGIC_V3;
         if !has_remaps && magic != MAGIC_V2 {
             return Err(
-                "checkpoint image has no FRIMAGE4 (or FRIMAGE3, FRIMAGE2) magic (a pool \
+                "checkpoint image has no FRIMAGE5 (or FRIMAGE4, 3, 2) magic (a pool \
                  created by an older fusionraid must be created again; one written by a \
                  newer one needs that version)"
                     .into(),
@@ -518,7 +523,7 @@ mod tests {
                 loc: Loc::Rep(56),
                 first: 2,
                 count: 3,
-                at: 2,
+                at: 9,
             },
             Record::Whole {
                 vol: 1,
@@ -544,10 +549,19 @@ mod tests {
         let e = img.vols[0].bmt.get(3);
         assert_eq!((e.base, e.patched), (Loc::Raid(40), true));
         assert_eq!(img.vols[0].patches.get(3)[0].loc(), Loc::Raid(63));
+        assert_eq!(
+            img.vols[0].patches.get(3)[0].at(),
+            9,
+            "conversion keeps the place"
+        );
         assert_eq!(img.vols[0].sets().count(), 1);
         let bytes = img.encode();
         let back = Image::decode(&bytes, &shapes).unwrap();
         assert_eq!(back.encode(), bytes);
+        // An image of the build before pages could move reads the same.
+        let mut v4 = bytes.clone();
+        v4[..8].copy_from_slice(&MAGIC_V4);
+        assert_eq!(Image::decode(&v4, &shapes).unwrap().encode(), bytes);
         assert_eq!(back.vols[1].bmt.get(2).base, Loc::Rep(8));
         assert!(
             Image::decode(&bytes, &[(10, 16)]).is_err(),

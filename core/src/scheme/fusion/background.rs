@@ -211,19 +211,23 @@ impl FusionScheme {
             }
             // An idle volume compacts the holes and dead pages that overwrites, trims and
             // zeroing left, so their space shows as free and the next burst finds it ready
-            // (every plan gives stripes back), and after a fruitless look not again for a
-            // while.
+            // (every plan gives stripes back). After a fruitless look it waits a while, and
+            // when nothing else was moving, until the mappings change.
             let v = &self.vols[vol];
             if !started
                 && pol.enabled
                 && idle
-                && (v.holes() >= 2 * v.zone.dcols() as u64 || v.patches.patched_blocks() > 0)
+                && v.idle_clean_wanted()
                 && ctx.now >= v.idle_clean_after
             {
                 let room = limit - self.vols[vol].bg_running;
                 started = self.start_relocation(ctx, vol, room);
                 if !started {
-                    self.vols[vol].idle_clean_after = ctx.now + IDLE_CLEAN_RETRY_NS;
+                    let v = &mut self.vols[vol];
+                    v.idle_clean_after = ctx.now + IDLE_CLEAN_RETRY_NS;
+                    if v.bg_running == 0 {
+                        v.idle_clean_mark = Some(v.mapping_changes);
+                    }
                 }
             }
             if !started {

@@ -230,6 +230,8 @@ pub struct RelocJob {
     /// The blocks `segments` belong to and their mappings when read (compared like
     /// `snapshot`).
     pub owners: Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)>,
+    /// The RAID block each moved item leaves (counted in `Vol::leaving` meanwhile).
+    pub leaving: Vec<u64>,
     /// Each block's mapping when its data was read. Relocation takes no block locks: at the
     /// end it moves only blocks whose mapping is still exactly this (a write that landed
     /// meanwhile is newer and wins).

@@ -334,8 +334,17 @@ impl Scheme for FusionScheme {
         let mut add = |t: Nanos| d = Some(d.map_or(t, |x: Nanos| x.min(t)));
         let maintenance = self.maintenance_begun;
         let mut background = false;
+        let idle_at = self.cfg.conversion.idle_ns.map(|i| self.last_user_at + i);
         for v in &self.vols {
             background |= v.pairs.set_count() > 0 || !v.space_waiters.is_empty();
+            if let Some(i) = idle_at
+                && self.cfg.conversion.enabled
+                && v.idle_clean_wanted()
+            {
+                // Idle compaction's next look (never sooner than a millisecond from now:
+                // a look that starts nothing sets a later time or a mark).
+                add(i.max(v.idle_clean_after).max(now + 1_000_000));
+            }
             if (!v.space_waiters.is_empty() || !v.repair.is_empty()) && v.next_bg_scan > now {
                 // Writes wait (or blocks await repair) and the last scan found nothing: scan
                 // again then.

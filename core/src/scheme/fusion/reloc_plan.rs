@@ -184,8 +184,9 @@ fn fill(
     batches
 }
 
-/// What moving `b` now would free, exactly, as the mappings stand: (stripes emptied, RAID
-/// data columns left with no reference).
+/// What moving `b` now would free, exactly, as the mappings stand and once the cleaning
+/// relocations in flight are done: (stripes emptied, RAID data columns left with no
+/// reference).
 pub fn effect(v: &Vol, b: &RelocBatch) -> (usize, usize) {
     let mut removed: FastMap<u64, u32> = FastMap::default();
     for it in &b.items {
@@ -195,7 +196,8 @@ pub fn effect(v: &Vol, b: &RelocBatch) -> (usize, usize) {
     }
     let freed = |f: u64| {
         let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as u32;
-        removed.get(&f).copied().unwrap_or(0) >= refs
+        let gone = removed.get(&f).copied().unwrap_or(0) + v.leaving.get(&f).copied().unwrap_or(0);
+        gone >= refs
     };
     let columns = removed.keys().filter(|&&f| freed(f)).count();
     let mut stripes: Vec<u32> = removed.keys().map(|&f| v.zone.split(f).0).collect();

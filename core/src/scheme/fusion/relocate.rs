@@ -194,9 +194,16 @@ impl FusionScheme {
         for &u in &picked {
             assert!(v.relocating.insert(u), "block {u} relocated twice at once");
         }
-        let (segments, owners) = lay_out(v, picked.len(), &items);
+        let Layout {
+            segments,
+            owners,
+            leaving,
+        } = lay_out(v, picked.len(), &items);
         for (o, _, _) in &owners {
             assert!(v.relocating.insert(*o), "block {o} relocated twice at once");
+        }
+        for &f in &leaving {
+            *v.leaving.entry(f).or_insert(0) += 1;
         }
         let mut snapshot = Vec::with_capacity(picked.len());
         let mut pins = Vec::new();
@@ -245,6 +252,7 @@ impl FusionScheme {
             blocks: picked,
             segments,
             owners,
+            leaving,
             snapshot,
             pins,
             data: vec![None; n],
@@ -357,6 +365,13 @@ impl FusionScheme {
         for u in j.blocks.iter().chain(j.owners.iter().map(|o| &o.0)) {
             v.relocating.remove(u);
         }
+        for f in &j.leaving {
+            let n = v.leaving.get_mut(f).expect("a block being left");
+            *n -= 1;
+            if *n == 0 {
+                v.leaving.remove(f);
+            }
+        }
         let now = ctx.now;
         let (mut moved, mut repaired) = (0, 0);
         if ok {
@@ -391,22 +406,27 @@ impl FusionScheme {
     }
 }
 
+/// What a relocation reads and moves, laid out in its target stripe.
+struct Layout {
+    /// The page runs to read, and where each goes.
+    segments: Vec<Segment>,
+    /// The blocks they belong to, with their mappings now.
+    owners: Vec<Owner>,
+    /// The RAID block each moved item leaves (one entry per item).
+    leaving: Vec<u64>,
+}
+
+/// A block whose pages a relocation moves, with its mapping when read.
+type Owner = (u64, crate::volume::Entry, Vec<crate::volume::PatchNode>);
+
 /// Where relocation pages go in the target stripe: blocks moved whole (`whole` of them,
 /// rebuild and repair) take the first columns; then each item's pages as the mappings stand,
 /// a block whose every page is in the item at its own positions in a column of its own,
-/// every other run in the next free pages (cut where a column ends). Returns the segments
-/// to read and the owners they belong to, with their mappings now.
-#[allow(clippy::type_complexity)]
-fn lay_out(
-    v: &super::vol::Vol,
-    whole: usize,
-    items: &[reloc_plan::Item],
-) -> (
-    Vec<Segment>,
-    Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)>,
-) {
+/// every other run in the next free pages (cut where a column ends).
+fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Layout {
+    let mut leaving = Vec::with_capacity(items.len());
     let ppb = v.pages_per_block;
-    let mut owners: Vec<(u64, crate::volume::Entry, Vec<crate::volume::PatchNode>)> = Vec::new();
+    let mut owners: Vec<Owner> = Vec::new();
     let mut runs: Vec<(u64, Seg)> = Vec::new();
     let mut room = (v.zone.dcols() - whole) * ppb as usize;
     for it in items {
@@ -423,6 +443,7 @@ fn lay_out(
             continue;
         }
         room -= pages;
+        leaving.push(it.from);
         runs.extend(mine.into_iter().map(|g| (it.ub, g)));
         if !owners.iter().any(|o| o.0 == it.ub) {
             owners.push((it.ub, e, nodes.to_vec()));
@@ -463,7 +484,11 @@ fn lay_out(
         col < v.zone.dcols() || col == v.zone.dcols() && at == 0,
         "relocation pages overflow the target stripe"
     );
-    (out, owners)
+    Layout {
+        segments: out,
+        owners,
+        leaving,
+    }
 }
 
 /// The pages relocation `j` moved: map every owner nobody rewrote since the read to its

@@ -69,6 +69,10 @@ pub struct Vol {
     pub rebuild_running: usize,
     /// User blocks a relocation (cleaning, rebuild or repair) is moving right now.
     pub relocating: crate::fasthash::FastSet<u64>,
+    /// RAID blocks cleaning relocations in flight are moving owners out of, and how many:
+    /// a planned batch that finishes emptying a stripe counts them as gone
+    /// (`reloc_plan::effect`), or every batch but the first of a plan would look useless.
+    pub leaving: FastMap<u64, u32>,
     /// Where the relocation sweeper resumes its scan of the BMT.
     pub sweep_cursor: u64,
     /// Relocations the last sweep planned and not yet started (best last), good until
@@ -88,6 +92,11 @@ pub struct Vol {
     pub next_bg_scan: crate::types::Nanos,
     /// Idle compaction looks again only from then (background.rs).
     pub idle_clean_after: Nanos,
+    /// Mapping changes so far (any block mapped anew, patched or unmapped).
+    pub mapping_changes: u64,
+    /// `mapping_changes` when idle compaction last found nothing to do with no background
+    /// work in flight: it looks again only once the mappings changed.
+    pub idle_clean_mark: Option<u64>,
     /// Moving data off failed members (None: nothing has failed).
     pub rebuild: Option<super::rebuild::Rebuild>,
     /// Data mapped onto a failed member (degraded writes, relocations and conversions,
@@ -135,6 +144,7 @@ impl Vol {
             bg_running: 0,
             rebuild_running: 0,
             relocating: Default::default(),
+            leaving: FastMap::default(),
             sweep_cursor: 0,
             reloc_batches: Vec::new(),
             reloc_batches_until: 0,
@@ -143,6 +153,8 @@ impl Vol {
             writes_in_flight: 0,
             next_bg_scan: 0,
             idle_clean_after: 0,
+            mapping_changes: 0,
+            idle_clean_mark: None,
             rebuild: None,
             degraded_placements: 0,
             rebalance: None,
@@ -169,14 +181,14 @@ impl Vol {
         self.cleaner_reserve() + (self.stripes.len() / 64).min(16)
     }
     /// Should conversion and cleaning run for room? Below `low_water` free (a share of the
-    /// zone), or once half the spare stripes are gone. The second keeps the cleaner ahead
-    /// of small random overwrites: their dead pages spread over shared blocks, and what
-    /// turns them back into free stripes (merging blocks, packing shared blocks together)
-    /// needs free stripes to work in; started only at the last few percent, it found every
-    /// block two-thirds live and no room left to merge into (`core/tests/space.rs`).
+    /// zone), or within a sixteenth of the spare stripes of the writers' reserve (small
+    /// zones, whose low-water mark is a stripe or two). Cleaning late is cheaper: its
+    /// victims have more dead pages by then, and a plan needs only a stripe or two to work
+    /// in (`reloc_plan`); every free stripe kept beyond that is spare the cleaner can not
+    /// use.
     pub fn low_on_space(&self, low_water: f64) -> bool {
         self.free_share() < low_water
-            || self.stripes.available() < self.reserve_stripes() + self.spare_stripes / 2
+            || self.stripes.available() < self.reserve_stripes() + self.spare_stripes / 16
     }
     pub fn cleaner_reserve(&self) -> u64 {
         self.copies() as u64 + 2
@@ -203,6 +215,12 @@ impl Vol {
             self.stripes.count(StripeState::Replica),
             self.packs.open_count(),
         )
+    }
+    /// Is there something idle compaction may find to do (holes, or dead pages inside
+    /// blocks), that it has not already found nothing to do about?
+    pub fn idle_clean_wanted(&self) -> bool {
+        self.idle_clean_mark != Some(self.mapping_changes)
+            && (self.holes() >= 2 * self.zone.dcols() as u64 || self.patches.patched_blocks() > 0)
     }
     pub fn holes(&self) -> u64 {
         self.stripes.count(StripeState::Raid) * self.zone.dcols() as u64 - self.raid_valid_blocks
@@ -369,6 +387,7 @@ impl Vol {
     }
 
     fn apply_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
+        self.mapping_changes += 1;
         if loc == Loc::Unmapped {
             self.sums.clear_block(ub);
             self.unmark_lost(ub, 0, self.pages_per_block);
@@ -447,6 +466,7 @@ impl Vol {
     }
 
     fn apply_patch(&mut self, ub: u64, node: PatchNode, now: Nanos) {
+        self.mapping_changes += 1;
         for l in crate::volume::patch_block(&mut self.bmt, &mut self.patches, ub, node) {
             if l != Loc::Unmapped {
                 self.release(ub, l, now);
