@@ -18,7 +18,6 @@
 use super::vol::Vol;
 use crate::fasthash::{FastMap, FastSet};
 use crate::volume::Loc;
-use crate::volume::patch::segments;
 
 /// The pages user block `ub` has in RAID block `from`, moved together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,16 +69,35 @@ pub fn plan(v: &mut Vol, max_batches: usize) -> Vec<RelocBatch> {
             }
             continue;
         }
-        let mut mine: Vec<(u64, u16)> = Vec::new();
-        for g in segments(e.base, v.patches.get(ub), 0, ppb) {
-            if let Loc::Raid(f) = g.loc {
-                match mine.iter_mut().find(|m| m.0 == f) {
-                    Some(m) => m.1 += g.count,
-                    None => mine.push((f, g.count)),
-                }
+        // Pages per location: each node's own, and the base the pages no node covers
+        // (nodes never overlap). On the stack unless the list is long.
+        let nodes = v.patches.get(ub);
+        let mut stack = [(0u64, 0u16); 17];
+        let mut heap = Vec::new();
+        let mine: &mut [(u64, u16)] = if nodes.len() < stack.len() {
+            &mut stack
+        } else {
+            heap.resize(nodes.len() + 1, (0, 0));
+            &mut heap
+        };
+        let mut n = 0;
+        let mut add = |f: u64, pages: u16| match mine[..n].iter_mut().find(|m| m.0 == f) {
+            Some(m) => m.1 += pages,
+            None => {
+                mine[n] = (f, pages);
+                n += 1;
+            }
+        };
+        let covered: u16 = nodes.iter().map(|x| x.count()).sum();
+        if let (Loc::Raid(f), true) = (e.base, covered < ppb) {
+            add(f, ppb - covered);
+        }
+        for x in nodes {
+            if let Loc::Raid(f) = x.loc() {
+                add(f, x.count());
             }
         }
-        for (f, pages) in mine {
+        for &(f, pages) in &mine[..n] {
             owners.entry(f).or_default().push((ub, pages));
         }
     }
