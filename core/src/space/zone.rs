@@ -173,6 +173,17 @@ impl Zone {
     pub fn disk(&self, stripe: u32, col: usize) -> DiskId {
         self.locate(stripe, col).disk
     }
+    /// Columns of `stripe` (through their remaps) on members `failed` says have failed.
+    pub fn failed_columns(&self, stripe: u32, failed: impl Fn(DiskId) -> bool) -> usize {
+        (0..self.width())
+            .filter(|&c| failed(self.disk(stripe, c)))
+            .count()
+    }
+    /// Can `stripe` take new data with these members failed: do its parity columns cover
+    /// the columns on them (a degraded write, as md does)?
+    pub fn parity_covers(&self, stripe: u32, failed: impl Fn(DiskId) -> bool) -> bool {
+        self.failed_columns(stripe, failed) <= self.nparity()
+    }
     /// Disk and byte offset of page `page` of column `col` of `stripe`.
     pub fn device_offset(&self, stripe: u32, col: usize, page_byte: u64) -> (DiskId, u64) {
         self.offset_of(self.locate(stripe, col), page_byte)

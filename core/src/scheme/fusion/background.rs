@@ -211,8 +211,8 @@ impl FusionScheme {
             }
             // An idle volume compacts the holes and dead pages that overwrites, trims and
             // zeroing left, so their space shows as free and the next burst finds it ready
-            // (every plan gives stripes back). After a fruitless look it waits a while, and
-            // when nothing else was moving, until the mappings change.
+            // (every plan gives stripes back). After a fruitless look with nothing else
+            // moving it waits until the mappings change.
             let v = &self.vols[vol];
             if !started
                 && pol.enabled
@@ -222,12 +222,11 @@ impl FusionScheme {
             {
                 let room = limit - self.vols[vol].bg_running;
                 started = self.start_relocation(ctx, vol, room);
-                if !started {
-                    let v = &mut self.vols[vol];
+                let v = &mut self.vols[vol];
+                if !started && v.bg_running == 0 {
+                    // (With moves in flight, their completions look again.)
                     v.idle_clean_after = ctx.now + IDLE_CLEAN_RETRY_NS;
-                    if v.bg_running == 0 {
-                        v.idle_clean_mark = Some(v.mapping_changes);
-                    }
+                    v.idle_clean_mark = Some(v.mapping_changes);
                 }
             }
             if !started {

@@ -59,19 +59,25 @@ impl FusionScheme {
                 let Some(mut batch) = v.reloc_batches.pop() else {
                     break;
                 };
-                // Drop what no longer needs a move (rewritten since the sweep) or is being
-                // moved already.
-                batch.items.retain(|it| {
-                    !v.relocating.contains(&it.ub) && v.references(it.ub, Loc::Raid(it.from))
-                });
-                if batch.is_empty() {
-                    continue;
+                // Drop what no longer needs a move (rewritten since the sweep).
+                batch
+                    .items
+                    .retain(|it| v.references(it.ub, Loc::Raid(it.from)));
+                match readiness(v, &batch) {
+                    Ready::Stale => continue,
+                    Ready::Wait => {
+                        // It comes next once the moves in flight are done (their
+                        // completion scans again): keep it, and the plan behind it.
+                        v.reloc_batches.push(batch);
+                        return started > 0;
+                    }
+                    Ready::Go => {}
                 }
-                if !worth_starting(v, &batch) {
-                    continue;
-                }
-                if !self.launch_relocation_as(ctx, vol, Vec::new(), batch.items, RelocKind::Clean) {
-                    return started > 0; // no target stripe: nothing more can start now
+                let items = batch.items.clone();
+                if !self.launch_relocation_as(ctx, vol, Vec::new(), items, RelocKind::Clean) {
+                    // No target stripe: nothing more can start now.
+                    self.vols[vol].reloc_batches.push(batch);
+                    return started > 0;
                 }
                 started += 1;
             }
@@ -160,10 +166,7 @@ impl FusionScheme {
             }
         }
         let mut target = self.clear_target(ctx, vol);
-        let rebuilding = self.vols[vol]
-            .rebuild
-            .as_ref()
-            .is_some_and(|r| r.done_at.is_none());
+        let rebuilding = self.vols[vol].rebuilding();
         if target.is_none()
             && rebuilding
             && self.remap_free_stripes(ctx, vol, 1, super::column::DonorUse::CleanerTarget) > 0
@@ -177,13 +180,10 @@ impl FusionScheme {
         // fits), the cleaner writes degraded stripes, as user writes do: they hold as much.
         if target.is_none() && !rebuild {
             let v = &mut self.vols[vol];
-            let (zone, nparity) = (&v.zone, v.zone.nparity());
-            target = v.stripes.take_spare(|s| {
-                (0..zone.width())
-                    .filter(|&c| ctx.is_failed(zone.disk(s, c)))
-                    .count()
-                    <= nparity
-            });
+            let zone = &v.zone;
+            target = v
+                .stripes
+                .take_spare(|s| zone.parity_covers(s, |d| ctx.is_failed(d)));
         }
         let Some((stripe, _)) = target else {
             return false;
@@ -519,12 +519,32 @@ fn map_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
     moved
 }
 
-/// Is `b` worth a stripe now? Every planned batch empties a stripe (its plan as a whole
-/// gives back more than it takes, `reloc_plan`), unless what it was to move was rewritten
-/// or is being moved by another batch meanwhile: then it waits for a fresh plan. Within the
-/// cleaner's reserve (the volume's last free stripes) batches run one at a time, so each
-/// gives its emptied stripe back before the next takes one.
-fn worth_starting(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> bool {
-    let (emptied, _) = reloc_plan::effect(v, b);
-    emptied >= 1 && (v.stripes.available() > v.cleaner_reserve() || v.bg_running == 0)
+/// Whether a planned batch may start now.
+enum Ready {
+    Go,
+    /// Not before the moves in flight are done.
+    Wait,
+    /// It would empty no stripe any more (its blocks were rewritten): drop it.
+    Stale,
+}
+
+/// May `b` take a stripe now? Every planned batch empties a stripe, counting what the
+/// batches before it (in flight) take out (`reloc_plan::effect`), unless what it was to
+/// move was rewritten meanwhile. A batch with a block that another move still has in flight
+/// waits for it, and so does every batch within the cleaner's reserve (the volume's last
+/// free stripes) while another runs: there they go one at a time, each giving back the
+/// stripe it takes before the next takes one.
+fn readiness(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> Ready {
+    if b.is_empty() {
+        return Ready::Stale;
+    }
+    if b.items.iter().any(|it| v.relocating.contains(&it.ub))
+        || v.stripes.available() <= v.cleaner_reserve() && v.bg_running > 0
+    {
+        return Ready::Wait;
+    }
+    if reloc_plan::effect(v, b).0 == 0 {
+        return Ready::Stale;
+    }
+    Ready::Go
 }

@@ -216,6 +216,10 @@ impl Vol {
             self.packs.open_count(),
         )
     }
+    /// Is a rebuild moving data off failed members now?
+    pub fn rebuilding(&self) -> bool {
+        self.rebuild.as_ref().is_some_and(|r| r.done_at.is_none())
+    }
     /// Is there something idle compaction may find to do (holes, or dead pages inside
     /// blocks), that it has not already found nothing to do about?
     pub fn idle_clean_wanted(&self) -> bool {

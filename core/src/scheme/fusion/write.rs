@@ -315,15 +315,9 @@ impl FusionScheme {
                 });
                 // Degraded: every spare stripe touches a failed member. Writing the surviving
                 // columns keeps the data recoverable from parity, as a degraded md array does.
-                let nparity = v.zone.nparity();
                 let taken = taken.or_else(|| {
                     v.stripes
-                        .take_spare(|s| {
-                            (0..v.zone.width())
-                                .filter(|&c| ctx.is_failed(v.zone.disk(s, c)))
-                                .count()
-                                <= nparity
-                        })
+                        .take_spare(|s| v.zone.parity_covers(s, |d| ctx.is_failed(d)))
                         .map(|x| x.0)
                 });
                 let Some(s) = taken else {
@@ -766,14 +760,9 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
             v.stripes
                 .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
         });
-        let nparity = zone.nparity();
         let pick = pick.or_else(|| {
-            v.stripes.take_random_spare(rng, |s| {
-                (0..zone.width())
-                    .filter(|&c| failed(zone.disk(s, c)))
-                    .count()
-                    <= nparity
-            })
+            v.stripes
+                .take_random_spare(rng, |s| zone.parity_covers(s, failed))
         });
         match pick {
             Some(s) => {
