@@ -16,6 +16,11 @@ use crate::volume::Loc;
 
 /// After an idle look found no compaction worth starting, the next one waits this long.
 const IDLE_CLEAN_RETRY_NS: Nanos = 1_000_000_000;
+/// Idle compaction moves live data only where it gives back a stripe per three it fills
+/// (victims two-thirds live on average, at most): what a trim or a rewrite left behind comes
+/// back, while dead pages spread thinly over every stripe (after random overwrites) stay
+/// until space is short, when cleaning them costs no more than it must.
+const IDLE_MIN_YIELD: f64 = 1.0 / 3.0;
 
 /// How long to wait before scanning again for background work after a scan found none.
 const BG_RESCAN_NS: Nanos = 1_000_000;
@@ -207,7 +212,7 @@ impl FusionScheme {
             }
             if !started && (starving || low_space) {
                 let room = limit - self.vols[vol].bg_running;
-                started = self.start_relocation(ctx, vol, room);
+                started = self.start_relocation(ctx, vol, room, 0.0);
             }
             // An idle volume compacts the holes and dead pages that overwrites, trims and
             // zeroing left, so their space shows as free and the next burst finds it ready
@@ -221,7 +226,7 @@ impl FusionScheme {
                 && ctx.now >= v.idle_clean_after
             {
                 let room = limit - self.vols[vol].bg_running;
-                started = self.start_relocation(ctx, vol, room);
+                started = self.start_relocation(ctx, vol, room, IDLE_MIN_YIELD);
                 let v = &mut self.vols[vol];
                 if !started && v.bg_running == 0 {
                     // (With moves in flight, their completions look again.)

@@ -50,7 +50,9 @@ const FILL_LOOKAHEAD: usize = 64;
 
 /// Sweep part of `v`'s BMT and cut what is worth moving into at most `max_batches`
 /// relocation batches, to run in order (they are popped from the end: the first last).
-pub fn plan(v: &mut Vol, max_batches: usize) -> Vec<RelocBatch> {
+/// `min_yield`: the stripes a plan gives back per stripe it fills, at least (0 when space is
+/// needed now: any gain will do).
+pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> {
     let dcols = v.zone.dcols();
     let ppb = v.pages_per_block;
     let capacity = dcols * ppb as usize;
@@ -140,17 +142,18 @@ pub fn plan(v: &mut Vol, max_batches: usize) -> Vec<RelocBatch> {
             }
         }
     }
-    fill(items, victims.len(), capacity, max_batches)
+    fill(items, victims.len(), capacity, max_batches, min_yield)
 }
 
 /// Cut `items` (in victim order) into batches of at most `capacity` pages, the first
-/// last, keeping the longest run of batches that gives back the most stripes (none when no
-/// run gives back any).
+/// last, keeping the longest run of batches that gives back the most stripes, at least
+/// `min_yield` per batch (none when no run gives back any).
 fn fill(
     mut items: Vec<(Item, usize)>,
     nvictims: usize,
     capacity: usize,
     max_batches: usize,
+    min_yield: f64,
 ) -> Vec<RelocBatch> {
     // Items of each victim not yet in a batch.
     let mut left = vec![0usize; nvictims];
@@ -192,7 +195,7 @@ fn fill(
         }
         batches.push(b);
         net += emptied - 1;
-        if net > best {
+        if net > best && net as f64 >= min_yield * batches.len() as f64 {
             (best, best_len) = (net, batches.len());
         }
     }
@@ -255,7 +258,7 @@ mod tests {
                 items.push((it(k * 10 + j, 8), k as usize));
             }
         }
-        let batches = fill(items, 4, 64, 16);
+        let batches = fill(items, 4, 64, 16, 0.0);
         assert!(!batches.is_empty());
         for b in &batches {
             assert!(b.items.iter().map(|i| i.pages as usize).sum::<usize>() <= 64);
@@ -271,7 +274,7 @@ mod tests {
     #[test]
     fn no_plan_without_dead_pages_to_win() {
         let items: Vec<(Item, usize)> = (0..8).map(|k| (it(k, 16), k as usize / 4)).collect();
-        assert!(fill(items, 2, 64, 16).is_empty());
+        assert!(fill(items, 2, 64, 16, 0.0).is_empty());
     }
 
     /// A batch takes later, smaller items to fill its last pages.
@@ -286,11 +289,29 @@ mod tests {
             (it(6, 6), 1),
             (it(7, 8), 2),
         ];
-        let mut batches = fill(items, 3, 64, 16);
+        let mut batches = fill(items, 3, 64, 16, 0.0);
         assert_eq!(batches.len(), 2);
         let first = batches.pop().unwrap();
         let pages: usize = first.items.iter().map(|i| i.pages as usize).sum();
         assert_eq!(pages, 64);
         assert!(first.items.iter().any(|i| i.ub == 6));
+    }
+
+    /// A plan held to a minimum yield stops where its victims get too full. Victims of 24,
+    /// 32, 40, 48 and then 56 live pages (of 64): the first batch empties two (gain 1), the
+    /// best gain (2) takes four batches; at a yield of 0.6 only the first batch is kept.
+    #[test]
+    fn a_minimum_yield_cuts_the_plan_short() {
+        let mut items = Vec::new();
+        for k in 0..12u64 {
+            // Victims fuller and fuller: 24, 32, ... live pages of 8-page items.
+            let live = (3 + k.min(4)) as u16;
+            for j in 0..live {
+                items.push((it(k * 100 + j as u64, 8), k as usize));
+            }
+        }
+        let all = fill(items.clone(), 12, 64, 64, 0.0);
+        let lean = fill(items, 12, 64, 64, 0.6);
+        assert_eq!((all.len(), lean.len()), (4, 1));
     }
 }

@@ -34,8 +34,15 @@ const RELOC_PLAN_NS: Nanos = 200_000_000;
 
 impl FusionScheme {
     /// Start up to `max_jobs` relocations, each filling one stripe with the live pages
-    /// `reloc_plan::plan` found worth moving. Returns whether any started.
-    pub(super) fn start_relocation(&mut self, ctx: &mut Ctx, vol: usize, max_jobs: usize) -> bool {
+    /// `reloc_plan::plan` found worth moving (a fresh plan must give back at least
+    /// `min_yield` stripes per stripe it fills). Returns whether any started.
+    pub(super) fn start_relocation(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        max_jobs: usize,
+        min_yield: f64,
+    ) -> bool {
         let v = &mut self.vols[vol];
         let dcols = v.zone.dcols();
         if v.holes() < dcols as u64 && v.patches.patched_blocks() == 0 {
@@ -50,7 +57,7 @@ impl FusionScheme {
         for fresh in [false, true] {
             if fresh {
                 let v = &mut self.vols[vol];
-                let plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES);
+                let plan = reloc_plan::plan(v, RELOC_PLAN_BATCHES, min_yield);
                 v.reloc_batches = plan;
                 v.reloc_batches_until = ctx.now + RELOC_PLAN_NS;
             }
