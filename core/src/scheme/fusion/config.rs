@@ -126,8 +126,9 @@ pub struct ConversionPolicy {
     /// Convert, and clean (relocate), when spare stripes fall below this share of the zone.
     /// Free space kept above this is slack the cleaner can not use for garbage, so a lower
     /// mark makes cleaning cheaper: sustained 4 KiB random writes over a whole volume with
-    /// 25% spare cost 9.3 device bytes per user byte at 0.10, 7.4 at 0.05 and 6.9 at 0.03
-    /// (`cargo bench -p fusionraid-core --bench small_writes`).
+    /// 25% spare cost 4.65 device bytes per user byte at 0.10, 3.82 at 0.05 and 3.50 at 0.02
+    /// (`cargo bench -p fusionraid-core --bench small_writes`); a higher one leaves more
+    /// room for bursts before the cleaner must run.
     pub spare_low_water: f64,
     /// Convert when the replicated area exceeds this share of its configured size.
     pub replicated_high_water: f64,
