@@ -1,8 +1,8 @@
 //! Patch lists: sub-block updates of a user block (paper §4.4, Fig. 9).
 //!
 //! A write that covers only some pages of a block is not merged into the old block (that would
-//! be a read-modify-write); the pages are written out of place, at the same page positions,
-//! into a new block, and a *patch node* records "pages [first, first+count) now live at loc".
+//! be a read-modify-write); the pages are written out of place into a new block, and a *patch
+//! node* records "pages [first, first+count) now live at loc, from page `at` on".
 //! Nodes of one list never overlap (a newer node trims older ones), so a list can never hold
 //! more nodes than the block has pages: that is the compaction bound the paper asks for, kept
 //! by construction and asserted.
@@ -12,8 +12,9 @@ use crate::fasthash::FastMap;
 use super::loc::Loc;
 
 /// One patch: pages `[first, first + count)` of a block live at `loc`, from page `at` of the
-/// block there on. A sub-block write keeps its pages at their own positions (`at == first`);
-/// the cleaner packs live pages of many blocks densely and moves them anywhere.
+/// block there on. A sub-block write into a pack takes the pack's next free pages; a write
+/// into a stripe or a slot of its own keeps its pages at their own positions (`at == first`);
+/// the cleaner packs live pages of many blocks densely wherever they fit.
 ///
 /// Packed in 8 bytes: bits 0..39 the location (as in a BMT entry), bits 40..48 the first
 /// page, bits 48..56 count - 1 (so blocks of up to 256 pages, 1 MiB, fit), bits 56..64 the

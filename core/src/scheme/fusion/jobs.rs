@@ -204,9 +204,8 @@ pub struct ConvertJob {
     pub failed: bool,
 }
 
-/// Part of a shared RAID block (a converted pack) that a relocation moves as it is: pages
-/// `[first, first+count)` of user block `ub`, read into target column `col` at their own
-/// page positions.
+/// A run of pages a relocation moves: pages `[first, first+count)` of user block `ub`, read
+/// (by their logical address) into the target stripe where the layout placed them.
 #[derive(Clone, Copy, Debug)]
 pub struct Segment {
     pub ub: u64,

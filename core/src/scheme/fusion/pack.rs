@@ -115,7 +115,7 @@ impl Pages {
 #[derive(Debug)]
 struct Open {
     r: SlotRef,
-    /// Page positions handed out.
+    /// Pages handed out.
     used: Pages,
     /// Writes with pages in flight into this slot.
     writing: u16,

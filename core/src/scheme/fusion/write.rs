@@ -4,8 +4,9 @@
 //!   parity computed in memory (no device reads);
 //! - otherwise: each piece into a replica slot, 2 or 3 copies on distinct disks.
 //!
-//! Sub-block pieces are written at their own page positions and recorded as patches. No path
-//! ever reads old data to write new data.
+//! Sub-block pieces are written into the next free pages of a pack (or at their own page
+//! positions in a stripe) and recorded as patches. No path ever reads old data to write new
+//! data.
 
 use super::FusionScheme;
 use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
