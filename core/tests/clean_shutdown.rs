@@ -143,6 +143,17 @@ fn begin_shutdown(d: &mut Driver) {
     d.pump();
 }
 
+/// Begin the clean shutdown and run it to its end (within 10 s of virtual time).
+fn shut_down(d: &mut Driver) {
+    begin_shutdown(d);
+    let limit = d.now + 10_000_000_000;
+    while !d.engine.shutdown_done() {
+        let t = d.next_event_at().expect("the shutdown waits for an event");
+        assert!(t < limit, "the clean shutdown never finished");
+        d.run_until(Some(t));
+    }
+}
+
 /// Every block holds a value `allowed` lists (`newest`: the newest only).
 fn check(d: &mut Driver, allowed: &[Vec<Vec<u8>>], newest: bool, what: &str) {
     for (b, a) in allowed.iter().enumerate() {
@@ -164,13 +175,7 @@ fn a_clean_shutdown_keeps_unflushed_writes_and_is_reported_clean() {
     let mut d = fresh(&cfg);
     let allowed = workload(&mut d);
     assert!(d.engine.inflight_ios() > 0, "background work is running");
-    begin_shutdown(&mut d);
-    let limit = d.now + 10_000_000_000;
-    while !d.engine.shutdown_done() {
-        let t = d.next_event_at().expect("the shutdown waits for an event");
-        assert!(t < limit, "the clean shutdown never finished");
-        d.run_until(Some(t));
-    }
+    shut_down(&mut d);
     assert_eq!(d.engine.inflight_ios(), 0);
     let meta = d.engine.scheme().metadata_status().unwrap();
     let images = d.power_cut(&mut Rng::new(5));
@@ -252,13 +257,7 @@ fn a_member_failing_during_the_clean_shutdown_is_recorded_before_it_ends() {
         let mut d = fresh(&cfg);
         let allowed = workload(&mut d);
         d.disks[m].failed = true;
-        begin_shutdown(&mut d);
-        let limit = d.now + 10_000_000_000;
-        while !d.engine.shutdown_done() {
-            let t = d.next_event_at().expect("the shutdown waits for an event");
-            assert!(t < limit, "the clean shutdown never finished");
-            d.run_until(Some(t));
-        }
+        shut_down(&mut d);
         let disk = fusionraid_core::DiskId(m as u32);
         if !d.engine.disks().get(disk).failed {
             continue; // the shutdown wrote nothing to it

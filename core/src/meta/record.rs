@@ -107,13 +107,24 @@ fn put_loc(out: &mut Vec<u8>, l: Loc) {
 }
 
 /// `tag, vol, ub u64, loc u40, first u16, count u16`: a run of pages of a block (what
-/// `Reader::pages` reads back).
-fn put_pages(out: &mut Vec<u8>, tag: u8, vol: u8, ub: u64, loc: Loc, first: u16, count: u16) {
-    out.extend_from_slice(&[tag, vol]);
+/// `Reader::pages` reads back), under tag `own` when the pages sit at their own positions
+/// in the block at `loc`, else under tag `placed` and followed by `at u16` (`Reader::placed`).
+fn put_run(
+    out: &mut Vec<u8>,
+    [own, placed]: [u8; 2],
+    vol: u8,
+    ub: u64,
+    loc: Loc,
+    (first, count, at): (u16, u16, u16),
+) {
+    out.extend_from_slice(&[if at == first { own } else { placed }, vol]);
     out.extend_from_slice(&ub.to_le_bytes());
     put_loc(out, loc);
     out.extend_from_slice(&first.to_le_bytes());
     out.extend_from_slice(&count.to_le_bytes());
+    if at != first {
+        out.extend_from_slice(&at.to_le_bytes());
+    }
 }
 
 impl Record {
@@ -131,14 +142,7 @@ impl Record {
                 first,
                 count,
                 at,
-            } => {
-                if at == first {
-                    put_pages(out, 2, *vol, *ub, *loc, *first, *count);
-                } else {
-                    put_pages(out, 10, *vol, *ub, *loc, *first, *count);
-                    out.extend_from_slice(&at.to_le_bytes());
-                }
-            }
+            } => put_run(out, [2, 10], *vol, *ub, *loc, (*first, *count, *at)),
             Record::Retarget { vol, ub, from, to } => {
                 out.extend_from_slice(&[3, *vol]);
                 out.extend_from_slice(&ub.to_le_bytes());
@@ -163,11 +167,8 @@ impl Record {
                 at,
                 sums,
             } => {
-                let tag = if at == first { 5 } else { 11 };
-                put_pages(out, tag, *vol, *ub, *loc, *first, sums.len() as u16);
-                if at != first {
-                    out.extend_from_slice(&at.to_le_bytes());
-                }
+                let count = sums.len() as u16;
+                put_run(out, [5, 11], *vol, *ub, *loc, (*first, count, *at));
                 for s in sums {
                     out.extend_from_slice(&s.to_le_bytes());
                 }
@@ -332,20 +333,13 @@ impl<'a> Reader<'a> {
                 ub: self.u64()?,
                 loc: self.loc()?,
             },
-            2 => {
+            2 | 10 => {
                 let (ub, loc, first, count) = self.pages()?;
-                Record::Patch {
-                    vol,
-                    ub,
-                    loc,
-                    first,
-                    count,
-                    at: first,
-                }
-            }
-            10 => {
-                let (ub, loc, first, count) = self.pages()?;
-                let at = self.placed(count)?;
+                let at = if tag == 10 {
+                    self.placed(count)?
+                } else {
+                    first
+                };
                 Record::Patch {
                     vol,
                     ub,

@@ -205,10 +205,9 @@ fn fill(
     batches
 }
 
-/// What moving `b` now would free, exactly, as the mappings stand and once the cleaning
-/// relocations in flight are done: (stripes emptied, RAID data columns left with no
-/// reference).
-pub fn effect(v: &Vol, b: &RelocBatch) -> (usize, usize) {
+/// The stripes moving `b` now would empty, exactly, as the mappings stand and once the
+/// cleaning relocations in flight are done.
+pub fn stripes_emptied(v: &Vol, b: &RelocBatch) -> usize {
     let mut removed: FastMap<u64, u32> = FastMap::default();
     for it in &b.items {
         if v.references(it.ub, Loc::Raid(it.from)) {
@@ -220,19 +219,17 @@ pub fn effect(v: &Vol, b: &RelocBatch) -> (usize, usize) {
         let gone = removed.get(&f).copied().unwrap_or(0) + v.leaving.get(&f).copied().unwrap_or(0);
         gone >= refs
     };
-    let columns = removed.keys().filter(|&&f| freed(f)).count();
     let mut stripes: Vec<u32> = removed.keys().map(|&f| v.zone.split(f).0).collect();
     stripes.sort_unstable();
     stripes.dedup();
-    let emptied = stripes
+    stripes
         .into_iter()
         .filter(|&s| {
             let valid = v.stripes.valid(s);
             valid != 0
                 && (0..v.zone.dcols()).all(|c| valid & (1 << c) == 0 || freed(v.zone.flbn(s, c)))
         })
-        .count();
-    (emptied, columns)
+        .count()
 }
 
 #[cfg(test)]

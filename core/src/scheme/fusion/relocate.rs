@@ -536,7 +536,7 @@ enum Ready {
 }
 
 /// May `b` take a stripe now? Every planned batch empties a stripe, counting what the
-/// batches before it (in flight) take out (`reloc_plan::effect`), unless what it was to
+/// batches before it (in flight) take out (`reloc_plan::stripes_emptied`), unless what it was to
 /// move was rewritten meanwhile. A batch with a block that another move still has in flight
 /// waits for it, and so does every batch within the cleaner's reserve (the volume's last
 /// free stripes) while another runs: there they go one at a time, each giving back the
@@ -550,7 +550,7 @@ fn readiness(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> Ready {
     {
         return Ready::Wait;
     }
-    if reloc_plan::effect(v, b).0 == 0 {
+    if reloc_plan::stripes_emptied(v, b) == 0 {
         return Ready::Stale;
     }
     Ready::Go

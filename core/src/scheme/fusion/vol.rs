@@ -71,7 +71,7 @@ pub struct Vol {
     pub relocating: crate::fasthash::FastSet<u64>,
     /// RAID blocks cleaning relocations in flight are moving owners out of, and how many:
     /// a planned batch that finishes emptying a stripe counts them as gone
-    /// (`reloc_plan::effect`), or every batch but the first of a plan would look useless.
+    /// (`reloc_plan::stripes_emptied`), or every batch but the first of a plan would look useless.
     pub leaving: FastMap<u64, u32>,
     /// Where the relocation sweeper resumes its scan of the BMT.
     pub sweep_cursor: u64,
