@@ -8,6 +8,7 @@ pub mod fasthash;
 pub mod layout;
 pub mod meta;
 pub mod parity;
+pub mod policy;
 pub mod rng;
 pub mod scheme;
 pub mod slab;

@@ -7,6 +7,7 @@ use super::api::{Data, DevOp, DeviceIo, Reply, ReqError};
 use super::disks::Disks;
 use super::iotable::{InflightIo, IoTable, IoTag};
 use super::stats::EngineStats;
+use crate::policy::Members;
 use crate::rng::Rng;
 use crate::types::{DiskId, Nanos};
 
@@ -81,8 +82,9 @@ impl Ctx<'_> {
     pub fn inflight(&self, d: DiskId) -> u32 {
         self.disks.get(d).inflight
     }
-    pub fn foreground_rate(&mut self, d: DiskId) -> f64 {
-        self.disks.foreground_rate(d, self.now)
+    /// The per-member signals, as policies see them.
+    pub fn members(&self) -> Members<'_> {
+        Members::new(self.disks, self.now)
     }
     /// Mark a member failed: nothing is issued to it any more by well-behaved schemes.
     pub fn fail_disk(&mut self, d: DiskId) {

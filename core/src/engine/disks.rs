@@ -58,11 +58,19 @@ impl DiskState {
         self.meter_start += buckets * METER_BUCKET_NS;
     }
 
-    /// Foreground bytes per second over the last 100-200 ms.
-    pub fn foreground_rate(&mut self, now: Nanos) -> f64 {
-        self.roll_meter(now);
-        let span = METER_BUCKET_NS + (now - self.meter_start);
-        (self.meter_prev + self.meter_cur) as f64 * 1e9 / span as f64
+    /// Foreground bytes per second over the last 100-200 ms. Reads the meter as
+    /// `roll_meter` would leave it at `now` without rolling it: the next issue rolls it to
+    /// the same state, so a policy can ask through a shared reference.
+    pub fn foreground_rate(&self, now: Nanos) -> f64 {
+        let (start, prev, cur) = if now < self.meter_start + METER_BUCKET_NS {
+            (self.meter_start, self.meter_prev, self.meter_cur)
+        } else {
+            let buckets = (now - self.meter_start) / METER_BUCKET_NS;
+            let prev = if buckets == 1 { self.meter_cur } else { 0 };
+            (self.meter_start + buckets * METER_BUCKET_NS, prev, 0)
+        };
+        let span = METER_BUCKET_NS + (now - start);
+        (prev + cur) as f64 * 1e9 / span as f64
     }
 }
 
@@ -116,10 +124,6 @@ impl Disks {
     /// Takes `d`'s dirty flag (keeps the cached deadline, as `mark_dirty`).
     pub(crate) fn take_dirty(&mut self, d: DiskId) -> bool {
         std::mem::take(&mut self.list[d.index()].dirty)
-    }
-    /// Foreground bytes per second of `d` (keeps the cached deadline, as `mark_dirty`).
-    pub(crate) fn foreground_rate(&mut self, d: DiskId, now: Nanos) -> f64 {
-        self.list[d.index()].foreground_rate(now)
     }
 
     pub(crate) fn on_issue(

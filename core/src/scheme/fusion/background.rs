@@ -244,11 +244,12 @@ impl FusionScheme {
 
     /// `memo` remembers each disk's answer for one scan (0 = not asked yet): a scan looks
     /// at up to 64 candidate sets, mostly on the same few busy disks.
-    fn busy_disk(&self, ctx: &mut Ctx, disks: &[DiskId], memo: &mut [u8]) -> bool {
-        let limit = self.cfg.conversion.pause_fg_bytes_per_sec;
+    fn busy_disk(&self, ctx: &Ctx, disks: &[DiskId], memo: &mut [u8]) -> bool {
+        let admission = &*self.policy.admission;
+        let members = ctx.members();
         disks.iter().any(|&d| {
             if memo[d.index()] == 0 {
-                memo[d.index()] = 1 + (ctx.foreground_rate(d) > limit) as u8;
+                memo[d.index()] = 1 + !admission.may_convert_on(&members, d) as u8;
             }
             memo[d.index()] == 2
         })

@@ -31,6 +31,7 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::layout::GeometryError;
 use crate::meta::Record;
+use crate::policy::Policies;
 use crate::scheme::{Scheme, VolumeStatus};
 use crate::slab::Slab;
 use crate::space::{StripeState, Zone};
@@ -78,6 +79,8 @@ pub struct FusionScheme {
     jobs: Slab<Job>,
     last_user_at: Nanos,
     name: String,
+    /// Where writes go, which copy serves a read, when background work may run.
+    policy: Policies,
     durable: Option<durable::Durable>,
     /// Lists the write path reuses (allocation per write was a tenth of the work).
     write_bufs: bufs::WriteBufs,
@@ -166,12 +169,13 @@ impl FusionScheme {
                 largest_last: sizing::largest_last_volume(&cfg),
             });
         }
-        let name = if cfg.redirect {
-            "fusionraid"
+        let pause = cfg.conversion.pause_fg_bytes_per_sec;
+        let (name, policy) = if cfg.redirect {
+            ("fusionraid", Policies::redirecting(pause))
         } else {
-            "fusion-nd"
-        }
-        .to_string();
+            ("fusion-nd", Policies::non_redirecting(pause))
+        };
+        let name = name.to_string();
         let layout = durable::meta_layout(&cfg);
         if let Some(l) = &layout
             && l.end() > pool.data_offset
@@ -192,6 +196,7 @@ impl FusionScheme {
             jobs: Slab::default(),
             last_user_at: 0,
             name,
+            policy,
             durable: None,
             write_bufs: bufs::WriteBufs::default(),
             bg_quiet_until: 0,

@@ -477,11 +477,6 @@ impl Matcher {
     }
 }
 
-/// Number of disks the data columns of two stripes have in common.
-pub fn common_disks(a: &[DiskId], b: &[DiskId], dcols: usize) -> usize {
-    a[..dcols].iter().filter(|d| b[..dcols].contains(d)).count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

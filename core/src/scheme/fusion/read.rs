@@ -105,7 +105,6 @@ impl FusionScheme {
 
     /// Choose how to serve part `i` and issue its device reads. Unmapped parts finish at once.
     fn plan_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
-        let redirect = self.cfg.redirect;
         let (vol, loc, ub, first, count, at, background, bad) = {
             let job = self.read_job(h);
             let p = &job.parts[i];
@@ -124,6 +123,7 @@ impl FusionScheme {
             let expect = self.vols[vol].sums.get(ub, first, count);
             self.read_job(h).parts[i].expect = expect;
         }
+        let routing = &*self.policy.routing;
         let v = &mut self.vols[vol];
         let page_off = at as u64 * PAGE_SIZE;
         let len = count as u64 * PAGE_SIZE;
@@ -152,18 +152,13 @@ impl FusionScheme {
                     }
                 }
                 let alive = &alive[..n_alive];
-                let pick = if redirect {
-                    // The paper's rule: the copy whose disk has fewer stragglers; queue depth
-                    // breaks ties, so load spreads over the copies when all are healthy.
-                    alive
-                        .iter()
-                        .min_by_key(|&&(_, _, d)| {
-                            (ctx.is_unresponsive(d), ctx.stragglers(d), ctx.inflight(d))
-                        })
-                        .copied()
-                } else {
-                    alive.first().copied()
-                };
+                let pick = (!alive.is_empty()).then(|| {
+                    let mut disks = [DiskId(0); 3];
+                    for (k, a) in alive.iter().enumerate() {
+                        disks[k] = a.2;
+                    }
+                    alive[routing.pick_copy(&ctx.members(), &disks[..n_alive])]
+                });
                 match pick {
                     None if bad != 0 => {
                         ctx.stats.unrecoverable_pages += count as u64;
@@ -218,8 +213,7 @@ impl FusionScheme {
                 };
                 let rebuild = ctx.is_failed(disk)
                     || bad & BAD_RAID != 0
-                    || (redirect
-                        && ctx.is_unresponsive(disk)
+                    || (routing.reconstruct_around(&ctx.members(), disk)
                         && bad & BAD_REBUILD == 0
                         && others_fine());
                 if !rebuild {
@@ -654,9 +648,10 @@ impl FusionScheme {
                     // `cur`, so no new set can contain it).
                     continue;
                 }
-                let other = copies
-                    .iter()
-                    .position(|&(s, c)| s != cur && !ctx.avoid(v.zone.disk(s, c)));
+                let routing = &*self.policy.routing;
+                let other = copies.iter().position(|&(s, c)| {
+                    s != cur && routing.may_hedge_to(&ctx.members(), v.zone.disk(s, c))
+                });
                 let Some(ci) = other else { continue };
                 let (s, c) = copies[ci];
                 let code = DIRECT + ci as u32;

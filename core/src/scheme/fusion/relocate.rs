@@ -98,7 +98,8 @@ impl FusionScheme {
     /// A free stripe for a move: away from unresponsive members if one is, and clear of
     /// failed members (through their remaps) in any case.
     fn clear_target(&mut self, ctx: &Ctx, vol: usize) -> Option<(u32, usize)> {
-        let redirect = self.cfg.redirect;
+        let placement = &*self.policy.placement;
+        let members = ctx.members();
         let v = &mut self.vols[vol];
         let width = v.zone.width();
         let zone = &v.zone;
@@ -106,7 +107,7 @@ impl FusionScheme {
             .take_spare(|s| {
                 (0..width).all(|c| {
                     let d = zone.disk(s, c);
-                    !(ctx.is_failed(d) || redirect && ctx.is_unresponsive(d))
+                    !(ctx.is_failed(d) || placement.steer_clear(&members, d))
                 })
             })
             .or_else(|| {

@@ -11,12 +11,13 @@
 use super::FusionScheme;
 use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
 use super::pack;
-use super::pairs::{PairSet, Slot, SlotState, common_disks, match_columns};
+use super::pairs::{PairSet, Slot, SlotState, match_columns};
 use super::stripe_parity::stripe_columns;
 use super::vol::{Parked, Vol};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError, SharedBytes};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::policy::{Members, WritePlacement};
 use crate::space::StripeState;
 use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::{Loc, sums};
@@ -27,10 +28,10 @@ enum Planned {
     NoSpace,
 }
 
-/// Whether a member should be avoided by new placements: failed always, unresponsive when
-/// redirection is on.
-fn avoid(ctx: &Ctx, redirect: bool, d: DiskId) -> bool {
-    ctx.is_failed(d) || (redirect && ctx.is_unresponsive(d))
+/// Whether new placements pass a member over while other room exists: failed always, and
+/// whatever the placement policy steers clear of.
+fn avoid(ctx: &Ctx, placement: &dyn WritePlacement, d: DiskId) -> bool {
+    ctx.is_failed(d) || placement.steer_clear(&ctx.members(), d)
 }
 
 impl FusionScheme {
@@ -103,7 +104,6 @@ impl FusionScheme {
 
     /// Cut the write into pieces, choose their destinations and issue the device writes.
     fn plan_write(&mut self, ctx: &mut Ctx, h: u64) -> Planned {
-        let redirect = self.cfg.redirect;
         let (vol, offset, len, is_trim, is_zero) = {
             let w = self.write_job(h);
             let (t, z) = match w.kind {
@@ -118,6 +118,8 @@ impl FusionScheme {
         let may_wait = self.write_job(h).may_wait
             && self.cfg.conversion.enabled
             && self.background_possible(vol);
+        let placement = &*self.policy.placement;
+        let steers = placement.steers();
         let v = &mut self.vols[vol];
         let bs = v.zone.block_size();
         let ppb = v.pages_per_block;
@@ -171,7 +173,7 @@ impl FusionScheme {
             let needed = full
                 + v.packs
                     .slots_needed(raw.iter().filter(|r| r.2 < ppb).map(|r| r.2));
-            if !use_stripe && !ensure_slots(ctx, v, needed, redirect) {
+            if !use_stripe && !ensure_slots(ctx, v, needed, placement) {
                 // The replicated area is at its configured size (or spare stripes are
                 // short): wait for conversion to make room. A zero-padded stripe (the write
                 // that needs no reads) would spend a whole stripe on a few blocks or pages,
@@ -205,9 +207,9 @@ impl FusionScheme {
                             let (cp, n) = pairs.copies_array(r);
                             cp[..n]
                                 .iter()
-                                .all(|&(s, c)| !avoid(ctx, redirect, zone.disk(s, c)))
+                                .all(|&(s, c)| !avoid(ctx, placement, zone.disk(s, c)))
                         });
-                        redirected = refused && redirect;
+                        redirected = refused && steers;
                         if let Some((r, at)) = got {
                             ctx.stats.redirected_writes += u64::from(redirected);
                             packed.push((r, at, count));
@@ -223,19 +225,19 @@ impl FusionScheme {
                     }
                     let mut strict = v
                         .pairs
-                        .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)));
-                    if strict.is_none() && open_pair_set_if_room(ctx, v, redirect) {
+                        .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, placement, d)));
+                    if strict.is_none() && open_pair_set_if_room(ctx, v, placement) {
                         // Every spare slot touches a disk to avoid: a fresh pair set, drawn
                         // from stripes away from it, is the redirection target.
                         redirected = true;
                         strict = v
                             .pairs
-                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, redirect, d)))
+                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, placement, d)))
                             .map(|(r, _)| (r, 0));
                     }
                     let r = match strict {
                         Some((r, skipped)) => {
-                            redirected |= skipped > 0 && redirect;
+                            redirected |= skipped > 0 && steers;
                             ctx.stats.redirected_writes += u64::from(redirected);
                             Some(r)
                         }
@@ -299,10 +301,10 @@ impl FusionScheme {
                     v.zone
                         .stripe_disk_list(s)
                         .iter()
-                        .all(|&d| !avoid(ctx, redirect, d))
+                        .all(|&d| !avoid(ctx, placement, d))
                 });
                 let taken = taken.map(|(s, skipped)| {
-                    if skipped > 0 && redirect {
+                    if skipped > 0 && steers {
                         ctx.stats.redirected_writes += 1;
                     }
                     s
@@ -702,9 +704,14 @@ pub(super) fn write_columns(
 
 /// Make sure `needed` spare replica slots exist, opening new pair sets while the replicated
 /// area is below its configured size. Returns false when the area is full.
-fn ensure_slots(ctx: &mut Ctx, v: &mut Vol, needed: usize, redirect: bool) -> bool {
+fn ensure_slots(
+    ctx: &mut Ctx,
+    v: &mut Vol,
+    needed: usize,
+    placement: &dyn WritePlacement,
+) -> bool {
     while v.pairs.spare_slots() < needed {
-        if !open_pair_set_if_room(ctx, v, redirect) {
+        if !open_pair_set_if_room(ctx, v, placement) {
             return false;
         }
     }
@@ -719,15 +726,15 @@ fn replicated_area_full(v: &Vol) -> bool {
 }
 
 /// Open one more pair set if the replicated area and the reserve allow it.
-fn open_pair_set_if_room(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
-    !replicated_area_full(v) && open_pair_set(ctx, v, redirect)
+fn open_pair_set_if_room(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> bool {
+    !replicated_area_full(v) && open_pair_set(ctx, v, placement)
 }
 
 /// Open a new pair set: draw 4 random spare stripes, keep the 2 (or 3) whose data columns
 /// share the fewest disks (power of two choices), and match their columns into slots.
 /// Runs every few small writes: candidates, their disks and the combinations live in fixed
 /// arrays (a stripe has at most 32 columns), not in `Vec`s per draw.
-fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
+fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> bool {
     let copies = v.copies();
     let dcols = v.zone.dcols();
     let mut cand = [0u32; 4];
@@ -736,19 +743,18 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
     let mut steered = [false; 4];
     let mut ncand = 0;
     // The member states, borrowed apart from the RNG the draws use.
-    let (rng, members) = (&mut *ctx.rng, &*ctx.disks);
-    let failed = |d: DiskId| members.get(d).failed;
+    let (rng, members) = (&mut *ctx.rng, Members::new(&*ctx.disks, ctx.now));
+    let failed = |d: DiskId| members.failed(d);
     let avoided = std::cell::Cell::new(false);
     let bad = |d: DiskId| {
-        let m = members.get(d);
-        if m.failed {
+        if members.failed(d) {
             return true;
         }
-        let slow = redirect && m.detector.is_unresponsive();
-        if slow {
+        let steered = placement.steer_clear(&members, d);
+        if steered {
             avoided.set(true);
         }
-        slow
+        steered
     };
     for _ in 0..4 {
         let zone = &v.zone;
@@ -786,23 +792,17 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, redirect: bool) -> bool {
         disks[i][..list.len()].copy_from_slice(&list);
     }
     // All combinations of `copies` candidates, in the order a, b (, c) ascending; pick the
-    // fewest shared disks (the first of equals).
+    // cheapest for the placement policy (the first of equals).
     let mut best: Option<(usize, [usize; 3])> = None;
     let n = cand.len();
     for a in 0..n {
         for b in a + 1..n {
             let thirds = if copies == 2 { a..a + 1 } else { b + 1..n };
             for c in thirds {
-                let combo = [a, b, c];
-                let combo = &combo[..copies];
-                let mut shared = 0;
-                for i in 0..combo.len() {
-                    for j in i + 1..combo.len() {
-                        shared += common_disks(&disks[combo[i]], &disks[combo[j]], dcols);
-                    }
-                }
-                if best.as_ref().is_none_or(|(s, _)| shared < *s) {
-                    best = Some((shared, [a, b, c]));
+                let lists = [&disks[a][..], &disks[b][..], &disks[c][..]];
+                let cost = placement.pair_set_cost(&members, &lists[..copies], dcols);
+                if best.as_ref().is_none_or(|(s, _)| cost < *s) {
+                    best = Some((cost, [a, b, c]));
                 }
             }
         }

@@ -1,0 +1,40 @@
+//! [`Members`]: a read-only view of the signals the engine keeps per member, the only input
+//! policies get. New signals (profile weights, rate factors, modes, wear, tier) join here.
+
+use crate::engine::disks::Disks;
+use crate::types::{DiskId, Nanos};
+
+#[derive(Clone, Copy)]
+pub struct Members<'a> {
+    disks: &'a Disks,
+    now: Nanos,
+}
+
+impl<'a> Members<'a> {
+    pub(crate) fn new(disks: &'a Disks, now: Nanos) -> Self {
+        Members { disks, now }
+    }
+
+    pub fn count(&self) -> usize {
+        self.disks.len()
+    }
+    pub fn failed(&self, d: DiskId) -> bool {
+        self.disks.get(d).failed
+    }
+    /// The spike detector holds the member unresponsive (in a latency spike).
+    pub fn unresponsive(&self, d: DiskId) -> bool {
+        self.disks.get(d).detector.is_unresponsive()
+    }
+    /// Requests on the member older than the detector's threshold.
+    pub fn stragglers(&self, d: DiskId) -> u32 {
+        self.disks.get(d).detector.stragglers()
+    }
+    /// Device I/Os issued to the member and not completed.
+    pub fn queue_depth(&self, d: DiskId) -> u32 {
+        self.disks.get(d).inflight
+    }
+    /// Foreground bytes per second over the last 100-200 ms.
+    pub fn foreground_rate(&self, d: DiskId) -> f64 {
+        self.disks.get(d).foreground_rate(self.now)
+    }
+}

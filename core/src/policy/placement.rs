@@ -1,0 +1,65 @@
+//! Where new data may go. The write path offers every candidate (a pack, a replica slot, a
+//! spare stripe, a new pair set's stripes) to [`WritePlacement::steer_clear`] first and
+//! falls back on its own to any healthy member, then to stripes whose parity covers the
+//! failed ones: a policy only ranks members, it can never make a write fail.
+
+use super::members::Members;
+use crate::types::DiskId;
+
+pub trait WritePlacement: Send {
+    /// A short name for status and debugging.
+    fn name(&self) -> &'static str;
+
+    /// Whether new data should stay off `d` (a healthy member) while other room exists.
+    fn steer_clear(&self, m: &Members, d: DiskId) -> bool;
+
+    /// Whether room passed over for this policy counts as a redirected write
+    /// (`EngineStats::redirected_writes`): false for a policy that never steers.
+    fn steers(&self) -> bool;
+
+    /// What a pair set of these stripes costs (the stripes' member lists, data columns
+    /// first): a new pair set takes the cheapest of a few random candidates. The default,
+    /// the paper's power of two choices, counts the members two stripes' data columns
+    /// share: fewer shared members leave more ways to pair columns on distinct members.
+    fn pair_set_cost(&self, _m: &Members, stripes: &[&[DiskId]], dcols: usize) -> usize {
+        let mut shared = 0;
+        for (i, a) in stripes.iter().enumerate() {
+            for b in &stripes[i + 1..] {
+                shared += a[..dcols].iter().filter(|d| b[..dcols].contains(d)).count();
+            }
+        }
+        shared
+    }
+}
+
+/// FusionRAID's placement (paper §4.3): new data goes around members in a latency spike.
+#[derive(Debug, Clone, Copy)]
+pub struct SteerAroundSpikes;
+
+impl WritePlacement for SteerAroundSpikes {
+    fn name(&self) -> &'static str {
+        "steer-around-spikes"
+    }
+    fn steer_clear(&self, m: &Members, d: DiskId) -> bool {
+        m.unresponsive(d)
+    }
+    fn steers(&self) -> bool {
+        true
+    }
+}
+
+/// Every healthy member is as good as any other (Fusion-ND).
+#[derive(Debug, Clone, Copy)]
+pub struct HealthOnly;
+
+impl WritePlacement for HealthOnly {
+    fn name(&self) -> &'static str {
+        "health-only"
+    }
+    fn steer_clear(&self, _m: &Members, _d: DiskId) -> bool {
+        false
+    }
+    fn steers(&self) -> bool {
+        false
+    }
+}
