@@ -5,6 +5,7 @@
 
 use super::jobs::Piece;
 use super::pairs::SlotRef;
+use super::write_plan::{PackRun, Span};
 
 /// Lists kept for reuse at most (more writes than this in flight allocate as before).
 const MAX_KEPT: usize = 256;
@@ -15,12 +16,12 @@ const MAX_LEN: usize = 1024;
 pub struct WriteBufs {
     pieces: Vec<Vec<Piece>>,
     stripes: Vec<Vec<u32>>,
-    /// Planner scratch: the pieces of the current chunk `(user block, first page, pages)`.
-    pub raw: Vec<(u64, u16, u16)>,
+    /// Planner scratch: the pieces of the current chunk.
+    pub raw: Vec<Span>,
     /// Planner scratch: replica slots taken so far.
     pub slots: Vec<SlotRef>,
-    /// Planner scratch: pack pages reserved so far `(slot, first page, pages)`.
-    pub packed: Vec<(SlotRef, u16, u16)>,
+    /// Planner scratch: pack pages reserved so far.
+    pub packed: Vec<PackRun>,
 }
 
 impl WriteBufs {

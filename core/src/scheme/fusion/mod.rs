@@ -13,6 +13,7 @@ pub mod column;
 pub mod config;
 pub mod durable;
 mod jobs;
+mod open_set;
 mod pack;
 pub mod pairs;
 mod read;
@@ -25,6 +26,7 @@ mod stripe_parity;
 pub mod vol;
 mod vol_check;
 mod write;
+mod write_plan;
 
 use crate::engine::api::{IoResult, Op, Request, VolumeId};
 use crate::engine::ctx::Ctx;

@@ -10,14 +10,13 @@
 
 use super::FusionScheme;
 use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
-use super::pack;
-use super::pairs::{PairSet, Slot, SlotState, match_columns};
+use super::pairs::{SlotRef, SlotState};
 use super::stripe_parity::stripe_columns;
 use super::vol::{Parked, Vol};
+use super::write_plan::{Extent, PackRun, Planner, Span, Taken};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError, SharedBytes};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::policy::{Members, WritePlacement};
 use crate::space::StripeState;
 use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::{Loc, sums};
@@ -26,12 +25,6 @@ enum Planned {
     Issued,
     NoIo,
     NoSpace,
-}
-
-/// Whether new placements pass a member over while other room exists: failed always, and
-/// whatever the placement policy steers clear of.
-fn avoid(ctx: &Ctx, placement: &dyn WritePlacement, d: DiskId) -> bool {
-    ctx.is_failed(d) || placement.steer_clear(&ctx.members(), d)
 }
 
 impl FusionScheme {
@@ -104,346 +97,86 @@ impl FusionScheme {
 
     /// Cut the write into pieces, choose their destinations and issue the device writes.
     fn plan_write(&mut self, ctx: &mut Ctx, h: u64) -> Planned {
-        let (vol, offset, len, is_trim, is_zero) = {
+        let (vol, extent) = {
             let w = self.write_job(h);
-            let (t, z) = match w.kind {
-                WriteKind::Trim(_) => (true, false),
-                WriteKind::Zeroes(_) => (false, true),
-                WriteKind::Data(_) => (false, false),
+            let extent = Extent {
+                offset: w.offset,
+                len: w.kind.len(),
+                trim: matches!(w.kind, WriteKind::Trim(_)),
+                zeroes: matches!(w.kind, WriteKind::Zeroes(_)),
             };
-            (w.vol, w.offset, w.kind.len(), t, z)
+            (w.vol, extent)
         };
         let threshold = self.threshold(&self.vols[vol]);
         // Patches may wait for room only while background work can make some.
         let may_wait = self.write_job(h).may_wait
             && self.cfg.conversion.enabled
             && self.background_possible(vol);
-        let placement = &*self.policy.placement;
-        let steers = placement.steers();
-        let v = &mut self.vols[vol];
-        let bs = v.zone.block_size();
-        let ppb = v.pages_per_block;
-        let dcols = v.zone.dcols() as u64;
-        let end = offset + len;
+        let bs = self.vols[vol].zone.block_size();
+        let end = extent.offset + extent.len;
         // At most one piece per user block; the lists come from (and go back to) the
         // write buffers.
         let bufs = &mut self.write_bufs;
-        let mut pieces: Vec<Piece> = bufs.pieces((end.div_ceil(bs) - offset / bs) as usize);
-        let mut stripes: Vec<u32> = bufs.stripes();
-        let mut slots_taken = std::mem::take(&mut bufs.slots);
-        // Pack pages reserved: (slot, first page there, pages).
-        let mut packed = std::mem::take(&mut bufs.packed);
+        let mut taken = Taken {
+            pieces: bufs.pieces((end.div_ceil(bs) - extent.offset / bs) as usize),
+            stripes: bufs.stripes(),
+            slots: std::mem::take(&mut bufs.slots),
+            packed: std::mem::take(&mut bufs.packed),
+        };
         let mut raw = std::mem::take(&mut bufs.raw);
-        let mut no_space = false;
-        let mut ub = offset / bs;
-        while ub * bs < end {
-            let ls = ub / dcols;
-            let chunk_end = ((ls + 1) * dcols).min(end.div_ceil(bs));
-            raw.clear();
-            for b in ub..chunk_end {
-                let lo = offset.max(b * bs);
-                let hi = end.min((b + 1) * bs);
-                let first = ((lo - b * bs) / PAGE_SIZE) as u16;
-                let count = ((hi - lo) / PAGE_SIZE) as u16;
-                raw.push((b, first, count));
-            }
-            ub = chunk_end;
-            if is_trim || is_zero {
-                for &(b, first, count) in &raw {
-                    if count == ppb {
-                        pieces.push(Piece {
-                            ub: b,
-                            first,
-                            count,
-                            at: first,
-                            dest: Dest::Unmap,
-                        });
-                    }
-                }
-                if is_trim {
-                    continue;
-                }
-                raw.retain(|&(_, _, c)| c != ppb);
-                if raw.is_empty() {
-                    continue;
-                }
-            }
-            let full = raw.iter().filter(|r| r.2 == ppb).count();
-            let mut use_stripe = full > threshold;
-            let needed = full
-                + v.packs
-                    .slots_needed(raw.iter().filter(|r| r.2 < ppb).map(|r| r.2));
-            if !use_stripe && !ensure_slots(ctx, v, needed, placement) {
-                // The replicated area is at its configured size (or spare stripes are
-                // short): wait for conversion to make room. A zero-padded stripe (the write
-                // that needs no reads) would spend a whole stripe on a few blocks or pages,
-                // and relocation would have to compact it again; it is the fallback when
-                // waiting can not help, as when no pair set could be formed from the spare
-                // stripes there are (their disks could not be matched).
-                // Waiting helps only the first chunk of a write: slots that earlier chunks
-                // hold would be given back, and the replicated area may be too small to
-                // hold them all at once, so the write would wait forever.
-                let holds_slots = !slots_taken.is_empty() || !packed.is_empty();
-                if may_wait && !holds_slots && replicated_area_full(v) {
-                    no_space = true;
-                    break;
-                }
-                use_stripe = true;
-            }
-            if !use_stripe {
-                // Replicated: each piece into a pack or a slot of its own. If some piece
-                // finds no room after all (the slots counted above sit on members to avoid),
-                // this chunk is undone and takes the stripe path.
-                let (np, ns, nk) = (pieces.len(), slots_taken.len(), packed.len());
-                let mut placed = true;
-                for &(b, first, count) in &raw {
-                    let partial = count < ppb;
-                    // Whether this piece was steered away from a member to avoid: an open
-                    // pack with room, or spare slots, passed over for it (counted once).
-                    let mut redirected = false;
-                    if partial {
-                        let (pairs, zone) = (&v.pairs, &v.zone);
-                        let (got, refused) = v.packs.reserve(count, |r| {
-                            let (cp, n) = pairs.copies_array(r);
-                            cp[..n]
-                                .iter()
-                                .all(|&(s, c)| !avoid(ctx, placement, zone.disk(s, c)))
-                        });
-                        redirected = refused && steers;
-                        if let Some((r, at)) = got {
-                            ctx.stats.redirected_writes += u64::from(redirected);
-                            packed.push((r, at, count));
-                            pieces.push(Piece {
-                                ub: b,
-                                first,
-                                count,
-                                at,
-                                dest: Dest::Slot(r),
-                            });
-                            continue;
-                        }
-                    }
-                    let mut strict = v
-                        .pairs
-                        .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, placement, d)));
-                    if strict.is_none() && open_pair_set_if_room(ctx, v, placement) {
-                        // Every spare slot touches a disk to avoid: a fresh pair set, drawn
-                        // from stripes away from it, is the redirection target.
-                        redirected = true;
-                        strict = v
-                            .pairs
-                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, placement, d)))
-                            .map(|(r, _)| (r, 0));
-                    }
-                    let r = match strict {
-                        Some((r, skipped)) => {
-                            redirected |= skipped > 0 && steers;
-                            ctx.stats.redirected_writes += u64::from(redirected);
-                            Some(r)
-                        }
-                        None => v
-                            .pairs
-                            .take_spare(&v.zone, |ds| ds.iter().all(|&d| !ctx.is_failed(d)))
-                            .or_else(|| {
-                                v.pairs
-                                    .take_spare(&v.zone, |ds| ds.iter().any(|&d| !ctx.is_failed(d)))
-                            })
-                            .map(|x| x.0),
-                    };
-                    let Some(r) = r else {
-                        placed = false;
-                        break;
-                    };
-                    if partial {
-                        // A new pack for this piece and the patches that follow it.
-                        if v.packs.open_count() >= pack::MAX_OPEN
-                            && let Some(old) = v.packs.fullest()
-                        {
-                            let st = v.packs.close(old);
-                            v.pack_changed(old, st, ctx.now);
-                        }
-                        v.pairs.set_mut(r.set).slots[r.slot as usize].state = SlotState::Packing;
-                        v.packs.start(r, count);
-                        packed.push((r, 0, count));
-                    } else {
-                        slots_taken.push(r);
-                    }
-                    pieces.push(Piece {
-                        ub: b,
-                        first,
-                        count,
-                        // A new pack's first pages; a whole block's own.
-                        at: if partial { 0 } else { first },
-                        dest: Dest::Slot(r),
-                    });
-                }
-                if !placed {
-                    pieces.truncate(np);
-                    for r in slots_taken.drain(ns..) {
-                        v.pairs.untake(r);
-                    }
-                    for (r, at, count) in packed.drain(nk..) {
-                        v.packs.unreserve(r, at, count);
-                    }
-                    // Room exists, only on members to avoid: a fresh stripe away from them
-                    // is the redirection target (waiting would wait out the stall).
-                    use_stripe = true;
-                }
-            }
-            if use_stripe {
-                if !v.user_may_take(1) {
-                    no_space = true;
-                    break;
-                }
-                let taken = v.stripes.take_spare(|s| {
-                    // The stripe's disks from the layout table in one lookup, not one per
-                    // column (each a division by the layout's period).
-                    v.zone
-                        .stripe_disk_list(s)
-                        .iter()
-                        .all(|&d| !avoid(ctx, placement, d))
-                });
-                let taken = taken.map(|(s, skipped)| {
-                    if skipped > 0 && steers {
-                        ctx.stats.redirected_writes += 1;
-                    }
-                    s
-                });
-                let taken = taken.or_else(|| {
-                    v.stripes
-                        .take_spare(|s| {
-                            (0..v.zone.width()).all(|c| !ctx.is_failed(v.zone.disk(s, c)))
-                        })
-                        .map(|x| x.0)
-                });
-                // Degraded: every spare stripe touches a failed member. Writing the surviving
-                // columns keeps the data recoverable from parity, as a degraded md array does.
-                let taken = taken.or_else(|| {
-                    v.stripes
-                        .take_spare(|s| v.zone.parity_covers(s, |d| ctx.is_failed(d)))
-                        .map(|x| x.0)
-                });
-                let Some(s) = taken else {
-                    no_space = true;
-                    break;
-                };
-                stripes.push(s);
-                for &(b, first, count) in &raw {
-                    pieces.push(Piece {
-                        ub: b,
-                        first,
-                        count,
-                        at: first,
-                        dest: Dest::Stripe {
-                            stripe: s,
-                            col: (b % dcols) as usize,
-                        },
-                    });
-                }
-            }
+        let mut planner = Planner {
+            v: &mut self.vols[vol],
+            placement: &*self.policy.placement,
+            threshold,
+            may_wait,
+        };
+        let placed = planner.place(ctx, extent, &mut taken, &mut raw);
+        if !placed {
+            taken.undo(planner.v);
         }
-        if no_space {
-            for s in stripes.drain(..) {
-                v.stripes.untake(s);
-            }
-            for r in slots_taken.drain(..) {
-                v.pairs.untake(r);
-            }
-            for (r, at, count) in packed.drain(..) {
-                v.packs.unreserve(r, at, count);
-            }
-            pieces.clear();
+        let Taken {
+            pieces,
+            stripes,
+            slots,
+            packed,
+        } = taken;
+        self.put_scratch(raw, slots, packed);
+        if !placed {
             self.write_bufs.recycle(pieces, stripes);
-            self.put_scratch(raw, slots_taken, packed);
             return Planned::NoSpace;
         }
-        self.put_scratch(raw, slots_taken, packed);
-        // Issue the device writes.
+        self.issue_write(ctx, h, pieces, stripes)
+    }
+
+    /// Issue the device writes of a placed write: every column of its full stripes, every
+    /// copy of its replicated pieces.
+    fn issue_write(
+        &mut self,
+        ctx: &mut Ctx,
+        h: u64,
+        pieces: Vec<Piece>,
+        stripes: Vec<u32>,
+    ) -> Planned {
         // Under a journal the commit flushes the data before the FUA write is answered, so
         // the device writes need no FUA of their own.
         let fua = self.write_job(h).fua && self.durable().is_none();
-        // The payload becomes shared: every replica write refers to it (no copy each), and
-        // the job keeps a reference too, from which completion computes the checksums.
-        let data: Option<SharedBytes> = match &mut self.write_job(h).kind {
-            WriteKind::Data(d) if d.bytes().is_some() => {
-                let shared = std::mem::replace(d, Data::Size(0))
-                    .into_shared()
-                    .expect("bytes");
-                *d = Data::Shared(shared.clone());
-                Some(shared)
-            }
-            WriteKind::Zeroes(n) if !ctx.size_only => {
-                Some(SharedBytes::new(vec![0u8; *n as usize]))
-            }
-            _ => None,
+        let data = self.share_payload(ctx, h);
+        let w = self.write_job(h);
+        let (vol, offset) = (w.vol, w.offset);
+        let out = Outgoing {
+            job: h,
+            offset,
+            data: data.as_ref(),
+            fua,
         };
         let v = &mut self.vols[vol];
         let mut n_io = 0u32;
-        let piece_range = |p: &Piece| -> (usize, usize) {
-            let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - offset) as usize;
-            (start, p.count as usize * PAGE_SIZE as usize)
-        };
         for &s in &stripes {
-            let width = v.zone.width();
-            let cols: Option<Vec<Data>> = data.as_ref().map(|d| {
-                stripe_columns(s, width, v.zone.nparity(), bs, &pieces, |p| {
-                    let (start, len) = piece_range(p);
-                    d.range(start, len)
-                })
-            });
-            let mut cols = cols.map(|c| c.into_iter());
-            for c in 0..width {
-                let (disk, off) = v.zone.device_offset(s, c, 0);
-                let payload = match cols.as_mut() {
-                    Some(it) => it.next().expect("column"),
-                    None => Data::Size(bs),
-                };
-                if ctx.is_failed(disk) {
-                    continue; // degraded stripe: parity covers this column
-                }
-                ctx.issue(
-                    disk,
-                    DevOp::Write {
-                        offset: off,
-                        data: payload,
-                        fua,
-                    },
-                    IoTag { job: h, part: n_io },
-                    false,
-                );
-                n_io += 1;
-            }
-            ctx.stats.full_stripe_writes += 1;
+            n_io += out.stripe(ctx, v, s, &pieces, n_io);
         }
         for p in &pieces {
             if let Dest::Slot(r) = p.dest {
-                let (cp, ncp) = v.pairs.copies_array(r);
-                for &(stripe, col) in &cp[..ncp] {
-                    let (disk, off) = v.zone.device_offset(stripe, col, p.at as u64 * PAGE_SIZE);
-                    if ctx.is_failed(disk) {
-                        continue; // degraded: the surviving copies carry the data
-                    }
-                    let payload = match &data {
-                        Some(d) => {
-                            let (start, len) = piece_range(p);
-                            Data::Shared(d.range(start, len))
-                        }
-                        None => Data::Size(p.count as u64 * PAGE_SIZE),
-                    };
-                    ctx.issue(
-                        disk,
-                        DevOp::Write {
-                            offset: off,
-                            data: payload,
-                            fua,
-                        },
-                        IoTag { job: h, part: n_io },
-                        false,
-                    );
-                    n_io += 1;
-                }
-                ctx.stats.replicated_block_writes += 1;
-                v.pairs.touch(r.set, ctx.now);
+                n_io += out.replicas(ctx, v, r, p, n_io);
             }
         }
         if n_io > 0 {
@@ -461,12 +194,31 @@ impl FusionScheme {
         }
     }
 
+    /// The payload becomes shared: every replica write refers to it (no copy each), and the
+    /// job keeps a reference too, from which completion computes the checksums. None in
+    /// size-only mode and for trims.
+    fn share_payload(&mut self, ctx: &Ctx, h: u64) -> Option<SharedBytes> {
+        match &mut self.write_job(h).kind {
+            WriteKind::Data(d) if d.bytes().is_some() => {
+                let shared = std::mem::replace(d, Data::Size(0))
+                    .into_shared()
+                    .expect("bytes");
+                *d = Data::Shared(shared.clone());
+                Some(shared)
+            }
+            WriteKind::Zeroes(n) if !ctx.size_only => {
+                Some(SharedBytes::new(vec![0u8; *n as usize]))
+            }
+            _ => None,
+        }
+    }
+
     /// The planner's scratch lists go back to the write buffers, emptied.
     fn put_scratch(
         &mut self,
-        mut raw: Vec<(u64, u16, u16)>,
-        mut slots: Vec<super::pairs::SlotRef>,
-        mut packed: Vec<(super::pairs::SlotRef, u16, u16)>,
+        mut raw: Vec<Span>,
+        mut slots: Vec<SlotRef>,
+        mut packed: Vec<PackRun>,
     ) {
         raw.clear();
         slots.clear();
@@ -702,158 +454,91 @@ pub(super) fn write_columns(
     n
 }
 
-/// Make sure `needed` spare replica slots exist, opening new pair sets while the replicated
-/// area is below its configured size. Returns false when the area is full.
-fn ensure_slots(
-    ctx: &mut Ctx,
-    v: &mut Vol,
-    needed: usize,
-    placement: &dyn WritePlacement,
-) -> bool {
-    while v.pairs.spare_slots() < needed {
-        if !open_pair_set_if_room(ctx, v, placement) {
-            return false;
-        }
-    }
-    true
+/// The device writes of one placed write, and what they all share.
+struct Outgoing<'a> {
+    job: u64,
+    /// The write's offset in the volume: pieces' bytes are found relative to it.
+    offset: u64,
+    data: Option<&'a SharedBytes>,
+    fua: bool,
 }
 
-/// Does the replicated area's cap (or the spare-stripe reserve) keep new pair sets out?
-fn replicated_area_full(v: &Vol) -> bool {
-    let copies = v.copies() as u64;
-    v.stripes.count(StripeState::Replica) + copies > v.max_replica_stripes
-        || !v.user_may_take(copies)
-}
+impl Outgoing<'_> {
+    /// The bytes of piece `p` within the payload: (start, length).
+    fn range(&self, p: &Piece, bs: u64) -> (usize, usize) {
+        let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - self.offset) as usize;
+        (start, p.count as usize * PAGE_SIZE as usize)
+    }
 
-/// Open one more pair set if the replicated area and the reserve allow it.
-fn open_pair_set_if_room(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> bool {
-    !replicated_area_full(v) && open_pair_set(ctx, v, placement)
-}
+    fn write(&self, ctx: &mut Ctx, disk: DiskId, offset: u64, data: Data, part: u32) {
+        let op = DevOp::Write {
+            offset,
+            data,
+            fua: self.fua,
+        };
+        ctx.issue(
+            disk,
+            op,
+            IoTag {
+                job: self.job,
+                part,
+            },
+            false,
+        );
+    }
 
-/// Open a new pair set: draw 4 random spare stripes, keep the 2 (or 3) whose data columns
-/// share the fewest disks (power of two choices), and match their columns into slots.
-/// Runs every few small writes: candidates, their disks and the combinations live in fixed
-/// arrays (a stripe has at most 32 columns), not in `Vec`s per draw.
-fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> bool {
-    let copies = v.copies();
-    let dcols = v.zone.dcols();
-    let mut cand = [0u32; 4];
-    // Candidates drawn away from an unresponsive member (a stripe on it was turned down):
-    // the writes of a set made of them are steered around it.
-    let mut steered = [false; 4];
-    let mut ncand = 0;
-    // The member states, borrowed apart from the RNG the draws use.
-    let (rng, members) = (&mut *ctx.rng, Members::new(&*ctx.disks, ctx.now));
-    let failed = |d: DiskId| members.failed(d);
-    let avoided = std::cell::Cell::new(false);
-    let bad = |d: DiskId| {
-        if members.failed(d) {
-            return true;
-        }
-        let steered = placement.steer_clear(&members, d);
-        if steered {
-            avoided.set(true);
-        }
-        steered
-    };
-    for _ in 0..4 {
-        let zone = &v.zone;
-        avoided.set(false);
-        let pick = v
-            .stripes
-            .take_random_spare(rng, |s| zone.stripe_disk_list(s).iter().all(|&d| !bad(d)));
-        steered[ncand] = pick.is_some() && avoided.get();
-        let pick = pick.or_else(|| {
-            v.stripes
-                .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
-        });
-        let pick = pick.or_else(|| {
-            v.stripes
-                .take_random_spare(rng, |s| zone.parity_covers(s, failed))
-        });
-        match pick {
-            Some(s) => {
-                cand[ncand] = s;
-                ncand += 1;
-            }
-            None => break,
-        }
-    }
-    let cand = &cand[..ncand];
-    if cand.len() < copies {
-        for &s in cand {
-            v.stripes.untake(s);
-        }
-        return false;
-    }
-    let mut disks = [[DiskId(0); 32]; 4];
-    for (i, &s) in cand.iter().enumerate() {
-        let list = v.zone.stripe_disk_list(s);
-        disks[i][..list.len()].copy_from_slice(&list);
-    }
-    // All combinations of `copies` candidates, in the order a, b (, c) ascending; pick the
-    // cheapest for the placement policy (the first of equals).
-    let mut best: Option<(usize, [usize; 3])> = None;
-    let n = cand.len();
-    for a in 0..n {
-        for b in a + 1..n {
-            let thirds = if copies == 2 { a..a + 1 } else { b + 1..n };
-            for c in thirds {
-                let lists = [&disks[a][..], &disks[b][..], &disks[c][..]];
-                let cost = placement.pair_set_cost(&members, &lists[..copies], dcols);
-                if best.as_ref().is_none_or(|(s, _)| cost < *s) {
-                    best = Some((cost, [a, b, c]));
-                }
-            }
-        }
-    }
-    let (_, chosen) = best.expect("at least one combination");
-    let chosen = &chosen[..copies];
-    let chosen_disks = [
-        disks[chosen[0]],
-        disks[chosen[1]],
-        disks[chosen[2 % copies]],
-    ];
-    let Some(matching) = match_columns(&chosen_disks[..copies], dcols) else {
-        for &s in cand {
-            v.stripes.untake(s);
-        }
-        return false;
-    };
-    let mut stripes = [0u32; 3];
-    for (i, &c) in chosen.iter().enumerate() {
-        stripes[i] = cand[c];
-    }
-    for (i, &s) in cand.iter().enumerate() {
-        if chosen.contains(&i) {
-            v.stripes.set_state(s, StripeState::Replica);
-        } else {
-            v.stripes.untake(s);
-        }
-    }
-    v.record(|vol| crate::meta::Record::SetCreate {
-        vol,
-        stripes: stripes[..copies].to_vec(),
-        cols: matching.clone(),
-    });
-    let set = PairSet {
-        stripes,
-        copies: copies as u8,
-        slots: matching
-            .into_iter()
-            .map(|cols| Slot {
-                cols,
-                state: SlotState::Spare,
+    /// Every column of full stripe `s` (data columns from the pieces, zero-padded, and
+    /// parity), tagged from `part` on. Columns on failed members are skipped: parity covers
+    /// them. Returns the writes issued.
+    fn stripe(&self, ctx: &mut Ctx, v: &Vol, s: u32, pieces: &[Piece], part: u32) -> u32 {
+        let (width, bs) = (v.zone.width(), v.zone.block_size());
+        let cols: Option<Vec<Data>> = self.data.map(|d| {
+            stripe_columns(s, width, v.zone.nparity(), bs, pieces, |p| {
+                let (start, len) = self.range(p, bs);
+                d.range(start, len)
             })
-            .collect(),
-        last_access: ctx.now,
-        converting: false,
-        convert_after: 0,
-        in_lru: false,
-    };
-    v.pairs.insert(set, ctx.now);
-    if chosen.iter().any(|&c| steered[c]) {
-        ctx.stats.steered_pair_sets += 1;
+        });
+        let mut cols = cols.map(|c| c.into_iter());
+        let mut n = 0;
+        for c in 0..width {
+            let (disk, off) = v.zone.device_offset(s, c, 0);
+            let payload = match cols.as_mut() {
+                Some(it) => it.next().expect("column"),
+                None => Data::Size(bs),
+            };
+            if ctx.is_failed(disk) {
+                continue; // degraded stripe: parity covers this column
+            }
+            self.write(ctx, disk, off, payload, part + n);
+            n += 1;
+        }
+        ctx.stats.full_stripe_writes += 1;
+        n
     }
-    true
+
+    /// Every copy of replicated piece `p` in slot `r`, tagged from `part` on. Copies on
+    /// failed members are skipped: the surviving copies carry the data.
+    fn replicas(&self, ctx: &mut Ctx, v: &mut Vol, r: SlotRef, p: &Piece, part: u32) -> u32 {
+        let bs = v.zone.block_size();
+        let (cp, ncp) = v.pairs.copies_array(r);
+        let mut n = 0;
+        for &(stripe, col) in &cp[..ncp] {
+            let (disk, off) = v.zone.device_offset(stripe, col, p.at as u64 * PAGE_SIZE);
+            if ctx.is_failed(disk) {
+                continue;
+            }
+            let payload = match self.data {
+                Some(d) => {
+                    let (start, len) = self.range(p, bs);
+                    Data::Shared(d.range(start, len))
+                }
+                None => Data::Size(p.count as u64 * PAGE_SIZE),
+            };
+            self.write(ctx, disk, off, payload, part + n);
+            n += 1;
+        }
+        ctx.stats.replicated_block_writes += 1;
+        v.pairs.touch(r.set, ctx.now);
+        n
+    }
 }

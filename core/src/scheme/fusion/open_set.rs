@@ -1,0 +1,205 @@
+//! Opening pair sets (paper §4.2): the replicated area grows a set at a time, from spare
+//! stripes drawn at random, the cheapest few for the placement policy kept and their
+//! columns matched into replica slots on distinct members. Runs every few small writes:
+//! candidates, their members and the combinations live in fixed arrays (a stripe has at
+//! most 32 columns), not in `Vec`s per draw.
+
+use super::pairs::{PairSet, Slot, SlotState, match_columns};
+use super::vol::Vol;
+use crate::engine::ctx::Ctx;
+use crate::policy::{Members, WritePlacement};
+use crate::space::StripeState;
+use crate::types::DiskId;
+
+/// Random spare stripes drawn per new pair set (the paper's power of two choices draws
+/// twice the copies it keeps).
+const CANDIDATES: usize = 4;
+
+/// Make sure `needed` spare replica slots exist, opening new pair sets while the replicated
+/// area is below its configured size. Returns false when the area is full.
+pub(super) fn ensure_slots(
+    ctx: &mut Ctx,
+    v: &mut Vol,
+    needed: usize,
+    placement: &dyn WritePlacement,
+) -> bool {
+    while v.pairs.spare_slots() < needed {
+        if !open_pair_set_if_room(ctx, v, placement) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Does the replicated area's cap (or the spare-stripe reserve) keep new pair sets out?
+pub(super) fn replicated_area_full(v: &Vol) -> bool {
+    let copies = v.copies() as u64;
+    v.stripes.count(StripeState::Replica) + copies > v.max_replica_stripes
+        || !v.user_may_take(copies)
+}
+
+/// Open one more pair set if the replicated area and the reserve allow it.
+pub(super) fn open_pair_set_if_room(
+    ctx: &mut Ctx,
+    v: &mut Vol,
+    placement: &dyn WritePlacement,
+) -> bool {
+    !replicated_area_full(v) && open_pair_set(ctx, v, placement)
+}
+
+/// Spare stripes taken as candidates for one pair set.
+struct Candidates {
+    stripes: [u32; CANDIDATES],
+    /// Drawn away from a member the policy steers clear of (a stripe on it was turned
+    /// down): the writes of a set made of them are steered around it.
+    steered: [bool; CANDIDATES],
+    /// Each candidate's members, data columns first.
+    disks: [[DiskId; 32]; CANDIDATES],
+    len: usize,
+}
+
+impl Candidates {
+    fn untake_all(&self, v: &mut Vol) {
+        for &s in &self.stripes[..self.len] {
+            v.stripes.untake(s);
+        }
+    }
+}
+
+/// Open a new pair set: draw random spare stripes, keep the `copies` the placement policy
+/// finds cheapest, and match their columns into slots.
+fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> bool {
+    let copies = v.copies();
+    let cand = draw_candidates(ctx, v, placement);
+    if cand.len < copies {
+        cand.untake_all(v);
+        return false;
+    }
+    let members = Members::new(&*ctx.disks, ctx.now);
+    let chosen = cheapest(&cand, copies, v.zone.dcols(), &members, placement);
+    let chosen = &chosen[..copies];
+    let chosen_disks = [
+        cand.disks[chosen[0]],
+        cand.disks[chosen[1]],
+        cand.disks[chosen[2 % copies]],
+    ];
+    let Some(matching) = match_columns(&chosen_disks[..copies], v.zone.dcols()) else {
+        cand.untake_all(v);
+        return false;
+    };
+    let mut stripes = [0u32; 3];
+    for (i, &c) in chosen.iter().enumerate() {
+        stripes[i] = cand.stripes[c];
+    }
+    for (i, &s) in cand.stripes[..cand.len].iter().enumerate() {
+        if chosen.contains(&i) {
+            v.stripes.set_state(s, StripeState::Replica);
+        } else {
+            v.stripes.untake(s);
+        }
+    }
+    install(ctx, v, stripes, copies, matching);
+    if chosen.iter().any(|&c| cand.steered[c]) {
+        ctx.stats.steered_pair_sets += 1;
+    }
+    true
+}
+
+/// Draws up to `CANDIDATES` spare stripes: each away from members to avoid if one is,
+/// else on healthy members, else one whose parity covers the failed members.
+fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> Candidates {
+    let mut cand = Candidates {
+        stripes: [0; CANDIDATES],
+        steered: [false; CANDIDATES],
+        disks: [[DiskId(0); 32]; CANDIDATES],
+        len: 0,
+    };
+    // The member states, borrowed apart from the RNG the draws use.
+    let (rng, members) = (&mut *ctx.rng, Members::new(&*ctx.disks, ctx.now));
+    let failed = |d: DiskId| members.failed(d);
+    let avoided = std::cell::Cell::new(false);
+    let bad = |d: DiskId| {
+        if members.failed(d) {
+            return true;
+        }
+        let steered = placement.steer_clear(&members, d);
+        if steered {
+            avoided.set(true);
+        }
+        steered
+    };
+    for _ in 0..CANDIDATES {
+        let zone = &v.zone;
+        avoided.set(false);
+        let pick = v
+            .stripes
+            .take_random_spare(rng, |s| zone.stripe_disk_list(s).iter().all(|&d| !bad(d)));
+        cand.steered[cand.len] = pick.is_some() && avoided.get();
+        let pick = pick.or_else(|| {
+            v.stripes
+                .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
+        });
+        let pick = pick.or_else(|| {
+            v.stripes
+                .take_random_spare(rng, |s| zone.parity_covers(s, failed))
+        });
+        let Some(s) = pick else { break };
+        let list = zone.stripe_disk_list(s);
+        cand.disks[cand.len][..list.len()].copy_from_slice(&list);
+        cand.stripes[cand.len] = s;
+        cand.len += 1;
+    }
+    cand
+}
+
+/// The combination of `copies` candidates (indices, ascending) the placement policy finds
+/// cheapest; the first of equals, in the order a, b (, c) ascending.
+fn cheapest(
+    cand: &Candidates,
+    copies: usize,
+    dcols: usize,
+    members: &Members,
+    placement: &dyn WritePlacement,
+) -> [usize; 3] {
+    let mut best: Option<(usize, [usize; 3])> = None;
+    let n = cand.len;
+    for a in 0..n {
+        for b in a + 1..n {
+            let thirds = if copies == 2 { a..a + 1 } else { b + 1..n };
+            for c in thirds {
+                let d = &cand.disks;
+                let lists = [&d[a][..], &d[b][..], &d[c][..]];
+                let cost = placement.pair_set_cost(members, &lists[..copies], dcols);
+                if best.as_ref().is_none_or(|(s, _)| cost < *s) {
+                    best = Some((cost, [a, b, c]));
+                }
+            }
+        }
+    }
+    best.expect("at least one combination").1
+}
+
+/// Journals and installs the pair set of `stripes` with slots `matching`, every slot spare.
+fn install(ctx: &Ctx, v: &mut Vol, stripes: [u32; 3], copies: usize, matching: Vec<[u8; 3]>) {
+    v.record(|vol| crate::meta::Record::SetCreate {
+        vol,
+        stripes: stripes[..copies].to_vec(),
+        cols: matching.clone(),
+    });
+    let set = PairSet {
+        stripes,
+        copies: copies as u8,
+        slots: matching
+            .into_iter()
+            .map(|cols| Slot {
+                cols,
+                state: SlotState::Spare,
+            })
+            .collect(),
+        last_access: ctx.now,
+        converting: false,
+        convert_after: 0,
+        in_lru: false,
+    };
+    v.pairs.insert(set, ctx.now);
+}
