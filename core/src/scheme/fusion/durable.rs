@@ -21,9 +21,8 @@
 use std::collections::VecDeque;
 
 use super::jobs::Job;
-use super::pairs::{PairSet, Slot, SlotState};
+use super::restore::restore_vol;
 use super::sizing;
-use super::vol::Vol;
 use super::{ConfigError, FusionConfig, FusionScheme};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError};
 use crate::engine::ctx::Ctx;
@@ -31,12 +30,8 @@ use crate::engine::iotable::IoTag;
 use crate::meta::Record;
 use crate::meta::image::{encode_failed, encode_header, encode_vol};
 use crate::meta::journal::Sealed;
-use crate::meta::{
-    ImageBound, Journal, MetaLayout, RecoveryError, RecoveryReport, VolImage, recover_image,
-};
-use crate::space::{StripeState, StripeTable};
+use crate::meta::{ImageBound, Journal, MetaLayout, RecoveryError, RecoveryReport, recover_image};
 use crate::types::{DiskId, Nanos};
-use crate::volume::Loc;
 
 /// Tag part bit that marks a commit's flush (the rest is the disk); writes use the unit index.
 const FLUSH_PART: u32 = 1 << 31;
@@ -700,177 +695,6 @@ pub enum RecoverError {
     NotJournaled,
     #[error("{0}")]
     Recovery(#[from] RecoveryError),
-}
-
-/// Install a recovered volume image and derive everything else from it: which replica slots
-/// are live, every stripe's state and valid bits, the free space.
-fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), String> {
-    let nstripes = v.zone.stripes();
-    let dcols = v.zone.dcols();
-    let copies = v.copies();
-    for s in img.sets() {
-        if s.stripes.len() != copies {
-            return Err(format!(
-                "pair set of {} stripes in a {copies}-copy volume",
-                s.stripes.len()
-            ));
-        }
-        if s.stripes.iter().any(|&x| x as u64 >= nstripes)
-            || s.cols
-                .iter()
-                .any(|c| c[..copies].iter().any(|&x| x as usize >= dcols))
-        {
-            return Err("pair set outside the zone".into());
-        }
-        let mut stripes = [0u32; 3];
-        stripes[..copies].copy_from_slice(&s.stripes);
-        v.pairs.insert_recovered(PairSet {
-            stripes,
-            copies: copies as u8,
-            slots: s
-                .cols
-                .iter()
-                .map(|&cols| Slot {
-                    cols,
-                    state: SlotState::Dead,
-                })
-                .collect(),
-            last_access: now,
-            converting: false,
-            convert_after: 0,
-            in_lru: false,
-        });
-    }
-    v.bmt = img.bmt;
-    v.patches = img.patches;
-    v.sums = img.sums;
-    let img_remaps = img.remaps;
-    let mut valid = vec![0u32; nstripes as usize];
-    for ub in 0..v.blocks {
-        let e = v.bmt.get(ub);
-        if e.patched == v.patches.get(ub).is_empty() {
-            return Err(format!("block {ub}: patch bit disagrees with its list"));
-        }
-        let mut locs = vec![e.base];
-        locs.extend(v.patches.get(ub).iter().map(|n| n.loc()));
-        locs.sort_by_key(|l| l.pack());
-        locs.dedup();
-        for loc in locs {
-            match loc {
-                Loc::Unmapped => {}
-                Loc::Raid(f) => {
-                    let (s, c) = v.zone.split(f);
-                    if s as u64 >= nstripes || c >= dcols {
-                        return Err(format!("block {ub} mapped outside the RAID data columns"));
-                    }
-                    if valid[s as usize] & (1 << c) != 0 {
-                        // A converted pack: several blocks' patches share it.
-                        *v.raid_extra.entry(f).or_insert(0) += 1;
-                    }
-                    valid[s as usize] |= 1 << c;
-                }
-                Loc::Rep(key) => {
-                    let r = v
-                        .pairs
-                        .lookup(&v.zone, key)
-                        .ok_or_else(|| format!("block {ub} names replica {key} of no pair set"))?;
-                    let slot = &mut v.pairs.set_mut(r.set).slots[r.slot as usize];
-                    match slot.state {
-                        SlotState::Live(o) if o != ub => {
-                            // A pack: the patches of several blocks.
-                            slot.state = SlotState::Packed;
-                            v.packs.add_owner(r, o);
-                            v.packs.add_owner(r, ub);
-                        }
-                        SlotState::Packed => v.packs.add_owner(r, ub),
-                        _ => slot.state = SlotState::Live(ub),
-                    }
-                }
-            }
-        }
-    }
-    // Only patches share a block (packs); a block's base is its own.
-    for ub in 0..v.blocks {
-        let shared = match v.bmt.get(ub).base {
-            Loc::Raid(f) => v.raid_extra.contains_key(&f),
-            Loc::Rep(key) => v.pairs.lookup(&v.zone, key).is_some_and(|r| {
-                v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packed
-            }),
-            Loc::Unmapped => false,
-        };
-        if shared {
-            return Err(format!(
-                "the base of block {ub} is shared with other blocks"
-            ));
-        }
-    }
-    let mut states: Vec<StripeState> = valid
-        .iter()
-        .map(|&m| {
-            if m != 0 {
-                StripeState::Raid
-            } else {
-                StripeState::Free
-            }
-        })
-        .collect();
-    for id in v.pairs.ids() {
-        if v.pairs.set(id).live() == 0 {
-            v.pairs.remove(id);
-            continue;
-        }
-        for &s in v.pairs.set(id).stripes() {
-            if states[s as usize] == StripeState::Raid {
-                return Err(format!("stripe {s} is both RAID data and a live pair set"));
-            }
-            states[s as usize] = StripeState::Replica;
-        }
-        v.pairs.refresh(id);
-    }
-    install_remaps(v, &img_remaps, &mut states)?;
-    v.raid_valid_blocks = valid.iter().map(|m| m.count_ones() as u64).sum();
-    v.stripes = StripeTable::restore(states, valid);
-    Ok(())
-}
-
-/// Put the recovered column remaps back into the zone; their donor stripes lend and are
-/// no stripes of their own.
-fn install_remaps(
-    v: &mut Vol,
-    remaps: &crate::meta::image::RemapImage,
-    states: &mut [StripeState],
-) -> Result<(), String> {
-    let (nstripes, width) = (v.zone.stripes(), v.zone.width());
-    for (&(s, col), &(donor, dcol)) in remaps {
-        if s as u64 >= nstripes
-            || donor as u64 >= nstripes
-            || col as usize >= width
-            || dcol as usize >= width
-        {
-            return Err(format!(
-                "remap of stripe {s} column {col} to {donor}/{dcol} outside the zone"
-            ));
-        }
-        if states[donor as usize] != StripeState::Free
-            && states[donor as usize] != StripeState::Donor
-        {
-            return Err(format!("donor stripe {donor} also holds data"));
-        }
-        if remaps.range((donor, 0)..=(donor, u8::MAX)).next().is_some() {
-            return Err(format!("donor stripe {donor} is remapped itself"));
-        }
-        if v.zone.remaps().lent(s) != 0 {
-            return Err(format!("remapped stripe {s} also lends columns"));
-        }
-        if v.zone.remaps().lent(donor) & (1 << dcol) != 0 {
-            return Err(format!("column {dcol} of donor stripe {donor} lent twice"));
-        }
-        let r = v.zone.remaps_mut();
-        r.lend(donor, dcol as usize);
-        r.install(s, crate::space::Moved { col, donor, dcol });
-        states[donor as usize] = StripeState::Donor;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

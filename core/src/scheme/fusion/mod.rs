@@ -11,6 +11,7 @@ mod background;
 mod bufs;
 pub mod column;
 pub mod config;
+mod convert;
 pub mod durable;
 mod hedge;
 mod jobs;
@@ -22,6 +23,7 @@ mod read_done;
 pub mod rebuild;
 mod reloc_plan;
 mod relocate;
+mod restore;
 pub mod scrub;
 pub mod sizing;
 mod stripe_parity;
@@ -110,6 +112,83 @@ pub struct FusionScheme {
     counted_bad: crate::fasthash::FastSet<(usize, u64, crate::volume::Loc, u8)>,
 }
 
+/// Every volume's zone, laid out one after the other on the members; refused when a
+/// volume is malformed or the members can not hold them all.
+fn build_volumes(cfg: &FusionConfig) -> Result<Vec<Vol>, ConfigError> {
+    let pool = &cfg.pool;
+    let bs = pool.block_size;
+    let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
+    let mut first_block = 0u64;
+    let mut vols = Vec::new();
+    for v in &cfg.volumes {
+        check_volume_config(v, bs)?;
+        let np = v.level.nparity();
+        let layout = pool
+            .layout
+            .build(pool.disks, v.width, np)
+            .map_err(|source| ConfigError::Geometry {
+                volume: v.name.clone(),
+                source,
+            })?;
+        let stripes = sizing::zone_stripes(v, layout.template_stripes(), bs, cfg.max_request_bytes);
+        let zone = Zone::new(layout, np, stripes, first_block, bs, pool.data_offset);
+        first_block += zone.blocks_per_disk();
+        vols.push(Vol::new(vols.len() as u8, v.clone(), zone));
+    }
+    if first_block > have {
+        return Err(ConfigError::TooSmall {
+            need: first_block,
+            have,
+            min_member_bytes: pool.data_offset + first_block * bs,
+            largest_last: sizing::largest_last_volume(cfg),
+        });
+    }
+    Ok(vols)
+}
+
+/// A volume's own settings: size, shares and width in range.
+fn check_volume_config(v: &VolumeConfig, bs: u64) -> Result<(), ConfigError> {
+    let verr = |m: String| ConfigError::Volume(v.name.clone(), m);
+    if v.size_bytes == 0 || !v.size_bytes.is_multiple_of(bs) {
+        return Err(verr(format!(
+            "size {} must be a positive multiple of the block size {bs}",
+            v.size_bytes
+        )));
+    }
+    if !(0.0..=1.0).contains(&v.replicated_fraction) || !(0.0..=4.0).contains(&v.spare_fraction) {
+        return Err(verr(
+            "replicated_fraction must be in [0,1] and spare_fraction in [0,4]".into(),
+        ));
+    }
+    let np = v.level.nparity();
+    if v.width < np + 2 || v.width > 32 {
+        return Err(verr(format!(
+            "width {} must be between {} and 32",
+            v.width,
+            np + 2
+        )));
+    }
+    Ok(())
+}
+
+/// The metadata journal and checkpoints fit in front of the data.
+fn check_metadata_room(
+    cfg: &FusionConfig,
+    layout: Option<&crate::meta::MetaLayout>,
+) -> Result<(), ConfigError> {
+    let offset = cfg.pool.data_offset;
+    match layout {
+        Some(l) if l.end() > offset => Err(ConfigError::Volume(
+            "metadata".into(),
+            format!(
+                "data_offset {offset} leaves no room for the metadata journal and checkpoints: {} bytes needed",
+                l.end()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl FusionScheme {
     pub fn new(cfg: FusionConfig) -> Result<Self, ConfigError> {
         let pool = &cfg.pool;
@@ -126,53 +205,7 @@ impl FusionScheme {
                 "a pool holds at most 255 volumes".into(),
             ));
         }
-        let have = pool.disk_bytes.saturating_sub(pool.data_offset) / bs;
-        let mut first_block = 0u64;
-        let mut vols = Vec::new();
-        for v in &cfg.volumes {
-            let verr = |m: String| ConfigError::Volume(v.name.clone(), m);
-            if v.size_bytes == 0 || v.size_bytes % bs != 0 {
-                return Err(verr(format!(
-                    "size {} must be a positive multiple of the block size {bs}",
-                    v.size_bytes
-                )));
-            }
-            if !(0.0..=1.0).contains(&v.replicated_fraction)
-                || !(0.0..=4.0).contains(&v.spare_fraction)
-            {
-                return Err(verr(
-                    "replicated_fraction must be in [0,1] and spare_fraction in [0,4]".into(),
-                ));
-            }
-            let np = v.level.nparity();
-            if v.width < np + 2 || v.width > 32 {
-                return Err(verr(format!(
-                    "width {} must be between {} and 32",
-                    v.width,
-                    np + 2
-                )));
-            }
-            let layout = pool
-                .layout
-                .build(pool.disks, v.width, np)
-                .map_err(|source| ConfigError::Geometry {
-                    volume: v.name.clone(),
-                    source,
-                })?;
-            let stripes =
-                sizing::zone_stripes(v, layout.template_stripes(), bs, cfg.max_request_bytes);
-            let zone = Zone::new(layout, np, stripes, first_block, bs, pool.data_offset);
-            first_block += zone.blocks_per_disk();
-            vols.push(Vol::new(vols.len() as u8, v.clone(), zone));
-        }
-        if first_block > have {
-            return Err(ConfigError::TooSmall {
-                need: first_block,
-                have,
-                min_member_bytes: pool.data_offset + first_block * bs,
-                largest_last: sizing::largest_last_volume(&cfg),
-            });
-        }
+        let vols = build_volumes(&cfg)?;
         let pause = cfg.conversion.pause_fg_bytes_per_sec;
         let (name, policy) = if cfg.redirect {
             ("fusionraid", Policies::redirecting(pause))
@@ -181,18 +214,7 @@ impl FusionScheme {
         };
         let name = name.to_string();
         let layout = durable::meta_layout(&cfg);
-        if let Some(l) = &layout
-            && l.end() > pool.data_offset
-        {
-            return Err(ConfigError::Volume(
-                "metadata".into(),
-                format!(
-                    "data_offset {} leaves no room for the metadata journal and checkpoints: {} bytes needed",
-                    pool.data_offset,
-                    l.end()
-                ),
-            ));
-        }
+        check_metadata_room(&cfg, layout.as_ref())?;
         let journal_cfg = cfg.journal.clone();
         let mut s = FusionScheme {
             cfg,

@@ -174,6 +174,19 @@ enum Need {
     Lost,
 }
 
+/// One call's sweep of the rebuild.
+struct Sweep {
+    /// Blocks to move whole, up to a stripe's worth.
+    picked: Vec<u64>,
+    /// Stripes this call found no donor column for: their blocks join `picked`.
+    no_donor: Vec<u32>,
+    /// Blocks the call may still look at.
+    budget: u64,
+    /// A column rebuild was attempted (once per call), and whether it started.
+    tried_column: bool,
+    column_started: bool,
+}
+
 fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
     let e = v.bmt.get(ub);
     let patches = if e.patched { v.patches.get(ub) } else { &[] };
@@ -348,133 +361,158 @@ impl FusionScheme {
             .map(DiskId)
             .filter(|&d| ctx.is_failed(d))
             .collect();
-        let (dcols, width, bs, blocks) = {
-            let v = &self.vols[vol];
-            (
-                v.zone.dcols(),
-                v.zone.width(),
-                v.zone.block_size(),
-                v.blocks,
-            )
+        let v = &self.vols[vol];
+        let mut sw = Sweep {
+            picked: Vec::with_capacity(v.zone.dcols()),
+            no_donor: Vec::new(),
+            budget: v.blocks.min(65_536),
+            tried_column: false,
+            column_started: false,
         };
-        let mut picked = Vec::with_capacity(dcols);
-        // Stripes this call found no donor column for: their blocks join `picked`.
-        let mut no_donor: Vec<u32> = Vec::new();
-        let mut budget = blocks.min(65_536);
-        let (mut tried_column, mut column_started) = (false, false);
-        loop {
-            let v = &mut self.vols[vol];
-            let mut r = v.rebuild.take().expect("rebuild in progress");
-            let mut column = None;
-            while budget > 0 {
-                budget -= 1;
-                let ub = r.cursor;
-                r.cursor = (r.cursor + 1) % blocks;
-                if r.cursor == 0 {
-                    r.lost = r.lost_now;
-                    r.lost_now = 0;
-                }
-                r.clean_scan += 1;
-                let need = match need(v, ub, &failed) {
-                    // No donor fits that stripe: its blocks are moved whole.
-                    Need::Columns(s) if no_donor.contains(&s) => Need::Move,
-                    n => n,
-                };
-                match need {
-                    Need::Nothing => {}
-                    Need::Lost => r.lost_now += 1,
-                    Need::Columns(s) => {
-                        r.clean_scan = 0;
-                        if !v.columns.contains(&s) {
-                            if tried_column {
-                                // One column attempt per call (the pace of donor use stays
-                                // that of the sweep): the next call starts here.
-                                if r.cursor != 0 {
-                                    r.cursor = ub;
-                                }
-                                budget = 0;
-                                break;
-                            }
-                            column = Some((s, ub));
-                            break;
-                        }
-                    }
-                    Need::Move => {
-                        r.clean_scan = 0;
-                        if v.relocating.contains(&ub) {
-                            continue; // being moved already; the sweep looks again where it lands
-                        }
-                        picked.push(ub);
-                        if picked.len() == dcols {
-                            break;
-                        }
-                    }
-                }
-            }
-            v.rebuild = Some(r);
-            let Some((s, ub)) = column else {
-                break;
-            };
-            tried_column = true;
+        let dcols = v.zone.dcols();
+        while let Some((s, ub)) = self.sweep_rebuild(vol, &failed, &mut sw) {
+            sw.tried_column = true;
             match self.start_column_rebuild(ctx, vol, s) {
                 ColumnStart::Started => {
-                    column_started = true;
+                    sw.column_started = true;
                     break;
                 }
                 ColumnStart::Running | ColumnStart::Lost => break,
                 // No spare block fits: move the stripe's blocks whole instead, as many at
                 // once as one fresh stripe holds.
                 ColumnStart::NoDonor => {
-                    no_donor.push(s);
+                    sw.no_donor.push(s);
                     if !self.vols[vol].relocating.contains(&ub) {
-                        picked.push(ub);
+                        sw.picked.push(ub);
                     }
-                    if picked.len() == dcols || budget == 0 {
+                    if sw.picked.len() == dcols || sw.budget == 0 {
                         break;
                     }
                 }
             }
         }
-        if picked.is_empty() && !tried_column {
-            let generation = self.records_generation();
-            let v = &mut self.vols[vol];
-            let running = v.rebuild_running;
-            let r = v.rebuild.as_mut().expect("rebuild in progress");
-            if r.clean_scan >= blocks && running == 0 {
-                r.done_at = Some(ctx.now);
-                r.done_generation = generation;
-            }
+        if sw.picked.is_empty() && !sw.tried_column {
+            self.note_clean_sweep(ctx, vol);
             return false;
         }
-        // (A stripe's worth for a column attempt, as a column job reads that much.)
-        let bytes = (picked.len() as u64 + if tried_column { width as u64 } else { 0 }) * bs;
-        let survivors = (ctx.disk_count() - failed.len()).max(1) as f64;
-        let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
-        {
-            let r = self.vols[vol]
-                .rebuild
-                .as_mut()
-                .expect("rebuild in progress");
-            r.next_at = paced(r.next_at, ctx.now, bytes, rate);
-        }
-        let mut started = column_started;
-        if !picked.is_empty() {
-            let n = picked.len() as u64;
-            let moved = self.launch_relocation(ctx, vol, picked, true);
+        self.pace_rebuild(ctx, vol, &sw, failed.len());
+        let mut started = sw.column_started;
+        if !sw.picked.is_empty() {
+            let n = sw.picked.len() as u64;
+            let moved = self.launch_relocation(ctx, vol, sw.picked, true);
             if moved && let Some(r) = self.vols[vol].rebuild.as_mut() {
                 r.moved += n;
             }
             started |= moved;
         }
+        self.note_rebuild_stall(ctx, vol, started, failed.len());
+        started
+    }
+
+    /// Advances the rebuild's cursor over `vol`'s blocks, within the sweep's budget,
+    /// collecting blocks to move whole into `sw.picked` (up to a stripe's worth). Returns a
+    /// stripe whose lost columns should be rebuilt in place (and the block that found it),
+    /// at most once per call: the pace of donor use stays that of the sweep.
+    fn sweep_rebuild(
+        &mut self,
+        vol: usize,
+        failed: &[DiskId],
+        sw: &mut Sweep,
+    ) -> Option<(u32, u64)> {
+        let v = &mut self.vols[vol];
+        let (blocks, dcols) = (v.blocks, v.zone.dcols());
+        let mut r = v.rebuild.take().expect("rebuild in progress");
+        let mut column = None;
+        while sw.budget > 0 {
+            sw.budget -= 1;
+            let ub = r.cursor;
+            r.cursor = (r.cursor + 1) % blocks;
+            if r.cursor == 0 {
+                r.lost = r.lost_now;
+                r.lost_now = 0;
+            }
+            r.clean_scan += 1;
+            let need = match need(v, ub, failed) {
+                // No donor fits that stripe: its blocks are moved whole.
+                Need::Columns(s) if sw.no_donor.contains(&s) => Need::Move,
+                n => n,
+            };
+            match need {
+                Need::Nothing => {}
+                Need::Lost => r.lost_now += 1,
+                Need::Columns(s) => {
+                    r.clean_scan = 0;
+                    if v.columns.contains(&s) {
+                        continue;
+                    }
+                    if sw.tried_column {
+                        // One column attempt per call: the next call starts here.
+                        if r.cursor != 0 {
+                            r.cursor = ub;
+                        }
+                        sw.budget = 0;
+                        break;
+                    }
+                    column = Some((s, ub));
+                    break;
+                }
+                Need::Move => {
+                    r.clean_scan = 0;
+                    if v.relocating.contains(&ub) {
+                        continue; // being moved already; the sweep looks again where it lands
+                    }
+                    sw.picked.push(ub);
+                    if sw.picked.len() == dcols {
+                        break;
+                    }
+                }
+            }
+        }
+        v.rebuild = Some(r);
+        column
+    }
+
+    /// A call found nothing to do: once a whole pass over the volume found nothing and no
+    /// move is in flight, the rebuild is done (durable once this generation is).
+    fn note_clean_sweep(&mut self, ctx: &Ctx, vol: usize) {
+        let generation = self.records_generation();
+        let v = &mut self.vols[vol];
+        let (running, blocks) = (v.rebuild_running, v.blocks);
+        let r = v.rebuild.as_mut().expect("rebuild in progress");
+        if r.clean_scan >= blocks && running == 0 {
+            r.done_at = Some(ctx.now);
+            r.done_generation = generation;
+        }
+    }
+
+    /// The next call waits for what this one moves at the rebuild's pace (per surviving
+    /// member: the whole pool rebuilds). A column attempt counts a stripe's worth, as a
+    /// column job reads that much.
+    fn pace_rebuild(&mut self, ctx: &Ctx, vol: usize, sw: &Sweep, failed: usize) {
+        let v = &self.vols[vol];
+        let (width, bs) = (v.zone.width() as u64, v.zone.block_size());
+        let column = if sw.tried_column { width } else { 0 };
+        let bytes = (sw.picked.len() as u64 + column) * bs;
+        let survivors = (ctx.disk_count() - failed).max(1) as f64;
+        let rate = (self.cfg.conversion.rebuild_bytes_per_sec * survivors).max(1.0);
+        let r = self.vols[vol]
+            .rebuild
+            .as_mut()
+            .expect("rebuild in progress");
+        r.next_at = paced(r.next_at, ctx.now, bytes, rate);
+    }
+
+    /// Whether the rebuild is stalled (nothing started), and why, worked out when it first
+    /// stalls.
+    fn note_rebuild_stall(&mut self, ctx: &Ctx, vol: usize, started: bool, failed: usize) {
         let newly_stalled = !started && self.vols[vol].rebuild.as_ref().is_some_and(|r| !r.stalled);
-        let why = newly_stalled.then(|| self.rebuild_stall_reason(ctx, vol, failed.len()));
+        let why = newly_stalled.then(|| self.rebuild_stall_reason(ctx, vol, failed));
         if let Some(r) = self.vols[vol].rebuild.as_mut() {
             r.stalled = !started;
             if let Some(why) = why {
                 r.stall_reason = why;
             }
         }
-        started
     }
 
     /// Why the rebuild of `vol` found nowhere to put what it moves, with `failed` members

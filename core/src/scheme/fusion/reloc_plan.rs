@@ -53,10 +53,31 @@ const FILL_LOOKAHEAD: usize = 64;
 /// `min_yield`: the stripes a plan gives back per stripe it fills, at least (0 when space is
 /// needed now: any gain will do).
 pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> {
-    let dcols = v.zone.dcols();
+    let capacity = v.zone.dcols() * v.pages_per_block as usize;
+    let owners = sweep(v);
+    let victims = victims(v, &owners, capacity);
+    // Items in victim order, each with the victim it belongs to (enough for the batches).
+    let mut planned = 0;
+    let mut items: Vec<(Item, usize)> = Vec::new();
+    for (k, &(live, s)) in victims.iter().enumerate() {
+        if planned >= capacity * (max_batches + 1) {
+            break;
+        }
+        planned += live;
+        let valid = v.stripes.valid(s);
+        for c in (0..v.zone.dcols()).filter(|c| valid & (1 << c) != 0) {
+            let from = v.zone.flbn(s, c);
+            for &(ub, pages) in &owners[&from] {
+                items.push((Item { ub, from, pages }, k));
+            }
+        }
+    }
+    fill(items, victims.len(), capacity, max_batches, min_yield)
+}
+
+/// The owners of every RAID block one step of the sweep sees, with their pages there.
+fn sweep(v: &mut Vol) -> FastMap<u64, Vec<(u64, u16)>> {
     let ppb = v.pages_per_block;
-    let capacity = dcols * ppb as usize;
-    // The owners of every RAID block seen, with their pages there.
     let mut owners: FastMap<u64, Vec<(u64, u16)>> = FastMap::default();
     for _ in 0..v.blocks.min(SWEEP_BLOCKS) {
         let ub = v.sweep_cursor;
@@ -103,10 +124,16 @@ pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> 
             owners.entry(f).or_default().push((ub, pages));
         }
     }
-    // Victims: stripes whose every owner the sweep saw, with dead pages, fewest live first.
+    owners
+}
+
+/// Victims: stripes whose every owner the sweep saw, with dead pages, as (live pages,
+/// stripe), fewest live first.
+fn victims(v: &Vol, owners: &FastMap<u64, Vec<(u64, u16)>>, capacity: usize) -> Vec<(usize, u32)> {
+    let dcols = v.zone.dcols();
     let mut live_of: FastMap<u32, usize> = FastMap::default();
     let mut incomplete: FastSet<u32> = FastSet::default();
-    for (&f, o) in &owners {
+    for (&f, o) in owners {
         let s = v.zone.split(f).0;
         let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
         if o.len() != refs {
@@ -126,23 +153,7 @@ pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> 
         .map(|(s, live)| (live, s))
         .collect();
     victims.sort_unstable();
-    // Items in victim order, each with the victim it belongs to (enough for the batches).
-    let mut planned = 0;
-    let mut items: Vec<(Item, usize)> = Vec::new();
-    for (k, &(live, s)) in victims.iter().enumerate() {
-        if planned >= capacity * (max_batches + 1) {
-            break;
-        }
-        planned += live;
-        let valid = v.stripes.valid(s);
-        for c in (0..dcols).filter(|c| valid & (1 << c) != 0) {
-            let from = v.zone.flbn(s, c);
-            for &(ub, pages) in &owners[&from] {
-                items.push((Item { ub, from, pages }, k));
-            }
-        }
-    }
-    fill(items, victims.len(), capacity, max_batches, min_yield)
+    victims
 }
 
 /// Cut `items` (in victim order) into batches of at most `capacity` pages, the first

@@ -12,8 +12,8 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
-use crate::volume::Loc;
 use crate::volume::patch::{Seg, segments};
+use crate::volume::{Entry, Loc, PatchNode};
 
 /// Why blocks move.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -165,35 +165,7 @@ impl FusionScheme {
         kind: RelocKind,
     ) -> bool {
         let rebuild = kind == RelocKind::Rebuild;
-        {
-            let v = &self.vols[vol];
-            if rebuild && v.stripes.available() <= v.cleaner_reserve() {
-                // A rebuild move leaves holes behind, not free stripes: the last ones stay
-                // with the cleaner, which turns those holes back into stripes to rebuild into.
-                return false;
-            }
-        }
-        let mut target = self.clear_target(ctx, vol);
-        let rebuilding = self.vols[vol].rebuilding();
-        if target.is_none()
-            && rebuilding
-            && self.remap_free_stripes(ctx, vol, 1, super::column::DonorUse::CleanerTarget) > 0
-        {
-            target = self.clear_target(ctx, vol);
-        }
-        // Moves land clear of the failed members where they can. While a rebuild runs, a
-        // free stripe is remapped off them if need be: a move into a degraded stripe would
-        // be one more for the rebuild to make, and rebuild and cleaner would move the same
-        // blocks back and forth. Otherwise, or where no stripe can be clear (no donor column
-        // fits), the cleaner writes degraded stripes, as user writes do: they hold as much.
-        if target.is_none() && !rebuild {
-            let v = &mut self.vols[vol];
-            let zone = &v.zone;
-            target = v
-                .stripes
-                .take_spare(|s| zone.parity_covers(s, |d| ctx.is_failed(d)));
-        }
-        let Some((stripe, _)) = target else {
+        let Some(stripe) = self.move_target(ctx, vol, rebuild) else {
             return false;
         };
         let v = &mut self.vols[vol];
@@ -213,35 +185,7 @@ impl FusionScheme {
         for &f in &leaving {
             *v.leaving.entry(f).or_insert(0) += 1;
         }
-        let mut snapshot = Vec::with_capacity(picked.len());
-        let mut pins = Vec::new();
-        let every = picked
-            .iter()
-            .map(|&ub| (ub, v.bmt.get(ub), v.patches.get(ub).to_vec()))
-            .chain(owners.iter().cloned());
-        for (i, (ub, e, nodes)) in every.enumerate() {
-            for loc in std::iter::once(e.base).chain(nodes.iter().map(|n| n.loc())) {
-                let stripes: Vec<u32> = match loc {
-                    Loc::Unmapped => vec![],
-                    Loc::Raid(f) => vec![v.zone.split(f).0],
-                    Loc::Rep(k) => {
-                        let r = v
-                            .pairs
-                            .lookup(&v.zone, k)
-                            .expect("replica key without a set");
-                        v.pairs.set(r.set).stripes().to_vec()
-                    }
-                };
-                for s in stripes {
-                    v.stripes.pin(s);
-                    pins.push(s);
-                }
-            }
-            if i < picked.len() {
-                debug_assert_eq!(ub, picked[i]);
-                snapshot.push((e, nodes));
-            }
-        }
+        let (snapshot, pins) = pin_sources(v, &picked, &owners);
         let n = picked.len() + segments.len();
         let bs = v.zone.block_size();
         let reads: Vec<(u64, u64)> = picked
@@ -273,15 +217,42 @@ impl FusionScheme {
             lost: vec![false; n],
         }));
         for (i, (offset, len)) in reads.into_iter().enumerate() {
-            self.start_read(
-                ctx,
-                vol,
-                ReadPurpose::Reloc { job: h, index: i },
-                offset,
-                len,
-            );
+            let purpose = ReadPurpose::Reloc { job: h, index: i };
+            self.start_read(ctx, vol, purpose, offset, len);
         }
         true
+    }
+
+    /// The free stripe a move lands in. Moves land clear of the failed members where they
+    /// can. While a rebuild runs, a free stripe is remapped off them if need be: a move into
+    /// a degraded stripe would be one more for the rebuild to make, and rebuild and cleaner
+    /// would move the same blocks back and forth. Otherwise, or where no stripe can be
+    /// clear (no donor column fits), the cleaner writes degraded stripes, as user writes
+    /// do: they hold as much. A rebuild's own move never does (landing on a failed member
+    /// again would achieve nothing).
+    fn move_target(&mut self, ctx: &mut Ctx, vol: usize, rebuild: bool) -> Option<u32> {
+        let v = &self.vols[vol];
+        if rebuild && v.stripes.available() <= v.cleaner_reserve() {
+            // A rebuild move leaves holes behind, not free stripes: the last ones stay
+            // with the cleaner, which turns those holes back into stripes to rebuild into.
+            return None;
+        }
+        let mut target = self.clear_target(ctx, vol);
+        let rebuilding = self.vols[vol].rebuilding();
+        if target.is_none()
+            && rebuilding
+            && self.remap_free_stripes(ctx, vol, 1, super::column::DonorUse::CleanerTarget) > 0
+        {
+            target = self.clear_target(ctx, vol);
+        }
+        if target.is_none() && !rebuild {
+            let v = &mut self.vols[vol];
+            let zone = &v.zone;
+            target = v
+                .stripes
+                .take_spare(|s| zone.parity_covers(s, |d| ctx.is_failed(d)));
+        }
+        target.map(|(s, _)| s)
     }
 
     /// One block of a relocation has been read (None: unreadable, the relocation is dropped;
@@ -426,6 +397,46 @@ struct Layout {
 
 /// A block whose pages a relocation moves, with its mapping when read.
 type Owner = (u64, crate::volume::Entry, Vec<crate::volume::PatchNode>);
+
+/// Pins every stripe the moved blocks (`picked`, whole) and the owners of the moved runs
+/// are read from, so none is reused while the move is out; returns the picked blocks'
+/// mappings as they were (a block rewritten meanwhile is not remapped) and the pins.
+fn pin_sources(
+    v: &mut super::vol::Vol,
+    picked: &[u64],
+    owners: &[(u64, Entry, Vec<PatchNode>)],
+) -> (Vec<(Entry, Vec<PatchNode>)>, Vec<u32>) {
+    let mut snapshot = Vec::with_capacity(picked.len());
+    let mut pins = Vec::new();
+    let every = picked
+        .iter()
+        .map(|&ub| (ub, v.bmt.get(ub), v.patches.get(ub).to_vec()))
+        .chain(owners.iter().cloned());
+    for (i, (ub, e, nodes)) in every.enumerate() {
+        for loc in std::iter::once(e.base).chain(nodes.iter().map(|n| n.loc())) {
+            let stripes: Vec<u32> = match loc {
+                Loc::Unmapped => vec![],
+                Loc::Raid(f) => vec![v.zone.split(f).0],
+                Loc::Rep(k) => {
+                    let r = v
+                        .pairs
+                        .lookup(&v.zone, k)
+                        .expect("replica key without a set");
+                    v.pairs.set(r.set).stripes().to_vec()
+                }
+            };
+            for s in stripes {
+                v.stripes.pin(s);
+                pins.push(s);
+            }
+        }
+        if i < picked.len() {
+            debug_assert_eq!(ub, picked[i]);
+            snapshot.push((e, nodes));
+        }
+    }
+    (snapshot, pins)
+}
 
 /// Where relocation pages go in the target stripe: blocks moved whole (`whole` of them,
 /// rebuild and repair) take the first columns; then each item's pages as the mappings stand,

@@ -4,40 +4,82 @@
 use super::pairs::SlotState;
 use super::vol::Vol;
 use crate::space::StripeState;
-use crate::types::PAGE_SIZE;
 use crate::volume::Loc;
+
+type Map<K, V> = std::collections::HashMap<K, V>;
+
+/// Who uses one location: the blocks, the pages their patches use in it, and whether it is
+/// some block's base.
+struct Users {
+    blocks: Vec<u64>,
+    pages: Vec<bool>,
+    base: bool,
+}
 
 /// Check one volume's metadata against itself (tests and debugging). Panics on violation.
 pub(super) fn check_volume(v: &Vol) {
-    let dcols = v.zone.dcols();
-    let mut raid_refs = std::collections::HashMap::<(u32, usize), u64>::new();
-    let mut rep_refs = std::collections::HashMap::<u64, Vec<u64>>::new();
-    // Every location: its owners, and the pages they use in it. A block may be shared only
-    // by patches at disjoint pages (packs), never by a base.
-    let mut owners = std::collections::HashMap::<Loc, (Vec<u64>, Vec<bool>, bool)>::new();
+    let owners = location_users(v);
+    let mut raid_refs = Map::<(u32, usize), u64>::new();
+    let mut rep_refs = Map::<u64, Vec<u64>>::new();
+    for (loc, users) in &owners {
+        let ubs = &users.blocks;
+        match *loc {
+            Loc::Raid(f) => {
+                let (s, c) = v.zone.split(f);
+                assert!(
+                    c < v.zone.dcols(),
+                    "blocks {ubs:?} mapped to a parity column"
+                );
+                raid_refs.insert((s, c), ubs.len() as u64);
+                let extra = v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
+                assert_eq!(extra + 1, ubs.len(), "owner count of RAID block {f}");
+            }
+            Loc::Rep(k) => {
+                rep_refs.insert(k, ubs.clone());
+            }
+            Loc::Unmapped => {}
+        }
+    }
+    for &f in v.raid_extra.keys() {
+        let (s, c) = v.zone.split(f);
+        assert!(
+            raid_refs.contains_key(&(s, c)),
+            "shared RAID block {f} has no owner"
+        );
+    }
+    check_stripes(v, &raid_refs);
+    check_replicas(v, &rep_refs);
+}
+
+/// Every location a block's base or patches name, with its users. A block may be shared
+/// only by patches at disjoint pages (packs), never by a base.
+fn location_users(v: &Vol) -> Map<Loc, Users> {
+    let mut owners = Map::<Loc, Users>::new();
     let ppb = v.pages_per_block as usize;
     let mut note = |ub: u64, loc: Loc, first: usize, count: usize, base: bool| {
         if loc == Loc::Unmapped {
             return;
         }
-        let o = owners
-            .entry(loc)
-            .or_insert_with(|| (Vec::new(), vec![false; ppb], false));
-        if !o.0.contains(&ub) {
-            o.0.push(ub);
+        let o = owners.entry(loc).or_insert_with(|| Users {
+            blocks: Vec::new(),
+            pages: vec![false; ppb],
+            base: false,
+        });
+        if !o.blocks.contains(&ub) {
+            o.blocks.push(ub);
         }
-        o.2 |= base;
-        for p in first..first + count {
-            if base {
-                continue; // a base's pages under its own patches are dead, not overlapping
+        o.base |= base;
+        // A base's pages under its own patches are dead, not overlapping.
+        if !base {
+            for p in first..first + count {
+                assert!(!o.pages[p], "page {p} of {loc:?} used by two patches");
+                o.pages[p] = true;
             }
-            assert!(!o.1[p], "page {p} of {loc:?} used by two patches");
-            o.1[p] = true;
         }
         assert!(
-            !o.2 || o.0.len() == 1,
+            !o.base || o.blocks.len() == 1,
             "{loc:?} is the base of a block and shared: {:?}",
-            o.0
+            o.blocks
         );
     };
     for ub in 0..v.blocks {
@@ -56,28 +98,13 @@ pub(super) fn check_volume(v: &Vol) {
             "block {ub} keeps a base its patches cover"
         );
     }
-    for (loc, (ubs, _, _)) in &owners {
-        match *loc {
-            Loc::Raid(f) => {
-                let (s, c) = v.zone.split(f);
-                assert!(c < dcols, "blocks {ubs:?} mapped to a parity column");
-                raid_refs.insert((s, c), ubs.len() as u64);
-                let extra = v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
-                assert_eq!(extra + 1, ubs.len(), "owner count of RAID block {f}");
-            }
-            Loc::Rep(k) => {
-                rep_refs.insert(k, ubs.clone());
-            }
-            Loc::Unmapped => {}
-        }
-    }
-    for &f in v.raid_extra.keys() {
-        let (s, c) = v.zone.split(f);
-        assert!(
-            raid_refs.contains_key(&(s, c)),
-            "shared RAID block {f} has no owner"
-        );
-    }
+    owners
+}
+
+/// Every stripe's state agrees with what references it, and the live-block counter with
+/// the valid bits.
+fn check_stripes(v: &Vol, raid_refs: &Map<(u32, usize), u64>) {
+    let dcols = v.zone.dcols();
     let mut valid_total = 0u64;
     for s in 0..v.stripes.len() as u32 {
         match v.stripes.state(s) {
@@ -122,7 +149,12 @@ pub(super) fn check_volume(v: &Vol) {
         valid_total, v.raid_valid_blocks,
         "RAID live-block counter drifted"
     );
-    for (&k, ubs) in &rep_refs {
+}
+
+/// Every mapped replica's slot is live for its one block, or a pack with exactly its
+/// owners.
+fn check_replicas(v: &Vol, rep_refs: &Map<u64, Vec<u64>>) {
+    for (&k, ubs) in rep_refs {
         let r = v
             .pairs
             .lookup(&v.zone, k)
@@ -142,5 +174,4 @@ pub(super) fn check_volume(v: &Vol) {
             ),
         }
     }
-    let _ = PAGE_SIZE;
 }

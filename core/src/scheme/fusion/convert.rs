@@ -1,0 +1,378 @@
+//! In-position conversion (paper §4.2, Fig. 7): a settled pair set becomes a parity stripe
+//! in place of one of its copies. The kept stripe's data columns are read, parity computed
+//! and written into its parity columns, and the other copies' stripes become free.
+
+use super::FusionScheme;
+use super::jobs::{ConvertJob, Job};
+use super::pairs::{PairSet, SlotState};
+use super::stripe_parity::fill_parity;
+use super::vol::Vol;
+use super::write::write_columns;
+use crate::engine::api::{Data, DevOp, IoResult};
+use crate::engine::ctx::Ctx;
+use crate::engine::iotable::IoTag;
+use crate::space::StripeState;
+use crate::types::{DiskId, Nanos};
+use crate::volume::Loc;
+
+/// How long a set whose conversion found a bad page waits before it is tried again.
+const CONVERT_RETRY_NS: Nanos = 100_000_000;
+
+/// The copy a conversion keeps: the stripe with the fewest failed members (at most what
+/// parity covers), then the fewest unresponsive ones.
+fn kept_stripe(ctx: &Ctx, v: &Vol, set: &PairSet) -> Option<usize> {
+    let score = |i: usize| {
+        let ds = v.zone.stripe_disk_list(set.stripes[i]);
+        (
+            ds.iter().filter(|&&d| ctx.is_failed(d)).count(),
+            ds.iter().filter(|&&d| ctx.is_unresponsive(d)).count(),
+        )
+    };
+    (0..set.copies as usize)
+        .filter(|&i| score(i).0 <= v.zone.nparity())
+        .min_by_key(|&i| score(i))
+}
+
+/// Every live copy in the kept stripe must be readable from some copy.
+fn every_live_copy_readable(ctx: &Ctx, v: &Vol, set: &PairSet) -> bool {
+    set.slots.iter().all(|sl| {
+        !sl.state.holds_data()
+            || (0..set.copies as usize)
+                .any(|j| !ctx.is_failed(v.zone.disk(set.stripes[j], sl.cols[j] as usize)))
+    })
+}
+
+/// Where data column `c` of the kept stripe is read from: itself, or, on a failed member,
+/// another copy when the column is live. None when it is not: it counts as zeros (nobody
+/// will read it, and a rebuild recreates exactly that).
+fn column_source(ctx: &Ctx, v: &Vol, set: &PairSet, keep: usize, c: usize) -> Option<(u32, usize)> {
+    let stripe = set.stripes[keep];
+    if !ctx.is_failed(v.zone.disk(stripe, c)) {
+        return Some((stripe, c));
+    }
+    set.slots
+        .iter()
+        .find(|sl| sl.cols[keep] as usize == c && sl.state.holds_data())
+        .and_then(|sl| {
+            (0..set.copies as usize)
+                .map(|j| (set.stripes[j], sl.cols[j] as usize))
+                .find(|&(s2, c2)| !ctx.is_failed(v.zone.disk(s2, c2)))
+        })
+}
+
+impl FusionScheme {
+    /// `memo` remembers each disk's answer for one scan (0 = not asked yet): a scan looks
+    /// at up to 64 candidate sets, mostly on the same few busy disks.
+    fn busy_disk(&self, ctx: &Ctx, disks: &[DiskId], memo: &mut [u8]) -> bool {
+        let admission = &*self.policy.admission;
+        let members = ctx.members();
+        disks.iter().any(|&d| {
+            if memo[d.index()] == 0 {
+                memo[d.index()] = 1 + !admission.may_convert_on(&members, d) as u8;
+            }
+            memo[d.index()] == 2
+        })
+    }
+
+    /// `force`: ignore the foreground pause; `close_open`: with no settled set, close a
+    /// partly used one (writes wait for space, or the volume is idle and nothing else
+    /// would ever settle it).
+    pub(super) fn start_conversion(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        force: bool,
+        close_open: bool,
+    ) -> bool {
+        let cand = self.pick_conversion(ctx, vol, force);
+        if cand.is_none() && close_open {
+            // No settled set: close a partially used one so its space can come back.
+            let v = &mut self.vols[vol];
+            if let Some(id) = v.pairs.closable() {
+                if v.close_set(id, ctx.now) {
+                    return true;
+                }
+                return self.start_conversion(ctx, vol, false, false);
+            }
+        }
+        let Some((id, keep)) = cand else { return false };
+        self.launch_conversion(ctx, vol, id, keep);
+        true
+    }
+
+    /// The oldest settled pair set that may convert now, and which of its stripes it keeps.
+    /// `force` ignores background admission (writes wait for the space).
+    fn pick_conversion(&self, ctx: &Ctx, vol: usize, force: bool) -> Option<(u32, usize)> {
+        let v = &self.vols[vol];
+        // The candidates (`oldest` looks at `OLDEST_SCAN` at most).
+        let mut ids = [0u32; super::pairs::OLDEST_SCAN];
+        let mut n_ids = 0;
+        v.pairs.oldest(|id, _| {
+            if n_ids < ids.len() {
+                ids[n_ids] = id;
+                n_ids += 1;
+            }
+            false
+        });
+        let mut memo = vec![0u8; ctx.disk_count()];
+        // With no member failed or slow (the usual case) every copy scores (0, 0), so the
+        // first is kept, and every copy is readable: the scan, repeated every millisecond
+        // while conversion is paused, skips those per-candidate checks.
+        let healthy = (0..ctx.disk_count()).all(|d| !ctx.avoid(DiskId(d as u32)));
+        for &id in &ids[..n_ids] {
+            let set = v.pairs.set(id);
+            if set.convert_after > ctx.now {
+                continue;
+            }
+            let keep = if healthy {
+                Some(0)
+            } else {
+                kept_stripe(ctx, v, set)
+            };
+            let Some(keep) = keep else { continue };
+            let disks = v.zone.stripe_disk_list(set.stripes[keep]);
+            if !force && self.busy_disk(ctx, &disks, &mut memo) {
+                continue; // paper: conversion pauses while a disk is busy with foreground I/O
+            }
+            if healthy || every_live_copy_readable(ctx, v, set) {
+                return Some((id, keep));
+            }
+        }
+        None
+    }
+
+    /// Converts pair set `id` into a parity stripe in place of its copy `keep`: reads every
+    /// data column as it is on disk, dead copies and never-written blocks included, since
+    /// parity must describe the stripe's actual content (paper Fig. 7).
+    fn launch_conversion(&mut self, ctx: &mut Ctx, vol: usize, id: u32, keep: usize) {
+        let v = &mut self.vols[vol];
+        v.pairs.set_mut(id).converting = true;
+        v.pairs.refresh(id);
+        let set = v.pairs.set(id).clone();
+        let (width, dcols, bs) = (v.zone.width(), v.zone.dcols(), v.zone.block_size());
+        let h = self.jobs.insert(Job::Convert(ConvertJob {
+            vol,
+            set: id,
+            keep,
+            cols: vec![None; width],
+            pending: 0,
+            writing: false,
+            failed: false,
+        }));
+        let v = &mut self.vols[vol];
+        v.bg_running += 1;
+        let mut n = 0;
+        for c in 0..dcols {
+            let Some((s2, c2)) = column_source(ctx, v, &set, keep, c) else {
+                continue;
+            };
+            let (disk, off) = v.zone.device_offset(s2, c2, 0);
+            let op = DevOp::Read {
+                offset: off,
+                len: bs,
+            };
+            let tag = IoTag {
+                job: h,
+                part: c as u32,
+            };
+            ctx.issue(disk, op, tag, true);
+            n += 1;
+        }
+        let Some(Job::Convert(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        j.pending = n;
+        if n == 0 {
+            self.convert_write_parity(ctx, h);
+        }
+    }
+
+    pub(super) fn convert_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        let Some(Job::Convert(j)) = self.jobs.get_mut(tag.job) else {
+            unreachable!()
+        };
+        j.pending -= 1;
+        match result {
+            Err(_) => j.failed = true,
+            Ok(Some(Data::Bytes(b))) if !j.writing => j.cols[tag.part as usize] = Some(b),
+            Ok(_) => {}
+        }
+        if j.pending > 0 {
+            return;
+        }
+        let vol = j.vol;
+        let (id, failed, writing) = (j.set, j.failed, j.writing);
+        if failed {
+            // A member failed: give the set back untouched; it stays replicated (still
+            // redundant where it can be) and a later attempt keeps another stripe.
+            let _ = self.jobs.remove(tag.job);
+            let v = &mut self.vols[vol];
+            v.bg_running -= 1;
+            v.next_bg_scan = 0; // a finished task changes what can start
+            self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
+            v.pairs.set_mut(id).converting = false;
+            v.settle_set(id, ctx.now);
+            return;
+        }
+        if writing {
+            self.finish_conversion(ctx, tag.job);
+        } else if !self.kept_copy_verifies(ctx, tag.job) {
+            // The copy that would stay has bad pages: converting would make parity from
+            // them and drop the good copy. Give the set back; its blocks move (repair)
+            // from the good copy, and the set converts later.
+            let _ = self.jobs.remove(tag.job);
+            let v = &mut self.vols[vol];
+            v.bg_running -= 1;
+            v.next_bg_scan = 0;
+            self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
+            let set = v.pairs.set_mut(id);
+            set.converting = false;
+            set.convert_after = ctx.now + CONVERT_RETRY_NS;
+            v.settle_set(id, ctx.now);
+        } else {
+            self.convert_write_parity(ctx, tag.job);
+        }
+    }
+
+    /// Check the live pages of the columns a conversion read (the copy it keeps) against
+    /// their checksums; queue the blocks of bad ones for repair.
+    fn kept_copy_verifies(&mut self, ctx: &mut Ctx, h: u64) -> bool {
+        let Some(Job::Convert(j)) = self.jobs.get(h) else {
+            unreachable!()
+        };
+        let v = &self.vols[j.vol];
+        if ctx.size_only || !v.sums.active() {
+            return true;
+        }
+        let set = v.pairs.set(j.set);
+        let mut bad = Vec::new();
+        for (i, sl) in set.slots.iter().enumerate() {
+            let Some(data) = &j.cols[sl.cols[j.keep] as usize] else {
+                continue; // not read: a dead column on a failed member
+            };
+            let r = super::pairs::SlotRef {
+                set: j.set,
+                slot: i as u16,
+            };
+            let loc = Loc::Rep(v.pairs.key(&v.zone, r));
+            bad.extend(v.bad_owners(&v.slot_owners(r), loc, data));
+        }
+        let vol = j.vol;
+        ctx.stats.checksum_errors += bad.len() as u64;
+        for &ub in &bad {
+            self.vols[vol].queue_repair(ub);
+        }
+        bad.is_empty()
+    }
+
+    /// Fill the parity of the kept stripe.
+    fn convert_write_parity(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Convert(j)) = self.jobs.get_mut(h) else {
+            unreachable!()
+        };
+        let v = &self.vols[j.vol];
+        let stripe = v.pairs.set(j.set).stripes[j.keep];
+        let width = v.zone.width();
+        let dcols = v.zone.dcols();
+        let bs = v.zone.block_size();
+        let payloads: Vec<Data> = if ctx.size_only {
+            vec![Data::Size(bs); width - dcols]
+        } else {
+            let mut cols: Vec<Vec<u8>> = j
+                .cols
+                .iter_mut()
+                .map(|c| c.take().unwrap_or_else(|| vec![0u8; bs as usize]))
+                .collect();
+            fill_parity(&mut cols, width - dcols);
+            cols.drain(dcols..).map(Data::Bytes).collect()
+        };
+        j.writing = true;
+        // Degraded parity columns are skipped: the data columns are all readable.
+        let n = write_columns(ctx, &v.zone, h, stripe, dcols, payloads);
+        j.pending = n;
+        if n == 0 {
+            self.finish_conversion(ctx, h);
+        }
+    }
+
+    /// Parity is on disk: the kept stripe's live copies become RAID data (W: 1 -> 0), the
+    /// other stripes are reclaimed and the set leaves the BPT.
+    fn finish_conversion(&mut self, ctx: &mut Ctx, h: u64) {
+        let Some(Job::Convert(j)) = self.jobs.remove(h) else {
+            unreachable!()
+        };
+        let v = &mut self.vols[j.vol];
+        v.bg_running -= 1;
+        v.next_bg_scan = 0; // a finished task changes what can start
+        self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
+        let keep = j.keep;
+        let set = v.pairs.remove(j.set);
+        let stripe = set.stripes[keep];
+        let mut mask = 0u32;
+        let mut moves = Vec::new();
+        for (i, slot) in set.slots.iter().enumerate() {
+            let key = v.zone.flbn(set.stripes[0], slot.cols[0] as usize);
+            let col = slot.cols[keep] as usize;
+            let flbn = v.zone.flbn(stripe, col);
+            match slot.state {
+                SlotState::Live(ub) => {
+                    mask |= 1 << col;
+                    moves.push((ub, key, flbn));
+                }
+                SlotState::Packed => {
+                    let owners = v.packs.take_owners(super::pairs::SlotRef {
+                        set: j.set,
+                        slot: i as u16,
+                    });
+                    assert!(!owners.is_empty(), "packed slot without owners");
+                    mask |= 1 << col;
+                    if owners.len() > 1 {
+                        v.raid_extra.insert(flbn, owners.len() as u16 - 1);
+                    }
+                    moves.extend(owners.into_iter().map(|ub| (ub, key, flbn)));
+                }
+                _ => {}
+            }
+        }
+        v.stripes.set_state(stripe, StripeState::Raid);
+        v.note_stripe(ctx, stripe);
+        v.stripes.set_valid_mask(stripe, mask);
+        v.raid_valid_blocks += mask.count_ones() as u64;
+        // The retargets of one conversion are one journal group: replayed all or none.
+        self.drain_log(j.vol);
+        let v = &mut self.vols[j.vol];
+        for (ub, key, flbn) in moves {
+            v.record(|vol| crate::meta::Record::Retarget {
+                vol,
+                ub,
+                from: Loc::Rep(key),
+                to: Loc::Raid(flbn),
+            });
+            let e = v.bmt.get(ub);
+            if e.base == Loc::Rep(key) {
+                v.bmt.set(
+                    ub,
+                    crate::volume::Entry {
+                        base: Loc::Raid(flbn),
+                        patched: e.patched,
+                    },
+                );
+            }
+            v.patches.replace_loc(ub, Loc::Rep(key), Loc::Raid(flbn));
+            assert!(
+                v.references(ub, Loc::Raid(flbn)),
+                "converted slot not referenced by its owner"
+            );
+        }
+        for (i, &s) in set.stripes().iter().enumerate() {
+            if i != keep {
+                v.stripes.set_state(s, StripeState::Free);
+            }
+        }
+        if mask == 0 {
+            v.stripes.set_state(stripe, StripeState::Free);
+        }
+        self.drain_log(j.vol);
+        ctx.stats.conversions += 1;
+    }
+}
