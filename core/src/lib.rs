@@ -2,6 +2,8 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the code map and the invariants.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod detector;
 pub mod engine;
 pub mod fasthash;

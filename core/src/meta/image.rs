@@ -102,6 +102,10 @@ impl VolImage {
     }
 
     /// Apply one mapping change exactly as the running volume made it.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per record kind, each the inverse of its change in the engine"
+    )]
     fn apply(&mut self, r: &Record) -> Result<(), String> {
         match r {
             Record::Whole { ub, loc, .. } => {
@@ -359,70 +363,8 @@ impl Image {
             ));
         }
         let mut vols = Vec::with_capacity(n);
-        for (i, &(blocks, ppb)) in shapes.iter().enumerate() {
-            let b = c.u64()?;
-            let p = c.u16()?;
-            if (b, p) != (blocks, ppb) {
-                return Err(format!(
-                    "volume {i}: checkpoint shape {b} blocks x {p} pages, pool {blocks} x {ppb}"
-                ));
-            }
-            let raw = c.take(blocks as usize * 5)?.to_vec();
-            let mut v = VolImage {
-                bmt: Bmt::from_bytes(blocks, raw).map_err(String::from)?,
-                patches: PatchTable::new(ppb),
-                sums: PageSums::new(blocks, ppb),
-                remaps: RemapImage::new(),
-                sets: Vec::new(),
-                owner: HashMap::new(),
-            };
-            let patched = c.u64()?;
-            for _ in 0..patched {
-                let ub = c.u64()?;
-                v.check_ub(ub)?;
-                let k = c.u16()? as usize;
-                let mut nodes = Vec::with_capacity(k.min(256));
-                for _ in 0..k {
-                    nodes.push(PatchNode::from_raw(c.u64()?).ok_or("bad patch node")?);
-                }
-                v.patches
-                    .set_list(ub, nodes)
-                    .map_err(|e| format!("volume {i} block {ub}: {e}"))?;
-            }
-            let sets = c.u32()?;
-            for _ in 0..sets {
-                let copies = c.u8()? as usize;
-                if !(2..=3).contains(&copies) {
-                    return Err(format!("volume {i}: pair set with {copies} copies"));
-                }
-                let mut stripes = Vec::with_capacity(copies);
-                for _ in 0..copies {
-                    stripes.push(c.u32()?);
-                }
-                let slots = c.u16()? as usize;
-                let mut cols = Vec::with_capacity(slots.min(64));
-                for _ in 0..slots {
-                    let mut x = [0u8; 3];
-                    x[..copies].copy_from_slice(c.take(copies)?);
-                    cols.push(x);
-                }
-                v.add_set(SetImage { stripes, cols });
-            }
-            v.sums
-                .decode(|n| c.take(n))
-                .map_err(|e| format!("volume {i}: {e}"))?;
-            if has_remaps {
-                let n = c.u32()?;
-                for _ in 0..n {
-                    let (s, col, d, dc) = (c.u32()?, c.u8()?, c.u32()?, c.u8()?);
-                    if v.remaps.insert((s, col), (d, dc)).is_some() {
-                        return Err(format!(
-                            "volume {i}: column {col} of stripe {s} remapped twice"
-                        ));
-                    }
-                }
-            }
-            vols.push(v);
+        for (i, &shape) in shapes.iter().enumerate() {
+            vols.push(decode_vol(&mut c, i, shape, has_remaps)?);
         }
         let mut failed = BTreeSet::new();
         if has_failed {
@@ -457,6 +399,78 @@ impl Image {
             .ok_or_else(|| format!("record for volume {vol} of {n}"))?
             .apply(r)
     }
+}
+
+/// One volume of a checkpoint image (the `i`th, shaped `(blocks, pages per block)`).
+fn decode_vol(
+    c: &mut Cursor,
+    i: usize,
+    (blocks, ppb): (u64, u16),
+    has_remaps: bool,
+) -> Result<VolImage, String> {
+    let b = c.u64()?;
+    let p = c.u16()?;
+    if (b, p) != (blocks, ppb) {
+        return Err(format!(
+            "volume {i}: checkpoint shape {b} blocks x {p} pages, pool {blocks} x {ppb}"
+        ));
+    }
+    let raw = c.take(blocks as usize * 5)?.to_vec();
+    let mut v = VolImage {
+        bmt: Bmt::from_bytes(blocks, raw).map_err(String::from)?,
+        patches: PatchTable::new(ppb),
+        sums: PageSums::new(blocks, ppb),
+        remaps: RemapImage::new(),
+        sets: Vec::new(),
+        owner: HashMap::new(),
+    };
+    let patched = c.u64()?;
+    for _ in 0..patched {
+        let ub = c.u64()?;
+        v.check_ub(ub)?;
+        let k = c.u16()? as usize;
+        let mut nodes = Vec::with_capacity(k.min(256));
+        for _ in 0..k {
+            nodes.push(PatchNode::from_raw(c.u64()?).ok_or("bad patch node")?);
+        }
+        v.patches
+            .set_list(ub, nodes)
+            .map_err(|e| format!("volume {i} block {ub}: {e}"))?;
+    }
+    let sets = c.u32()?;
+    for _ in 0..sets {
+        let copies = c.u8()? as usize;
+        if !(2..=3).contains(&copies) {
+            return Err(format!("volume {i}: pair set with {copies} copies"));
+        }
+        let mut stripes = Vec::with_capacity(copies);
+        for _ in 0..copies {
+            stripes.push(c.u32()?);
+        }
+        let slots = c.u16()? as usize;
+        let mut cols = Vec::with_capacity(slots.min(64));
+        for _ in 0..slots {
+            let mut x = [0u8; 3];
+            x[..copies].copy_from_slice(c.take(copies)?);
+            cols.push(x);
+        }
+        v.add_set(SetImage { stripes, cols });
+    }
+    v.sums
+        .decode(|n| c.take(n))
+        .map_err(|e| format!("volume {i}: {e}"))?;
+    if has_remaps {
+        let n = c.u32()?;
+        for _ in 0..n {
+            let (s, col, d, dc) = (c.u32()?, c.u8()?, c.u32()?, c.u8()?);
+            if v.remaps.insert((s, col), (d, dc)).is_some() {
+                return Err(format!(
+                    "volume {i}: column {col} of stripe {s} remapped twice"
+                ));
+            }
+        }
+    }
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -503,6 +517,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one scenario touching every record kind, checked at the end as a whole"
+    )]
     fn image_round_trips_through_records() {
         let shapes = [(10u64, 16u16), (4, 1)];
         let mut img = Image::empty(&shapes);

@@ -324,6 +324,10 @@ impl<'a> Reader<'a> {
         Ok(at)
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per record tag, each reading that record's fields in order"
+    )]
     fn record(&mut self) -> Result<Record, RecordError> {
         let tag = self.u8()?;
         let vol = self.u8()?;

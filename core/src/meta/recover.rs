@@ -113,8 +113,24 @@ type ChunkKey = (u64, u64, u32, u64); // generation, seq, count, image length
 /// A chunk's payload and whether it is flagged clean.
 type Chunk<'a> = (&'a [u8], bool);
 
+/// The members' metadata regions, addressed by member offset.
+struct Regions<'a> {
+    regions: &'a [Option<&'a [u8]>],
+    base: u64,
+}
+
+impl<'a> Regions<'a> {
+    /// `n` bytes at offset `off` of member `m`, if it was read that far.
+    fn at(&self, m: usize, off: u64, n: u64) -> Option<&'a [u8]> {
+        let b = self.regions[m]?;
+        let o = (off - self.base) as usize;
+        b.get(o..o + n as usize)
+    }
+}
+
 /// Rebuild the image of volumes shaped `shapes` from the members' metadata regions (each
-/// `region(layout)` bytes, None for a member that could not be read).
+/// `region(layout)` bytes, None for a member that could not be read): the newest complete
+/// checkpoint, then the journal blocks after it up to the first gap.
 pub fn recover_image(
     pool: u64,
     layout: &MetaLayout,
@@ -130,19 +146,27 @@ pub fn recover_image(
             .count(),
         ..Default::default()
     };
-    let at = |m: usize, off: u64, n: u64| -> Option<&[u8]> {
-        let b = regions[m]?;
-        let o = (off - base) as usize;
-        b.get(o..o + n as usize)
-    };
+    let regions = Regions { regions, base };
+    let mut image = newest_checkpoint(pool, layout, &regions, shapes, &mut report)?;
+    replay_journal(pool, layout, &regions, &mut image, &mut report)?;
+    report.members_failed = image.failed.iter().copied().collect();
+    Ok((image, report))
+}
 
-    // 1. Checkpoints.
+/// The newest checkpoint whose every chunk was found, decoded.
+fn newest_checkpoint(
+    pool: u64,
+    layout: &MetaLayout,
+    regions: &Regions,
+    shapes: &[(u64, u16)],
+    report: &mut RecoveryReport,
+) -> Result<Image, RecoveryError> {
     let mut found: HashMap<ChunkKey, BTreeMap<u32, Chunk>> = HashMap::new();
     for slot in 0..2 {
         for m in 0..layout.members {
             for pos in 0..layout.slot_chunks {
                 let off = layout.checkpoint_offset(slot) + pos * CHUNK_BYTES;
-                let Some(b) = at(m, off, CHUNK_BYTES) else {
+                let Some(b) = regions.at(m, off, CHUNK_BYTES) else {
                     continue;
                 };
                 if let Some((h, payload)) = frame::decode_chunk(pool, b) {
@@ -170,19 +194,29 @@ pub fn recover_image(
     }
     // Every chunk of one checkpoint carries the same flag (one seal writes them all).
     report.checkpoint_clean = chunks.values().all(|&(_, clean)| clean);
-    let mut image = Image::decode(&bytes, shapes)
+    let image = Image::decode(&bytes, shapes)
         .map_err(|e| RecoveryError::Corrupt(format!("checkpoint generation {generation}: {e}")))?;
     report.checkpoint_seq = ckpt_seq;
     report.checkpoint_generation = generation;
     report.checkpoint_bytes = image_len;
     report.max_seq_seen = ckpt_seq;
+    Ok(image)
+}
 
-    // 2. Journal.
+/// Applies the journal blocks after the checkpoint, in sequence, up to the first gap.
+fn replay_journal(
+    pool: u64,
+    layout: &MetaLayout,
+    regions: &Regions,
+    image: &mut Image,
+    report: &mut RecoveryReport,
+) -> Result<(), RecoveryError> {
+    let ckpt_seq = report.checkpoint_seq;
     let mut blocks: BTreeMap<u64, &[u8]> = BTreeMap::new();
     for m in 0..layout.members {
         for slot in 0..layout.ring_slots {
             let off = layout.journal_offset() + slot * JOURNAL_BLOCK;
-            let Some(b) = at(m, off, JOURNAL_BLOCK) else {
+            let Some(b) = regions.at(m, off, JOURNAL_BLOCK) else {
                 continue;
             };
             if let Some((seq, payload)) = frame::decode_block(pool, b) {
@@ -208,8 +242,7 @@ pub fn recover_image(
         report.records_replayed += recs.len() as u64;
     }
     report.blocks_ignored = blocks.len() as u64 - report.blocks_replayed;
-    report.members_failed = image.failed.iter().copied().collect();
-    Ok((image, report))
+    Ok(())
 }
 
 #[cfg(test)]
