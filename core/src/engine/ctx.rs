@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use super::api::{Data, DevOp, DeviceIo, Reply, ReqError};
 use super::disks::Disks;
 use super::iotable::{InflightIo, IoTable, IoTag};
+use super::members::Members;
 use super::stats::EngineStats;
-use crate::policy::Members;
 use crate::rng::Rng;
 use crate::types::{DiskId, Nanos};
 

@@ -16,18 +16,20 @@ pub mod api;
 pub mod ctx;
 pub mod disks;
 pub mod iotable;
+pub mod members;
+pub mod scheme;
 pub mod stats;
 
 use std::collections::VecDeque;
 
 use crate::detector::DetectorConfig;
 use crate::rng::Rng;
-use crate::scheme::{Scheme, VolumeStatus};
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use api::{DeviceIo, IoId, IoResult, Op, Reply, ReqError, Request};
 use ctx::Ctx;
 use disks::Disks;
 use iotable::IoTable;
+use scheme::{Scheme, VolumeStatus};
 use stats::EngineStats;
 
 /// Settings shared by every scheme.

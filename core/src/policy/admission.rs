@@ -1,7 +1,7 @@
 //! When background work may touch a member. Background work that must finish (a conversion
 //! forced by writes waiting for space) does not ask.
 
-use super::members::Members;
+use crate::engine::members::Members;
 use crate::types::DiskId;
 
 pub trait BackgroundAdmission: Send {

@@ -14,12 +14,12 @@
 //! [`Policies::non_redirecting`].
 
 pub mod admission;
-pub mod members;
+
 pub mod placement;
 pub mod routing;
 
+pub use crate::engine::members::Members;
 pub use admission::{BackgroundAdmission, ForegroundPause};
-pub use members::Members;
 pub use placement::{HealthOnly, SteerAroundSpikes, WritePlacement};
 pub use routing::{FewestStragglers, FirstCopy, ReadRouting};
 

@@ -3,7 +3,7 @@
 //! falls back on its own to any healthy member, then to stripes whose parity covers the
 //! failed ones: a policy only ranks members, it can never make a write fail.
 
-use super::members::Members;
+use crate::engine::members::Members;
 use crate::types::DiskId;
 
 pub trait WritePlacement: Send {

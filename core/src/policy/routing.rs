@@ -2,7 +2,7 @@
 //! copies that failed their checksum already left out) and handles the rest: reconstruction
 //! when no copy is readable, counters, retries.
 
-use super::members::Members;
+use crate::engine::members::Members;
 use crate::types::DiskId;
 
 pub trait ReadRouting: Send {

@@ -17,7 +17,7 @@
 //! pass.
 
 use super::FusionScheme;
-use super::jobs::Job;
+use super::jobs::{ColumnJob, ColumnMode, Job};
 use super::vol::Vol;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
@@ -31,29 +31,6 @@ use std::ops::Not;
 const WRITE_PART: u32 = 1 << 16;
 /// Open donor stripes a placement looks at before taking a new one.
 const DONOR_SCAN: usize = 16;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColumnMode {
-    /// Reconstruct lost columns into donor blocks.
-    Rebuild,
-    /// Copy a remapped column back to its home block.
-    Home,
-}
-
-pub struct ColumnJob {
-    vol: usize,
-    stripe: u32,
-    mode: ColumnMode,
-    /// Rebuild: the lost columns and the donor column reserved for each. Home: the one
-    /// column going back.
-    moves: Vec<Moved>,
-    /// Rebuild: every column of the stripe (lost ones stay None until reconstructed).
-    /// Home: the one column read from its donor.
-    cols: Vec<Option<Vec<u8>>>,
-    pending: u32,
-    writing: bool,
-    failed: bool,
-}
 
 /// What a rebuild could do for one stripe.
 #[derive(Debug, PartialEq, Eq)]

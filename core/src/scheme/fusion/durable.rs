@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use super::jobs::Job;
+use super::jobs::{CommitJob, Job};
 use super::restore::restore_vol;
 use super::sizing;
 use super::{ConfigError, FusionConfig, FusionScheme};
@@ -29,7 +29,6 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::meta::Record;
 use crate::meta::image::{encode_failed, encode_header, encode_vol};
-use crate::meta::journal::Sealed;
 use crate::meta::{ImageBound, Journal, MetaLayout, RecoveryError, RecoveryReport, recover_image};
 use crate::types::{DiskId, Nanos};
 
@@ -87,13 +86,6 @@ pub struct Durable {
     pub stopping: Stopping,
     /// The last durable commit is a checkpoint flagged clean.
     clean_durable: bool,
-}
-
-pub struct CommitJob {
-    sealed: Sealed,
-    flushing: usize,
-    writing: usize,
-    unit_ok: Vec<bool>,
 }
 
 /// The metadata layout a configuration implies (None when it is not journaled).

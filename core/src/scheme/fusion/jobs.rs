@@ -2,6 +2,8 @@
 
 use super::pairs::SlotRef;
 use crate::engine::api::Data;
+use crate::meta::journal::Sealed;
+use crate::space::Moved;
 use crate::types::Nanos;
 use crate::volume::Loc;
 
@@ -11,9 +13,9 @@ pub enum Job {
     Flush(FlushJob),
     Convert(ConvertJob),
     Reloc(RelocJob),
-    Commit(super::durable::CommitJob),
-    Scrub(super::scrub::ScrubJob),
-    Column(super::column::ColumnJob),
+    Commit(CommitJob),
+    Scrub(ScrubJob),
+    Column(ColumnJob),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -249,4 +251,63 @@ pub struct RelocJob {
     pub repair: bool,
     /// Reads with lost pages (no good copy): moved as they were, not repaired.
     pub lost: Vec<bool>,
+}
+
+/// A metadata commit (durable.rs): the sealed generation, its flushes and unit writes.
+pub struct CommitJob {
+    pub sealed: Sealed,
+    pub flushing: usize,
+    pub writing: usize,
+    pub unit_ok: Vec<bool>,
+}
+
+/// One device read of a check.
+pub struct CheckRead {
+    pub ub: u64,
+    pub stripe: u32,
+    /// The FLBN read when it is a RAID block (None: a replica).
+    pub raid: Option<u64>,
+    /// The location read, and which of its copies.
+    pub loc: Loc,
+    pub copy: u8,
+    /// Checksums of the pages read, captured with the location.
+    pub expect: Vec<u32>,
+}
+
+/// A scrub check in flight: the copies of a few user blocks, or one RAID stripe.
+pub struct ScrubJob {
+    pub vol: usize,
+    pub reads: Vec<CheckRead>,
+    /// The stripe of a parity check (its columns arrive in `cols`).
+    pub parity_of: Option<u32>,
+    pub cols: Vec<Option<Vec<u8>>>,
+    pub pending: u32,
+    pub writing: bool,
+    pub failed: bool,
+    pub pins: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnMode {
+    /// Reconstruct lost columns into donor blocks.
+    Rebuild,
+    /// Copy a remapped column back to its home block.
+    Home,
+}
+
+/// Rebuild of a stripe's lost columns into donor blocks, or a remapped column's way home
+/// (column.rs).
+pub struct ColumnJob {
+    pub vol: usize,
+    pub stripe: u32,
+    pub mode: ColumnMode,
+    /// Rebuild: the lost columns and the donor column reserved for each. Home: the one
+    /// column going back.
+    pub moves: Vec<Moved>,
+    /// Rebuild: every column of the stripe (lost ones stay None until reconstructed).
+    /// Home: the one column read from its donor.
+    pub cols: Vec<Option<Vec<u8>>>,
+    pub pending: u32,
+    pub writing: bool,
+    pub failed: bool,
 }

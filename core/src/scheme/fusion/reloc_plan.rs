@@ -15,33 +15,10 @@
 //! than a stripe of live pages, so it always fits in one target together with the tail of
 //! the victim before it, and each batch empties at least one victim.
 
+pub use super::reloc_batch::{Item, RelocBatch};
 use super::vol::Vol;
 use crate::fasthash::{FastMap, FastSet};
 use crate::volume::Loc;
-
-/// The pages user block `ub` has in RAID block `from`, moved together.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Item {
-    pub ub: u64,
-    pub from: u64,
-    /// Pages when planned (they only get fewer: nothing is written into a RAID block after
-    /// its stripe is).
-    pub pages: u16,
-}
-
-/// One relocation's worth of moves, planned by a sweep: items whose pages fit one stripe.
-pub struct RelocBatch {
-    pub items: Vec<Item>,
-}
-
-impl RelocBatch {
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-}
 
 /// Blocks of the BMT one sweep looks at, at most.
 const SWEEP_BLOCKS: u64 = 65_536;

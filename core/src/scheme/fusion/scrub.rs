@@ -22,13 +22,13 @@
 //! in flight per volume.
 
 use super::FusionScheme;
-use super::jobs::Job;
+use super::jobs::{CheckRead, Job, ScrubJob};
+use super::progress::{Pass, Scrub};
 use super::stripe_parity::fill_parity;
 use super::write::write_columns;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::fasthash::FastMap;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::patch::segments;
@@ -43,96 +43,6 @@ const BLOCKS_PER_CHECK: u64 = 8;
 /// instead of in one long event.
 const SCAN_BUDGET: u64 = 65_536;
 const SCAN_PAUSE_NS: Nanos = 1_000_000;
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Pass {
-    #[default]
-    Blocks,
-    Parity,
-    Done,
-}
-
-/// Progress and findings of one volume's scrub.
-#[derive(Clone, Debug, Default)]
-pub struct Scrub {
-    pub started_at: Nanos,
-    pub done_at: Option<Nanos>,
-    pass: Pass,
-    cursor: u64,
-    next_at: Nanos,
-    running: usize,
-    /// Mapped pages checked (each copy counts).
-    pub pages_checked: u64,
-    /// Copies that failed their checksum (their blocks were queued for repair).
-    pub bad_copies: u64,
-    /// Pages left out of the check because they are known lost (`Vol::lost`): nothing
-    /// could repair them, and a repair would only move them again.
-    pub known_lost_pages: u64,
-    /// RAID stripes whose parity was checked, and of those rewritten.
-    pub stripes_checked: u64,
-    pub parity_rewritten: u64,
-    /// Stripes whose parity check was skipped: a member failed, or a live block of the
-    /// stripe was bad and not moved yet.
-    pub stripes_skipped: u64,
-    /// RAID blocks found bad: (user block, FLBN), by stripe. Their stripe's parity is kept
-    /// while the block still lives there.
-    bad_raid: FastMap<u32, Vec<(u64, u64)>>,
-    /// Progress, in pages: everything the scrub will look at when it starts (every copy of
-    /// every mapped page, and each RAID stripe's pages for its parity check), and how much
-    /// of it the passes went past so far (read, or skipped: lost, or on a failed member).
-    total_pages: u64,
-    passed_pages: u64,
-}
-
-impl Scrub {
-    /// How far the scrub is, as a fraction of everything it checks (`percent` as 0..1).
-    pub fn progress(&self) -> f64 {
-        if self.done_at.is_some() || self.pass == Pass::Done {
-            return 1.0;
-        }
-        (self.passed_pages as f64 / self.total_pages.max(1) as f64).min(0.99)
-    }
-
-    pub fn describe(&self, stripes: u64) -> String {
-        let mut found = format!(
-            "{} pages checked, {} bad copies (queued for repair), {} of {} stripes' parity \
-             checked, {} rewritten, {} skipped",
-            self.pages_checked,
-            self.bad_copies,
-            self.stripes_checked,
-            stripes,
-            self.parity_rewritten,
-            self.stripes_skipped
-        );
-        if self.known_lost_pages > 0 {
-            found += &format!(", {} pages known lost", self.known_lost_pages);
-        }
-        match (self.done_at, self.pass) {
-            (Some(t), _) => format!(
-                "done in {:.3} s: {found}",
-                (t - self.started_at) as f64 / 1e9
-            ),
-            (None, pass) => format!(
-                "scrubbing {}% ({}): {found}",
-                self.percent(),
-                if pass == Pass::Blocks {
-                    "checking every copy of every page, then parity"
-                } else {
-                    "checking parity"
-                }
-            ),
-        }
-    }
-
-    /// How far the scrub is, as a share of everything it checks (both passes), in pages;
-    /// below 100 until it is done (the mapping may change while it runs).
-    pub fn percent(&self) -> u64 {
-        if self.done_at.is_some() {
-            return 100;
-        }
-        (self.passed_pages * 100 / self.total_pages.max(1)).min(99)
-    }
-}
 
 /// Pages a scrub of `v` looks at as things stand: every copy of every mapped page, and each
 /// RAID stripe's pages (its parity check reads the whole stripe).
@@ -166,32 +76,6 @@ fn stripe_pages(v: &super::vol::Vol) -> u64 {
 type DevRead = (crate::types::DiskId, u64, u64);
 /// A check ready to issue.
 type Check = (ScrubJob, Vec<DevRead>);
-
-/// One device read of a check.
-struct CheckRead {
-    ub: u64,
-    stripe: u32,
-    /// The FLBN read when it is a RAID block (None: a replica).
-    raid: Option<u64>,
-    /// The location read, and which of its copies.
-    loc: Loc,
-    copy: u8,
-    /// Checksums of the pages read, captured with the location.
-    expect: Vec<u32>,
-}
-
-/// A scrub check in flight: the copies of a few user blocks, or one RAID stripe.
-pub struct ScrubJob {
-    vol: usize,
-    reads: Vec<CheckRead>,
-    /// The stripe of a parity check (its columns arrive in `cols`).
-    parity_of: Option<u32>,
-    cols: Vec<Option<Vec<u8>>>,
-    pending: u32,
-    writing: bool,
-    failed: bool,
-    pins: Vec<u32>,
-}
 
 impl FusionScheme {
     /// Start scrubbing every volume (again, if one ran before). Refused while one runs.

@@ -77,7 +77,7 @@ pub struct Vol {
     pub sweep_cursor: u64,
     /// Relocations the last sweep planned and not yet started (best last), good until
     /// `reloc_batches_until`.
-    pub reloc_batches: Vec<super::reloc_plan::RelocBatch>,
+    pub reloc_batches: Vec<super::reloc_batch::RelocBatch>,
     pub reloc_batches_until: Nanos,
     /// Writes parked until conversion or compaction frees stripes.
     pub space_waiters: Vec<u64>,
@@ -98,18 +98,18 @@ pub struct Vol {
     /// work in flight: it looks again only once the mappings changed.
     pub idle_clean_mark: Option<u64>,
     /// Moving data off failed members (None: nothing has failed).
-    pub rebuild: Option<super::rebuild::Rebuild>,
+    pub rebuild: Option<super::progress::Rebuild>,
     /// Data mapped onto a failed member (degraded writes, relocations and conversions,
     /// when no room clear of it was left): a finished rebuild looks again when this moves.
     pub degraded_placements: u64,
     /// Copying remapped columns back home after a member was replaced.
-    pub rebalance: Option<super::rebuild::Rebalance>,
+    pub rebalance: Option<super::progress::Rebalance>,
     /// Stripes with a column job in flight (column.rs).
     pub columns: crate::fasthash::FastSet<u32>,
     /// Donor stripes that may lend more columns (newest last).
     pub donor_open: Vec<u32>,
     /// The last scrub (None: never scrubbed since the pool came up).
-    pub scrub: Option<super::scrub::Scrub>,
+    pub scrub: Option<super::progress::Scrub>,
 }
 
 impl Vol {

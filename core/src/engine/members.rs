@@ -1,7 +1,7 @@
 //! [`Members`]: a read-only view of the signals the engine keeps per member, the only input
 //! policies get. New signals (profile weights, rate factors, modes, wear, tier) join here.
 
-use crate::engine::disks::Disks;
+use super::disks::Disks;
 use crate::types::{DiskId, Nanos};
 
 #[derive(Clone, Copy)]
