@@ -280,13 +280,19 @@ impl Engine {
         self.ios.is_empty() && self.scheme.shutdown_done()
     }
 
+    /// The next device I/O to issue. A driver that drops one loses its completion, and
+    /// the request waiting for it never finishes.
+    #[must_use = "a device I/O polled must be issued"]
     pub fn poll_device_io(&mut self) -> Option<DeviceIo> {
         self.out_io.pop_front()
     }
+    /// The next reply to send to a user.
+    #[must_use = "a reply polled must be delivered"]
     pub fn poll_reply(&mut self) -> Option<Reply> {
         self.out_reply.pop_front()
     }
     /// When `handle_timeout` should be called next, if ever.
+    #[must_use = "the engine needs `handle_timeout` at this time"]
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let d = self.disks.next_deadline();
         let s = self.scheme.next_deadline(self.now);
