@@ -17,7 +17,7 @@
 //! pass.
 
 use super::FusionScheme;
-use super::jobs::{ColumnJob, ColumnMode, Job};
+use super::jobs::{ColumnJob, ColumnMode, Job, JobId};
 use super::vol::Vol;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
@@ -320,20 +320,12 @@ impl FusionScheme {
             .collect();
         let h = self.jobs.insert(Job::Column(job));
         for (c, (disk, offset)) in ios {
-            ctx.issue(
-                disk,
-                DevOp::Read { offset, len: bs },
-                IoTag {
-                    job: h,
-                    part: c as u32,
-                },
-                true,
-            );
+            ctx.issue(disk, DevOp::Read { offset, len: bs }, h.tag(c as u32), true);
         }
     }
 
     pub(super) fn column_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let Some(Job::Column(j)) = self.jobs.get_mut(tag.job) else {
+        let Some(Job::Column(j)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!("column job")
         };
         j.pending -= 1;
@@ -351,16 +343,16 @@ impl FusionScheme {
             return;
         }
         if j.failed {
-            return self.finish_column(ctx, tag.job, false);
+            return self.finish_column(ctx, JobId::of(tag), false);
         }
         if j.writing {
-            return self.finish_column(ctx, tag.job, true);
+            return self.finish_column(ctx, JobId::of(tag), true);
         }
-        self.write_columns_out(ctx, tag.job);
+        self.write_columns_out(ctx, JobId::of(tag));
     }
 
     /// The reads are in: reconstruct (rebuild) and write the moved columns.
-    fn write_columns_out(&mut self, ctx: &mut Ctx, h: u64) {
+    fn write_columns_out(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Column(j)) = self.jobs.get_mut(h) else {
             unreachable!("column job")
         };
@@ -413,16 +405,13 @@ impl FusionScheme {
                     data,
                     fua: false,
                 },
-                IoTag {
-                    job: h,
-                    part: WRITE_PART | i as u32,
-                },
+                h.tag(WRITE_PART | i as u32),
                 true,
             );
         }
     }
 
-    fn finish_column(&mut self, ctx: &mut Ctx, h: u64, ok: bool) {
+    fn finish_column(&mut self, ctx: &mut Ctx, h: JobId, ok: bool) {
         let Some(Job::Column(j)) = self.jobs.remove(h) else {
             unreachable!("column job")
         };

@@ -3,7 +3,7 @@
 //! and written into its parity columns, and the other copies' stripes become free.
 
 use super::FusionScheme;
-use super::jobs::{ConvertJob, Job};
+use super::jobs::{ConvertJob, Job, JobId};
 use super::pairs::{PairSet, SlotState};
 use super::stripe_parity::fill_parity;
 use super::vol::Vol;
@@ -171,10 +171,7 @@ impl FusionScheme {
                 offset: off,
                 len: bs,
             };
-            let tag = IoTag {
-                job: h,
-                part: c as u32,
-            };
+            let tag = h.tag(c as u32);
             ctx.issue(disk, op, tag, true);
             n += 1;
         }
@@ -188,7 +185,7 @@ impl FusionScheme {
     }
 
     pub(super) fn convert_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let Some(Job::Convert(j)) = self.jobs.get_mut(tag.job) else {
+        let Some(Job::Convert(j)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!()
         };
         j.pending -= 1;
@@ -205,7 +202,7 @@ impl FusionScheme {
         if failed {
             // A member failed: give the set back untouched; it stays replicated (still
             // redundant where it can be) and a later attempt keeps another stripe.
-            let _ = self.jobs.remove(tag.job);
+            let _ = self.jobs.remove(JobId::of(tag));
             let v = &mut self.vols[vol];
             v.bg_running -= 1;
             v.next_bg_scan = 0; // a finished task changes what can start
@@ -215,12 +212,12 @@ impl FusionScheme {
             return;
         }
         if writing {
-            self.finish_conversion(ctx, tag.job);
-        } else if !self.kept_copy_verifies(ctx, tag.job) {
+            self.finish_conversion(ctx, JobId::of(tag));
+        } else if !self.kept_copy_verifies(ctx, JobId::of(tag)) {
             // The copy that would stay has bad pages: converting would make parity from
             // them and drop the good copy. Give the set back; its blocks move (repair)
             // from the good copy, and the set converts later.
-            let _ = self.jobs.remove(tag.job);
+            let _ = self.jobs.remove(JobId::of(tag));
             let v = &mut self.vols[vol];
             v.bg_running -= 1;
             v.next_bg_scan = 0;
@@ -230,13 +227,13 @@ impl FusionScheme {
             set.convert_after = ctx.now + CONVERT_RETRY_NS;
             v.settle_set(id, ctx.now);
         } else {
-            self.convert_write_parity(ctx, tag.job);
+            self.convert_write_parity(ctx, JobId::of(tag));
         }
     }
 
     /// Check the live pages of the columns a conversion read (the copy it keeps) against
     /// their checksums; queue the blocks of bad ones for repair.
-    fn kept_copy_verifies(&mut self, ctx: &mut Ctx, h: u64) -> bool {
+    fn kept_copy_verifies(&mut self, ctx: &mut Ctx, h: JobId) -> bool {
         let Some(Job::Convert(j)) = self.jobs.get(h) else {
             unreachable!()
         };
@@ -266,7 +263,7 @@ impl FusionScheme {
     }
 
     /// Fill the parity of the kept stripe.
-    fn convert_write_parity(&mut self, ctx: &mut Ctx, h: u64) {
+    fn convert_write_parity(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Convert(j)) = self.jobs.get_mut(h) else {
             unreachable!()
         };
@@ -297,7 +294,7 @@ impl FusionScheme {
 
     /// Parity is on disk: the kept stripe's live copies become RAID data (W: 1 -> 0), the
     /// other stripes are reclaimed and the set leaves the BPT.
-    fn finish_conversion(&mut self, ctx: &mut Ctx, h: u64) {
+    fn finish_conversion(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Convert(j)) = self.jobs.remove(h) else {
             unreachable!()
         };

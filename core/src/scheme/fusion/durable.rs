@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use super::jobs::{CommitJob, Job};
+use super::jobs::{CommitJob, Job, JobId};
 use super::restore::restore_vol;
 use super::sizing;
 use super::{ConfigError, FusionConfig, FusionScheme};
@@ -75,7 +75,7 @@ struct Waiter {
 
 pub struct Durable {
     pub journal: Journal,
-    commit: Option<u64>,
+    commit: Option<JobId>,
     waiters: VecDeque<Waiter>,
     last_commit_at: Nanos,
     /// When the commit in flight started (`last_commit_at` may be reset meanwhile).
@@ -419,15 +419,7 @@ impl FusionScheme {
         self.durable.as_mut().expect("journaled").commit = Some(h);
         let dirty = ctx.take_dirty();
         for &disk in &dirty {
-            ctx.issue(
-                disk,
-                DevOp::Flush,
-                IoTag {
-                    job: h,
-                    part: FLUSH_PART | disk.0,
-                },
-                true,
-            );
+            ctx.issue(disk, DevOp::Flush, h.tag(FLUSH_PART | disk.0), true);
         }
         if dirty.is_empty() {
             self.commit_write_units(ctx, h);
@@ -436,7 +428,7 @@ impl FusionScheme {
         }
     }
 
-    fn commit_write_units(&mut self, ctx: &mut Ctx, h: u64) {
+    fn commit_write_units(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Commit(c)) = self.jobs.get_mut(h) else {
             unreachable!("commit job")
         };
@@ -458,10 +450,7 @@ impl FusionScheme {
                         data,
                         fua: true,
                     },
-                    IoTag {
-                        job: h,
-                        part: i as u32,
-                    },
+                    h.tag(i as u32),
                     true,
                 );
                 n += 1;
@@ -474,7 +463,7 @@ impl FusionScheme {
     }
 
     pub(super) fn commit_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let Some(Job::Commit(c)) = self.jobs.get_mut(tag.job) else {
+        let Some(Job::Commit(c)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!("commit job")
         };
         if tag.part & FLUSH_PART != 0 {
@@ -482,7 +471,7 @@ impl FusionScheme {
             // redundancy like any other failure.
             c.flushing -= 1;
             if c.flushing == 0 {
-                self.commit_write_units(ctx, tag.job);
+                self.commit_write_units(ctx, JobId::of(tag));
             }
             return;
         }
@@ -491,11 +480,11 @@ impl FusionScheme {
         }
         c.writing -= 1;
         if c.writing == 0 {
-            self.finish_commit(ctx, tag.job);
+            self.finish_commit(ctx, JobId::of(tag));
         }
     }
 
-    fn finish_commit(&mut self, ctx: &mut Ctx, h: u64) {
+    fn finish_commit(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Commit(c)) = self.jobs.remove(h) else {
             unreachable!("commit job")
         };

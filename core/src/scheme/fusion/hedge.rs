@@ -6,7 +6,6 @@ use super::jobs::{Job, PartMode};
 use super::read::{DIRECT, PART_STRIDE};
 use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
-use crate::engine::iotable::IoTag;
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 
@@ -72,10 +71,7 @@ impl FusionScheme {
                         offset: off,
                         len: count as u64 * PAGE_SIZE,
                     },
-                    IoTag {
-                        job: h,
-                        part: i as u32 * PART_STRIDE + code,
-                    },
+                    h.tag(i as u32 * PART_STRIDE + code),
                     false,
                 );
                 ctx.stats.hedged_reads += 1;

@@ -2,10 +2,43 @@
 
 use super::pairs::SlotRef;
 use crate::engine::api::Data;
+use crate::engine::iotable::IoTag;
 use crate::meta::journal::Sealed;
+use crate::slab::Handle;
 use crate::space::Moved;
 use crate::types::Nanos;
 use crate::volume::Loc;
+
+/// A job's handle in the scheme's slab (generation and index): what a device I/O's tag, a
+/// parked writer and a relocation's reads carry back to their job.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct JobId(u64);
+
+impl Handle for JobId {
+    fn from_raw(raw: u64) -> Self {
+        JobId(raw)
+    }
+    fn raw(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::LowerHex for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
+impl JobId {
+    /// The job a device I/O's tag names.
+    pub fn of(tag: IoTag) -> Self {
+        JobId(tag.job)
+    }
+    /// The tag of this job's device I/O number `part`.
+    pub fn tag(self, part: u32) -> IoTag {
+        IoTag { job: self.0, part }
+    }
+}
 
 pub enum Job {
     Read(ReadJob),
@@ -53,7 +86,7 @@ pub enum ReadPurpose {
         at: Nanos,
     },
     Reloc {
-        job: u64,
+        job: JobId,
         index: usize,
     },
     /// The result went out; the job lingers only for hedged duplicates still in flight.

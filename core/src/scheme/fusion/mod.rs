@@ -46,7 +46,7 @@ use crate::space::{StripeState, Zone};
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 pub use config::{ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig};
-use jobs::Job;
+use jobs::{Job, JobId};
 use vol::Vol;
 
 /// A pool or volume configuration that can not be built.
@@ -84,7 +84,7 @@ pub enum ConfigError {
 pub struct FusionScheme {
     cfg: FusionConfig,
     vols: Vec<Vol>,
-    jobs: Slab<Job>,
+    jobs: Slab<Job, JobId>,
     last_user_at: Nanos,
     name: String,
     /// Where writes go, which copy serves a read, when background work may run.
@@ -335,7 +335,7 @@ impl Scheme for FusionScheme {
     }
 
     fn on_io_complete(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let kind = match self.jobs.get(tag.job) {
+        let kind = match self.jobs.get(JobId::of(tag)) {
             Some(j) => j.kind(),
             None => return, // a hedged read's loser, or a retried part: nobody waits for it
         };

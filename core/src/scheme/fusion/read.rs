@@ -5,7 +5,7 @@
 //! `read_done`, hedged reads in `hedge`.
 
 use super::FusionScheme;
-use super::jobs::{BAD_RAID, BAD_REBUILD, Job, PartMode, ReadJob, ReadPart, ReadPurpose};
+use super::jobs::{BAD_RAID, BAD_REBUILD, Job, JobId, PartMode, ReadJob, ReadPart, ReadPurpose};
 use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
@@ -23,7 +23,7 @@ pub(super) const MAX_TRIES: u8 = 4;
 /// What planning one part needs to know about it.
 #[derive(Clone, Copy)]
 struct PartAt {
-    job: u64,
+    job: JobId,
     part: usize,
     vol: usize,
     /// Where its pages start within the block at its location, and their length.
@@ -37,10 +37,7 @@ struct PartAt {
 
 impl PartAt {
     fn tag(&self, code: u32) -> IoTag {
-        IoTag {
-            job: self.job,
-            part: self.part as u32 * PART_STRIDE + code,
-        }
+        self.job.tag(self.part as u32 * PART_STRIDE + code)
     }
 }
 
@@ -53,7 +50,7 @@ struct Issued {
 }
 
 impl FusionScheme {
-    pub(super) fn read_job(&mut self, h: u64) -> &mut ReadJob {
+    pub(super) fn read_job(&mut self, h: JobId) -> &mut ReadJob {
         match self.jobs.get_mut(h) {
             Some(Job::Read(r)) => r,
             _ => panic!("read job {h:#x} missing"),
@@ -67,7 +64,7 @@ impl FusionScheme {
         purpose: ReadPurpose,
         offset: u64,
         len: u64,
-    ) -> u64 {
+    ) -> JobId {
         let v = &self.vols[vol];
         let bs = v.zone.block_size();
         let end = offset + len;
@@ -137,7 +134,7 @@ impl FusionScheme {
     }
 
     /// Choose how to serve part `i` and issue its device reads. Unmapped parts finish at once.
-    pub(super) fn plan_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
+    pub(super) fn plan_part(&mut self, ctx: &mut Ctx, h: JobId, i: usize) {
         let at = {
             let job = self.read_job(h);
             let p = &job.parts[i];
@@ -322,7 +319,7 @@ impl FusionScheme {
     /// Point part `i` at where its pages live now. When they are spread over several
     /// locations by now, the part is cut into one part per location. Returns the parts to
     /// plan (`i` first).
-    pub(super) fn reresolve_part(&mut self, h: u64, i: usize) -> Vec<usize> {
+    pub(super) fn reresolve_part(&mut self, h: JobId, i: usize) -> Vec<usize> {
         let vol = self.read_job(h).vol;
         let (ub, first, count, buf_off) = {
             let p = &self.read_job(h).parts[i];
@@ -369,7 +366,7 @@ impl FusionScheme {
         out
     }
 
-    pub(super) fn part_failed(&mut self, _ctx: &mut Ctx, h: u64, i: usize, why: &str) {
+    pub(super) fn part_failed(&mut self, _ctx: &mut Ctx, h: JobId, i: usize, why: &str) {
         let job = self.read_job(h);
         job.parts[i].mode = PartMode::Done;
         job.pending -= 1;
@@ -378,7 +375,7 @@ impl FusionScheme {
 
     /// No copy of part `i` is good: its pages are lost. A relocation gets the bytes last
     /// read for them (`ReadPart::lost_copy`) and moves them; any other read fails with `why`.
-    pub(super) fn part_lost(&mut self, ctx: &mut Ctx, h: u64, i: usize, why: &str) {
+    pub(super) fn part_lost(&mut self, ctx: &mut Ctx, h: JobId, i: usize, why: &str) {
         let job = self.read_job(h);
         let (vol, total) = (job.vol, job.len);
         let relocating = matches!(job.purpose, ReadPurpose::Reloc { .. });

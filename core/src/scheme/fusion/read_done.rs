@@ -4,7 +4,7 @@
 //! delivered.
 
 use super::FusionScheme;
-use super::jobs::{BAD_RAID, BAD_REBUILD, PartMode, ReadPurpose};
+use super::jobs::{BAD_RAID, BAD_REBUILD, JobId, PartMode, ReadPurpose};
 use super::read::{DIRECT, MAX_TRIES, PART_STRIDE};
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
@@ -36,7 +36,7 @@ enum Verdict {
 impl FusionScheme {
     pub(super) fn read_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
         let (h, i, col) = (
-            tag.job,
+            JobId::of(tag),
             (tag.part / PART_STRIDE) as usize,
             tag.part % PART_STRIDE,
         );
@@ -76,7 +76,7 @@ impl FusionScheme {
 
     /// One device read of part `i` is back: it is no longer in flight and releases the pin
     /// it took on its stripe.
-    fn release_read(&mut self, h: u64, i: usize, col: u32, vol: usize) {
+    fn release_read(&mut self, h: JobId, i: usize, col: u32, vol: usize) {
         let p = &mut self.read_job(h).parts[i];
         p.inflight -= 1;
         let pos = p
@@ -92,7 +92,7 @@ impl FusionScheme {
     fn arrival(
         &mut self,
         ctx: &Ctx,
-        h: u64,
+        h: JobId,
         i: usize,
         col: u32,
         ok: bool,
@@ -143,7 +143,7 @@ impl FusionScheme {
     }
 
     /// Checks part `i`'s bytes, read from copy or column `col`, against their checksums.
-    fn verify(&mut self, ctx: &mut Ctx, h: u64, i: usize, col: u32, bytes: Vec<u8>) -> Verdict {
+    fn verify(&mut self, ctx: &mut Ctx, h: JobId, i: usize, col: u32, bytes: Vec<u8>) -> Verdict {
         let job = self.read_job(h);
         let (vol, user) = (job.vol, matches!(job.purpose, ReadPurpose::User { .. }));
         let p = &mut job.parts[i];
@@ -203,7 +203,7 @@ impl FusionScheme {
     /// have changed while the failed read was out (conversion, relocation): look again
     /// before reading again. (Planning may finish the part at once: unmapped by now, or no
     /// copy left.)
-    fn retry_part(&mut self, ctx: &mut Ctx, h: u64, i: usize) {
+    fn retry_part(&mut self, ctx: &mut Ctx, h: JobId, i: usize) {
         let p = &mut self.read_job(h).parts[i];
         p.tries += 1;
         if p.tries >= MAX_TRIES {
@@ -216,7 +216,7 @@ impl FusionScheme {
     }
 
     /// Part `i` is served: its bytes go into the job's buffer.
-    fn deliver_part(&mut self, h: u64, i: usize, bytes: Option<Vec<u8>>) {
+    fn deliver_part(&mut self, h: JobId, i: usize, bytes: Option<Vec<u8>>) {
         let job = self.read_job(h);
         let p = &mut job.parts[i];
         p.mode = PartMode::Done;
@@ -236,7 +236,7 @@ impl FusionScheme {
     /// Deliver the result (reply, or hand the block to its relocation) as soon as every part
     /// is served. The job itself stays while hedged duplicates are still in flight, so their
     /// stripe pins are released when they return; then it is dropped.
-    pub(super) fn finish_read(&mut self, ctx: &mut Ctx, h: u64) {
+    pub(super) fn finish_read(&mut self, ctx: &mut Ctx, h: JobId) {
         let job = self.read_job(h);
         let purpose = std::mem::replace(&mut job.purpose, ReadPurpose::Delivered);
         let len: u64 = job.parts.iter().map(|p| p.count as u64 * PAGE_SIZE).sum();

@@ -3,7 +3,7 @@
 //! the same way.
 
 use super::FusionScheme;
-use super::jobs::{Job, ReadPurpose, RelocJob, Segment};
+use super::jobs::{Job, JobId, ReadPurpose, RelocJob, Segment};
 use super::reloc_plan;
 use super::stripe_parity::fill_parity;
 use super::write::write_columns;
@@ -260,7 +260,7 @@ impl FusionScheme {
     pub(super) fn reloc_block_read(
         &mut self,
         ctx: &mut Ctx,
-        h: u64,
+        h: JobId,
         index: usize,
         data: Option<Vec<u8>>,
         lost: bool,
@@ -319,7 +319,7 @@ impl FusionScheme {
     }
 
     pub(super) fn reloc_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let Some(Job::Reloc(j)) = self.jobs.get_mut(tag.job) else {
+        let Some(Job::Reloc(j)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!()
         };
         j.pending -= 1;
@@ -328,11 +328,11 @@ impl FusionScheme {
         }
         if j.pending == 0 {
             let ok = !j.failed;
-            self.finish_reloc(ctx, tag.job, ok);
+            self.finish_reloc(ctx, JobId::of(tag), ok);
         }
     }
 
-    fn finish_reloc(&mut self, ctx: &mut Ctx, h: u64, ok: bool) {
+    fn finish_reloc(&mut self, ctx: &mut Ctx, h: JobId, ok: bool) {
         let Some(Job::Reloc(j)) = self.jobs.remove(h) else {
             unreachable!()
         };

@@ -22,7 +22,7 @@
 //! in flight per volume.
 
 use super::FusionScheme;
-use super::jobs::{CheckRead, Job, ScrubJob};
+use super::jobs::{CheckRead, Job, JobId, ScrubJob};
 use super::progress::{Pass, Scrub};
 use super::stripe_parity::fill_parity;
 use super::write::write_columns;
@@ -296,20 +296,12 @@ impl FusionScheme {
         job.pending = ios.len() as u32;
         let h = self.jobs.insert(Job::Scrub(job));
         for (i, (disk, offset, len)) in ios.into_iter().enumerate() {
-            ctx.issue(
-                disk,
-                DevOp::Read { offset, len },
-                IoTag {
-                    job: h,
-                    part: i as u32,
-                },
-                true,
-            );
+            ctx.issue(disk, DevOp::Read { offset, len }, h.tag(i as u32), true);
         }
     }
 
     pub(super) fn scrub_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let Some(Job::Scrub(j)) = self.jobs.get_mut(tag.job) else {
+        let Some(Job::Scrub(j)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!("scrub job")
         };
         j.pending -= 1;
@@ -342,20 +334,20 @@ impl FusionScheme {
             }
             Ok(_) => {}
         }
-        let Some(Job::Scrub(j)) = self.jobs.get(tag.job) else {
+        let Some(Job::Scrub(j)) = self.jobs.get(JobId::of(tag)) else {
             unreachable!()
         };
         if j.pending > 0 {
             return;
         }
         if j.writing || j.failed || j.parity_of.is_none() || ctx.size_only {
-            return self.finish_check(ctx, tag.job);
+            return self.finish_check(ctx, JobId::of(tag));
         }
-        self.compare_parity(ctx, tag.job);
+        self.compare_parity(ctx, JobId::of(tag));
     }
 
     /// All columns of a stripe are in: recompute its parity, rewrite it if it differs.
-    fn compare_parity(&mut self, ctx: &mut Ctx, h: u64) {
+    fn compare_parity(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Scrub(j)) = self.jobs.get_mut(h) else {
             unreachable!()
         };
@@ -395,7 +387,7 @@ impl FusionScheme {
         }
     }
 
-    fn finish_check(&mut self, ctx: &mut Ctx, h: u64) {
+    fn finish_check(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Scrub(j)) = self.jobs.remove(h) else {
             unreachable!("scrub job")
         };

@@ -2,6 +2,7 @@
 //! Pairing Table and write locks, and the bookkeeping that keeps them consistent.
 
 use super::config::VolumeConfig;
+use super::jobs::JobId;
 use super::pack::{Packs, Pages, Settled};
 use super::pairs::{PairTable, SlotRef, SlotState};
 use crate::fasthash::FastMap;
@@ -23,7 +24,7 @@ pub const MAX_REPAIR: usize = 4096;
 /// A request waiting for its block locks (or for free space).
 #[derive(Debug)]
 pub struct Parked {
-    pub job: u64,
+    pub job: JobId,
 }
 
 pub struct Vol {
@@ -80,7 +81,7 @@ pub struct Vol {
     pub reloc_batches: Vec<super::reloc_batch::RelocBatch>,
     pub reloc_batches_until: Nanos,
     /// Writes parked until conversion or compaction frees stripes.
-    pub space_waiters: Vec<u64>,
+    pub space_waiters: Vec<JobId>,
     /// `space_mark()` when the waiters last failed to find room: they are tried again
     /// only once it moves.
     pub waiters_mark: SpaceMark,

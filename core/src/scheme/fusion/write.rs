@@ -9,7 +9,7 @@
 //! data.
 
 use super::FusionScheme;
-use super::jobs::{Dest, FlushJob, Job, Piece, WriteJob, WriteKind};
+use super::jobs::{Dest, FlushJob, Job, JobId, Piece, WriteJob, WriteKind};
 use super::pairs::{SlotRef, SlotState};
 use super::stripe_parity::stripe_columns;
 use super::vol::{Parked, Vol};
@@ -67,7 +67,7 @@ impl FusionScheme {
         }
     }
 
-    pub(super) fn run_write(&mut self, ctx: &mut Ctx, h: u64) {
+    pub(super) fn run_write(&mut self, ctx: &mut Ctx, h: JobId) {
         match self.plan_write(ctx, h) {
             Planned::Issued => {}
             Planned::NoIo => self.finish_write(ctx, h),
@@ -88,7 +88,7 @@ impl FusionScheme {
         }
     }
 
-    fn write_job(&mut self, h: u64) -> &mut WriteJob {
+    fn write_job(&mut self, h: JobId) -> &mut WriteJob {
         match self.jobs.get_mut(h) {
             Some(Job::Write(w)) => w,
             _ => panic!("write job {h:#x} missing"),
@@ -96,7 +96,7 @@ impl FusionScheme {
     }
 
     /// Cut the write into pieces, choose their destinations and issue the device writes.
-    fn plan_write(&mut self, ctx: &mut Ctx, h: u64) -> Planned {
+    fn plan_write(&mut self, ctx: &mut Ctx, h: JobId) -> Planned {
         let (vol, extent) = {
             let w = self.write_job(h);
             let extent = Extent {
@@ -153,7 +153,7 @@ impl FusionScheme {
     fn issue_write(
         &mut self,
         ctx: &mut Ctx,
-        h: u64,
+        h: JobId,
         pieces: Vec<Piece>,
         stripes: Vec<u32>,
     ) -> Planned {
@@ -197,7 +197,7 @@ impl FusionScheme {
     /// The payload becomes shared: every replica write refers to it (no copy each), and the
     /// job keeps a reference too, from which completion computes the checksums. None in
     /// size-only mode and for trims.
-    fn share_payload(&mut self, ctx: &Ctx, h: u64) -> Option<SharedBytes> {
+    fn share_payload(&mut self, ctx: &Ctx, h: JobId) -> Option<SharedBytes> {
         match &mut self.write_job(h).kind {
             WriteKind::Data(d) if d.bytes().is_some() => {
                 let shared = std::mem::replace(d, Data::Size(0))
@@ -228,7 +228,7 @@ impl FusionScheme {
     }
 
     pub(super) fn write_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let w = self.write_job(tag.job);
+        let w = self.write_job(JobId::of(tag));
         assert!(w.pending > 0);
         w.pending -= 1;
         if result.is_err() {
@@ -239,9 +239,9 @@ impl FusionScheme {
         }
         let vol = w.vol;
         self.vols[vol].writes_in_flight -= 1;
-        let w = self.write_job(tag.job);
+        let w = self.write_job(JobId::of(tag));
         if !w.failed {
-            return self.finish_write(ctx, tag.job);
+            return self.finish_write(ctx, JobId::of(tag));
         }
         // A member failed under this write. Its blocks are abandoned (never mapped) and the
         // whole write is placed again away from failed members.
@@ -268,15 +268,15 @@ impl FusionScheme {
         if tries > 3 {
             return self.fail_write(
                 ctx,
-                tag.job,
+                JobId::of(tag),
                 ReqError::Io("write failed on every placement tried".into()),
             );
         }
-        self.run_write(ctx, tag.job);
+        self.run_write(ctx, JobId::of(tag));
     }
 
     /// All device writes are done: publish the new mapping, answer, and wake waiters.
-    fn finish_write(&mut self, ctx: &mut Ctx, h: u64) {
+    fn finish_write(&mut self, ctx: &mut Ctx, h: JobId) {
         let Some(Job::Write(w)) = self.jobs.remove(h) else {
             panic!("write job missing")
         };
@@ -342,7 +342,7 @@ impl FusionScheme {
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
     }
 
-    pub(super) fn fail_write(&mut self, ctx: &mut Ctx, h: u64, e: ReqError) {
+    pub(super) fn fail_write(&mut self, ctx: &mut Ctx, h: JobId, e: ReqError) {
         let Some(Job::Write(w)) = self.jobs.remove(h) else {
             panic!("write job missing")
         };
@@ -383,7 +383,7 @@ impl FusionScheme {
         for d in 0..ctx.disk_count() {
             let d = DiskId(d as u32);
             if !ctx.is_failed(d) {
-                ctx.issue(d, DevOp::Flush, IoTag { job: h, part: d.0 }, false);
+                ctx.issue(d, DevOp::Flush, h.tag(d.0), false);
                 n += 1;
             }
         }
@@ -405,12 +405,12 @@ impl FusionScheme {
     pub(super) fn flush_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, _result: IoResult) {
         // A member failing its flush is failed by the engine; what it held is covered by
         // redundancy like any other failure, so the flush itself still succeeds.
-        let Some(Job::Flush(f)) = self.jobs.get_mut(tag.job) else {
+        let Some(Job::Flush(f)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!()
         };
         f.pending -= 1;
         if f.pending == 0 {
-            let Some(Job::Flush(f)) = self.jobs.remove(tag.job) else {
+            let Some(Job::Flush(f)) = self.jobs.remove(JobId::of(tag)) else {
                 unreachable!()
             };
             ctx.reply(f.id, f.at, Ok(None));
@@ -424,7 +424,7 @@ impl FusionScheme {
 pub(super) fn write_columns(
     ctx: &mut Ctx,
     zone: &crate::space::Zone,
-    job: u64,
+    job: JobId,
     stripe: u32,
     first_col: usize,
     payloads: impl IntoIterator<Item = Data>,
@@ -443,10 +443,7 @@ pub(super) fn write_columns(
                 data,
                 fua: false,
             },
-            IoTag {
-                job,
-                part: col as u32,
-            },
+            job.tag(col as u32),
             true,
         );
         n += 1;
@@ -456,7 +453,7 @@ pub(super) fn write_columns(
 
 /// The device writes of one placed write, and what they all share.
 struct Outgoing<'a> {
-    job: u64,
+    job: JobId,
     /// The write's offset in the volume: pieces' bytes are found relative to it.
     offset: u64,
     data: Option<&'a SharedBytes>,
@@ -476,15 +473,7 @@ impl Outgoing<'_> {
             data,
             fua: self.fua,
         };
-        ctx.issue(
-            disk,
-            op,
-            IoTag {
-                job: self.job,
-                part,
-            },
-            false,
-        );
+        ctx.issue(disk, op, self.job.tag(part), false);
     }
 
     /// Every column of full stripe `s` (data columns from the pieces, zero-padded, and
