@@ -100,9 +100,9 @@ impl MemberSpec {
                 if preset.is_empty() {
                     return Err(err("emu: needs a preset name, e.g. emu:dc:...".into()));
                 }
-                let known = fusionraid_sim::device::presets::list_presets()
+                let known = fusionraid_devices::list_presets()
                     .into_iter()
-                    .chain(fusionraid_sim::device::presets::list_hdd_presets());
+                    .chain(fusionraid_devices::list_hdd_presets());
                 if !known.clone().any(|p| p == preset) {
                     return Err(err(format!(
                         "unknown emu preset '{preset}' (known: {})",

@@ -1,10 +1,11 @@
 //! fusionraid-sim: a deterministic discrete-event simulator that drives the core engine in
-//! virtual time, with SSD/HDD models, trace readers and workload generators.
+//! virtual time over the SSD/HDD models of `fusionraid-devices`, with trace readers and
+//! workload generators.
 
-pub mod device;
 pub mod driver;
 pub mod eval;
 pub mod scenario;
+pub mod spike_probe;
 pub mod stats;
 pub mod trace;
 pub mod workload;

@@ -1,7 +1,7 @@
 //! `emu:PRESET:INNER`: imposes an SSD model's latency and stalls, in real time, on any
 //! member, so the spikes FusionRAID steers around can be produced on any machine.
 //!
-//! Each operation is shown to the model (`fusionraid_sim::device`) at submission, with the
+//! Each operation is shown to the model (`fusionraid_devices`) at submission, with the
 //! loop's monotonic clock as the model's time, and the model answers when the emulated
 //! drive would finish it. The real operation runs on the inner member at the same time; its
 //! completion is held back until `max(real completion, model completion)`. A model stall
@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use fusionraid_core::{DevOp, IoResult, Nanos};
-use fusionraid_sim::device::{AgeSpec, DeviceModel, OpKind};
+use fusionraid_devices::{AgeSpec, DeviceModel, OpKind};
 
 use super::{Completion, Member};
 
@@ -23,7 +23,7 @@ pub fn build_model(
     seed: u64,
     speed: f64,
 ) -> Result<Box<dyn DeviceModel>, String> {
-    let mut m = fusionraid_sim::device::build(preset, seed)?;
+    let mut m = fusionraid_devices::build(preset, seed)?;
     if aged {
         m.age(&AgeSpec::paper());
     }

@@ -2,8 +2,8 @@
 //! aged and slowed down.
 
 use fusionraid_core::rng::Rng;
+use fusionraid_devices::{AgeSpec, DeviceModel, HddModel, SsdModel, hdd_preset, preset};
 
-use crate::device::{AgeSpec, DeviceModel, HddModel, SsdModel, hdd_preset, preset};
 use crate::scenario::PoolSpec;
 
 /// Seed of member `i`'s model, derived from the run seed so members differ from each other

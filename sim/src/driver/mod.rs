@@ -27,8 +27,8 @@ use std::collections::HashMap;
 
 use fusionraid_core::engine::stats::EngineStats;
 use fusionraid_core::{Data, DevOp, Engine, EngineConfig, IoId, IoResult, Nanos};
+use fusionraid_devices::DeviceModel;
 
-use crate::device::DeviceModel;
 use crate::scenario::{Scenario, SchemeError, build_scheme};
 use crate::stats::{OpHists, SpikeTracker};
 pub use events::{Event, EventQueue};

@@ -1,13 +1,13 @@
 //! The event loop.
 
 use fusionraid_core::{Data, DevOp, DeviceIo, DiskId, Nanos, Op, PAGE_SIZE, Reply, Request};
+use fusionraid_devices::OpKind;
 
 use super::events::Event;
 use super::oracle::word_for;
 use super::requests::ReqMeta;
 use super::store::fill_word;
 use super::{DRAIN_LIMIT_NS, Detailed, Progress, SAME_INSTANT_TIMEOUTS, Sim, SimError};
-use crate::device::OpKind;
 use crate::stats::Report;
 use crate::trace::{IoKind, IoRecord};
 

@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::device::DeviceModel;
+use fusionraid_devices::DeviceModel;
+
 use crate::driver::build_fleet;
 use crate::scenario::Scenario;
 

@@ -93,7 +93,7 @@ fn is_default_device(d: &str) -> bool {
 pub struct RunSpec {
     pub scheme: String,
     pub load: LoadSpec,
-    /// The members' device preset (`crate::device::list_presets`). Left out of the JSON (and
+    /// The members' device preset (`fusionraid_devices::list_presets`). Left out of the JSON (and
     /// so of the id's hash) when it is the default, so runs on `dc` members keep the ids and
     /// files they had before other presets could be chosen.
     #[serde(skip_serializing_if = "is_default_device")]

@@ -50,12 +50,12 @@ pub const MAX_SPEED_FACTOR: f64 = 1000.0;
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolSpec {
     pub disks: usize,
-    /// A device preset name (`fusionraid_sim::device::list_presets`, or an HDD preset).
+    /// A device preset name (`fusionraid_devices::list_presets`, or an HDD preset).
     pub device: String,
-    /// Precondition every member to the paper's aged state ([`crate::device::AgeSpec::paper`]).
+    /// Precondition every member to the paper's aged state ([`fusionraid_devices::AgeSpec::paper`]).
     pub aged: bool,
     /// With `aged`: the share of each member the ageing leaves unwritten (user
-    /// over-provisioning, [`crate::device::AgeSpec::with_spare`]); 0 = the paper's state.
+    /// over-provisioning, [`fusionraid_devices::AgeSpec::with_spare`]); 0 = the paper's state.
     pub spare: f64,
     /// Member capacity in bytes; `None` keeps the preset's.
     pub capacity_bytes: Option<u64>,

@@ -23,8 +23,8 @@
 
 use fusionraid_core::Nanos;
 use fusionraid_core::rng::Rng;
+use fusionraid_devices::{OpKind, PAGE};
 
-use crate::device::{OpKind, PAGE};
 use crate::trace::{IoKind, IoRecord};
 
 /// The pool and write-path geometry seen by one member.

@@ -6,7 +6,7 @@
 //! the rewritten footprint `F`, not on all valid data: victims come from `F` plus the spare
 //! space. Writes spread over the whole drive make `F` the whole drive (the classic case);
 //! writes confined to a small region (a pool member serving a few volumes' zones) make GC
-//! cheap. [`super::flash_state`] uses the estimate; this file only estimates `F`.
+//! cheap. [`crate::flash_state`] uses the estimate; this file only estimates `F`.
 //!
 //! Estimator: the drive is cut into regions; each region remembers the epoch of its last
 //! write (epochs are fixed amounts of written bytes). Over a window of the last `EPOCHS`

@@ -23,8 +23,8 @@
 
 use fusionraid_core::Nanos;
 
-use super::flash_state::FlashState;
-use super::queues::StallScope;
+use crate::flash_state::FlashState;
+use crate::queues::StallScope;
 
 /// Die time per byte of the two GC primitives, summed over the drive (not per die).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -8,8 +8,8 @@ use std::collections::BinaryHeap;
 
 use fusionraid_core::Nanos;
 use fusionraid_core::detector::{DetectorConfig, SpikeDetector, Ticket};
+use fusionraid_devices::{DeviceModel, OpKind};
 
-use super::{DeviceModel, OpKind};
 use crate::stats::SpikeTracker;
 
 /// What the detector saw.
@@ -129,7 +129,7 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::DeviceStats;
+    use fusionraid_devices::DeviceStats;
 
     /// Serves each request in 100 us, except a stall of `stall` ns starting at 10 ms.
     struct Stalling {

@@ -21,8 +21,8 @@
 
 use std::sync::OnceLock;
 
-use super::PAGE;
-use super::footprint::Footprint;
+use crate::PAGE;
+use crate::footprint::Footprint;
 
 /// Slices per region (one `u16` mask).
 const SLICES: u64 = 16;

@@ -5,15 +5,15 @@ use fusionraid_core::Nanos;
 use fusionraid_core::rng::Rng;
 use proptest::prelude::*;
 
-use super::config::ProgramSuspend;
-use super::presets::{consumer, dc};
-use super::{AgeSpec, DeviceModel, LatencyDist, OpKind, SsdModel};
+use crate::config::ProgramSuspend;
+use crate::presets::{consumer, dc};
+use crate::{AgeSpec, DeviceModel, LatencyDist, OpKind, SsdModel};
 
 const US: Nanos = 1_000;
 const MS: Nanos = 1_000_000;
 
 /// `dc` with constant latencies so single requests can be checked exactly.
-fn exact() -> super::SsdConfig {
+fn exact() -> crate::SsdConfig {
     let mut c = dc();
     c.read_latency = LatencyDist::constant(36_000.0);
     c.write_latency = LatencyDist::constant(37_000.0);
@@ -28,7 +28,7 @@ fn unloaded_latency_and_transfer_time() {
     // 64 KiB read: 60 KiB more over the 560 MB/s link.
     let t = 10 * MS;
     let done = m.submit(t, OpKind::Read, 1 << 30, 65536);
-    let extra = super::xfer_ns(65536, 560.0) - super::xfer_ns(4096, 560.0);
+    let extra = crate::xfer_ns(65536, 560.0) - crate::xfer_ns(4096, 560.0);
     assert_eq!(done - t, 36 * US + extra);
     assert!((extra as f64 - 61_440.0 / 0.56).abs() < 2.0);
 }
@@ -114,7 +114,7 @@ fn reads_wait_for_programs_unless_suspended() {
     c.channels = 1;
     c.dies_per_channel = 1;
     c.program_ns = 2 * MS;
-    let run = |c: super::SsdConfig| {
+    let run = |c: crate::SsdConfig| {
         let mut m = SsdModel::new(c.clone());
         // One program unit of writes, then a read on the (only) die while it programs.
         for i in 0..16 {
@@ -232,7 +232,7 @@ fn aged_members_have_their_own_phase() {
         m.age(&AgeSpec::paper());
         m
     };
-    let super::GcPolicy::Blocking {
+    let crate::GcPolicy::Blocking {
         low_bytes,
         high_bytes,
         ..

@@ -17,19 +17,19 @@
 //! each sending at a constant rate (`-d constant` in Sandook's `profile_disk.sh`), and the
 //! superposition of many independent constant-rate streams is close to Poisson.
 //!
-//! The results are frozen in [`super::fitted`]; a calibration test re-runs the fit on the
-//! CSVs and checks it still yields them. Row selection is in [`super::profile_rows`].
+//! The results are frozen in [`crate::fitted`]; a calibration test re-runs the fit on the
+//! CSVs and checks it still yields them. Row selection is in [`crate::profile_rows`].
 
 use fusionraid_core::Nanos;
 
-use super::config::{ProgramSuspend, SsdConfig};
-use super::dist::{LatencyDist, PROFILE_QUANTILES};
-use super::fitted::nvme_template;
-use super::loadgen::{Arrivals, OpenLoop, quantile, run_open_loop};
-use super::profile::{Profile, ProfileRow};
-use super::ssd::SsdModel;
+use crate::config::{ProgramSuspend, SsdConfig};
+use crate::dist::{LatencyDist, PROFILE_QUANTILES};
+use crate::fitted::nvme_template;
+use crate::loadgen::{Arrivals, OpenLoop, quantile, run_open_loop};
+use crate::profile::{Profile, ProfileRow};
+use crate::ssd::SsdModel;
 
-pub use super::profile_rows::{
+pub use crate::profile_rows::{
     CHECK_LOADS, FIT_LOADS, SANDOOK_P99_US, SATURATION_P90_US, below_saturation, check_rows,
     fit_rows, rows_at,
 };

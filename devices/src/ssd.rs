@@ -15,13 +15,13 @@
 use fusionraid_core::Nanos;
 use fusionraid_core::rng::Rng;
 
-use super::age::{self, AgeSpec};
-use super::config::SsdConfig;
-use super::flash_state::FlashState;
-use super::gc::{self, GcCosts, GcPolicy};
-use super::queues::{ServerPool, StallScope, StallWindows};
-use super::write_buffer::WriteBuffer;
-use super::{DeviceModel, DeviceStats, OpKind, PAGE, round_u64, xfer_ns};
+use crate::age::{self, AgeSpec};
+use crate::config::SsdConfig;
+use crate::flash_state::FlashState;
+use crate::gc::{self, GcCosts, GcPolicy};
+use crate::queues::{ServerPool, StallScope, StallWindows};
+use crate::write_buffer::WriteBuffer;
+use crate::{DeviceModel, DeviceStats, OpKind, PAGE, round_u64, xfer_ns};
 
 /// A program on one die: `[start, end)`, suspensions left, and until when the reads that
 /// suspended it occupy the die (reads arriving while it is already suspended join the same

@@ -103,7 +103,7 @@ impl LatencyDist {
     /// One sample, in whole nanoseconds. Inlined: the SSD model draws one per device I/O.
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u64 {
-        super::round_u64(self.quantile(rng.unit()))
+        crate::round_u64(self.quantile(rng.unit()))
     }
 
     pub fn median(&self) -> f64 {

@@ -1,12 +1,12 @@
-//! Parameters of the SSD model. Every preset in [`super::presets`] documents where each of its
+//! Parameters of the SSD model. Every preset in [`crate::presets`] documents where each of its
 //! numbers comes from; this file only says what each parameter means.
 
 use fusionraid_core::Nanos;
 
-use super::dist::LatencyDist;
-use super::gc::{GcCosts, GcPolicy};
-use super::write_buffer::FlushSpikes;
-use super::{PAGE, xfer_ns};
+use crate::dist::LatencyDist;
+use crate::gc::{GcCosts, GcPolicy};
+use crate::write_buffer::FlushSpikes;
+use crate::{PAGE, xfer_ns};
 
 /// NAND program suspend/resume, as enterprise controllers use to keep reads from waiting a
 /// whole program: a read arriving during a program waits `suspend_ns` for the program to

@@ -7,15 +7,15 @@
 //! and the erased pool is what the GC policy keeps once the ageing run stops and the drive
 //! rests before the experiment ([`GcPolicy::rested_free_bytes`]). Victims then carry the
 //! valid fraction of uniform random overwrites for writes spread over the drive; writes
-//! confined to a small footprint find cheaper victims (`super::footprint`). [`apply`] sets
+//! confined to a small footprint find cheaper victims (`crate::footprint`). [`apply`] sets
 //! exactly that state.
 //!
 //! The Pitfalls study's "spare capacity" is the part of the drive the user never writes: use
 //! [`AgeSpec::with_spare`] to fill and overwrite only the first `1 - spare` of the capacity.
 
-use super::PAGE;
-use super::flash_state::FlashState;
-use super::gc::GcPolicy;
+use crate::PAGE;
+use crate::flash_state::FlashState;
+use crate::gc::GcPolicy;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AgeSpec {

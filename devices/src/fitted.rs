@@ -1,13 +1,13 @@
-//! Frozen outputs of [`super::fit::fit_profiles`] and the NVMe template they fill in.
+//! Frozen outputs of [`crate::fit::fit_profiles`] and the NVMe template they fill in.
 //! `tests/calibration.rs::refit_reproduces_frozen_presets` (ignored by default; ~25 s)
 //! re-runs the fit on the CSVs and checks these are still exactly its output.
 
 use fusionraid_core::Nanos;
 
-use super::config::{ProgramSuspend, SsdConfig};
-use super::dist::{LatencyDist, PROFILE_QUANTILES};
-use super::fit::FitParams;
-use super::gc::GcPolicy;
+use crate::config::{ProgramSuspend, SsdConfig};
+use crate::dist::{LatencyDist, PROFILE_QUANTILES};
+use crate::fit::FitParams;
+use crate::gc::GcPolicy;
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -89,7 +89,7 @@ fn table(us: [f64; 5]) -> LatencyDist {
     LatencyDist::from_quantiles(&q).expect("profile rows are monotone")
 }
 
-/// Frozen output of [`super::fit::fit_profiles`] on Samsung PM1725a serial S39WNA0KB01161 (the drive with
+/// Frozen output of [`crate::fit::fit_profiles`] on Samsung PM1725a serial S39WNA0KB01161 (the drive with
 /// all nine mixes). Reads: two command processors with room for 1.01x the last measured load
 /// (397,577 IOPS), in front of 32 dies busy 40 us per read. Programs of 172 KiB take 2.6 ms
 /// (2.2 GB/s over 32 dies) and are never suspended, so a read that meets one waits it out:
@@ -114,7 +114,7 @@ pub fn pm1725a() -> SsdConfig {
     )
 }
 
-/// Frozen output of [`super::fit::fit_profiles`] on WD SN200 serial SDM00001C5D1. Sixteen read command
+/// Frozen output of [`crate::fit::fit_profiles`] on WD SN200 serial SDM00001C5D1. Sixteen read command
 /// processors (capacity 1.2x the last measured load, 1,055,985 IOPS), 128 dies busy 70 us
 /// per read; short programs (518 us, 16 KiB: 4 GB/s) that reads may suspend twice each for
 /// 200 us: the mixed curves' low ~300-700 us P99.

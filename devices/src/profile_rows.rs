@@ -5,7 +5,7 @@
 //! interference long before throughput runs out (P50 still 20-70 us), so the fit also uses
 //! a P90 rule: P90 under 1 ms and no lost requests.
 
-use super::profile::{Profile, ProfileRow};
+use crate::profile::{Profile, ProfileRow};
 
 /// P90 at or above this (us), or any dropped request, marks a row as saturated. (Sandook
 /// uses P99 >= 1000 us, but on mixed curves P99 crosses 1 ms from read/write interference

@@ -2,19 +2,19 @@
 //!
 //! Datasheet-class presets (`dc`, `consumer`) take their latency and bandwidth from the
 //! FusionRAID paper's Table 3 and their spike behaviour from its §2.3 study; profile-fitted
-//! presets (`pm1725a`, `sn200`) come from [`super::fit`] (frozen in [`super::fitted`]) run on `data/ssd-profiles/`. Numbers
+//! presets (`pm1725a`, `sn200`) come from [`crate::fit`] (frozen in [`crate::fitted`]) run on `data/ssd-profiles/`. Numbers
 //! that no source gives (die counts, program unit, block size) are stated as assumptions;
 //! where a §2.3 or Pitfalls ratio pins a combination of them, the derivation is in the code.
 
 use fusionraid_core::Nanos;
 
-use super::DeviceModel;
-use super::config::SsdConfig;
-use super::dist::LatencyDist;
-use super::gc::GcPolicy;
-use super::hdd::{HddConfig, HddModel};
-use super::ssd::SsdModel;
-use super::write_buffer::FlushSpikes;
+use crate::DeviceModel;
+use crate::config::SsdConfig;
+use crate::dist::LatencyDist;
+use crate::gc::GcPolicy;
+use crate::hdd::{HddConfig, HddModel};
+use crate::ssd::SsdModel;
+use crate::write_buffer::FlushSpikes;
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -41,8 +41,8 @@ pub fn preset(name: &str) -> Result<SsdConfig, String> {
     match name {
         "dc" => Ok(dc()),
         "consumer" => Ok(consumer()),
-        "pm1725a" => Ok(super::fitted::pm1725a()),
-        "sn200" => Ok(super::fitted::sn200()),
+        "pm1725a" => Ok(crate::fitted::pm1725a()),
+        "sn200" => Ok(crate::fitted::sn200()),
         _ => Err(format!(
             "unknown SSD preset '{name}' (known: {})",
             list_presets().join(", ")
@@ -124,7 +124,7 @@ pub fn dc() -> SsdConfig {
         // 8 MiB then takes ~180 ms of writes held back. Background GC uses idle die time
         // (idle_share 1.0) and, as erased space falls, up to as much die time as host
         // programs (max_share 1.0): with these, an aged member under its share of the paper's
-        // workload mix is rarely unresponsive, as §5.3 measured (calibration test
+        // workload mix is rarely unresponsive, as §5.3 measured (`sim/tests/mix_calibration.rs`,
         // `aged_dc_spikes_under_the_paper_mix`). Watermarks and shares are assumptions.
         gc: GcPolicy::Background {
             start_bytes: 2 * GIB,

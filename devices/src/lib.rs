@@ -1,4 +1,5 @@
-//! SSD and HDD device models.
+//! fusionraid-devices: SSD and HDD device models, shared by the simulator (`fusionraid-sim`)
+//! and the emulated members of the real-time server (`fusionraid-io`, `emu:`).
 //!
 //! A model is a deterministic, seeded state machine: it is told when each request arrives
 //! (`now`, non-decreasing across calls) and answers, at once, when that request completes. It
@@ -23,8 +24,10 @@
 //! - [`presets`]: named configurations. [`profile`] / [`profile_rows`] / [`fit`] /
 //!   [`fitted`]: measured load-latency curves, which rows count, the routine that fits a
 //!   configuration to them and its frozen results. [`loadgen`]: small drivers used by the
-//!   fit and the calibration tests. [`spike_probe`]: a stream replayed into one model under
-//!   the engine's spike detector.
+//!   fit and the calibration tests.
+//!
+//! What needs the simulator stays there: `fusionraid_sim::spike_probe` (one model under the
+//! engine's spike detector) and the member loads of the workload mixes.
 //!
 //! See `docs/DEVICE_MODELS.md` for the model, the source of every parameter and the
 //! calibration results.
@@ -43,7 +46,6 @@ pub mod presets;
 pub mod profile;
 pub mod profile_rows;
 pub mod queues;
-pub mod spike_probe;
 pub mod ssd;
 #[cfg(test)]
 mod ssd_tests;

@@ -17,7 +17,7 @@
 
 use fusionraid_core::Nanos;
 
-use super::{DeviceModel, DeviceStats, OpKind, xfer_ns};
+use crate::{DeviceModel, DeviceStats, OpKind, xfer_ns};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HddConfig {

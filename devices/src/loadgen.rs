@@ -1,7 +1,7 @@
 //! Minimal drivers for one device: open loop at a fixed offered rate (how the load-latency
 //! profiles were measured) and closed loop at a fixed queue depth (how fio-style spike and
 //! over-provisioning studies run). Used by the fitting routine and the calibration tests;
-//! full workloads live in `crate::workload`.
+//! full workloads live in the simulator (`fusionraid_sim::workload`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use fusionraid_core::Nanos;
 use fusionraid_core::rng::Rng;
 
-use super::{DeviceModel, OpKind, PAGE};
+use crate::{DeviceModel, OpKind, PAGE};
 
 /// Inter-arrival process of an open-loop run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,7 +208,7 @@ pub fn mean(xs: &[Nanos]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::DeviceStats;
+    use crate::DeviceStats;
 
     /// A device that takes exactly 10 us per request, one at a time.
     struct Fixed {
