@@ -199,3 +199,35 @@ impl FusionConfig {
         }
     }
 }
+
+/// A pool or volume configuration that can not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("volume '{volume}': {source}")]
+    Geometry {
+        volume: String,
+        source: GeometryError,
+    },
+    #[error("block size {0} must be a power of two, at least 4 KiB and at most 1 MiB")]
+    BlockSize(u64),
+    #[error(
+        "volumes need {need} blocks per disk but members hold only {have}: members of at least \
+         {min_member_bytes} bytes would hold them{}",
+        largest_last.as_ref().map_or(String::new(), |(name, size)| format!(
+            ", or volume '{name}' of at most {size} bytes on these members"
+        ))
+    )]
+    TooSmall {
+        need: u64,
+        have: u64,
+        /// The smallest member size that holds every volume as configured.
+        min_member_bytes: u64,
+        /// The largest size the last volume could have on these members, the others as
+        /// configured (None: not even the others fit).
+        largest_last: Option<(String, u64)>,
+    },
+    #[error("volume '{0}': {1}")]
+    Volume(String, String),
+    #[error("the pool needs at least one volume")]
+    NoVolumes,
+}

@@ -13,6 +13,7 @@ pub mod column;
 pub mod config;
 mod convert;
 pub mod durable;
+mod durable_state;
 mod hedge;
 mod jobs;
 mod open_set;
@@ -37,7 +38,6 @@ mod write_plan;
 use crate::engine::api::{IoResult, Op, Request, VolumeId};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::layout::GeometryError;
 use crate::meta::Record;
 use crate::policy::Policies;
 use crate::scheme::{Scheme, VolumeStatus};
@@ -45,41 +45,11 @@ use crate::slab::Slab;
 use crate::space::{StripeState, Zone};
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
-pub use config::{ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig};
+pub use config::{
+    ConfigError, ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig,
+};
 use jobs::{Job, JobId};
 use vol::Vol;
-
-/// A pool or volume configuration that can not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("volume '{volume}': {source}")]
-    Geometry {
-        volume: String,
-        source: GeometryError,
-    },
-    #[error("block size {0} must be a power of two, at least 4 KiB and at most 1 MiB")]
-    BlockSize(u64),
-    #[error(
-        "volumes need {need} blocks per disk but members hold only {have}: members of at least \
-         {min_member_bytes} bytes would hold them{}",
-        largest_last.as_ref().map_or(String::new(), |(name, size)| format!(
-            ", or volume '{name}' of at most {size} bytes on these members"
-        ))
-    )]
-    TooSmall {
-        need: u64,
-        have: u64,
-        /// The smallest member size that holds every volume as configured.
-        min_member_bytes: u64,
-        /// The largest size the last volume could have on these members, the others as
-        /// configured (None: not even the others fit).
-        largest_last: Option<(String, u64)>,
-    },
-    #[error("volume '{0}': {1}")]
-    Volume(String, String),
-    #[error("the pool needs at least one volume")]
-    NoVolumes,
-}
 
 pub struct FusionScheme {
     cfg: FusionConfig,
@@ -89,7 +59,7 @@ pub struct FusionScheme {
     name: String,
     /// Where writes go, which copy serves a read, when background work may run.
     policy: Policies,
-    durable: Option<durable::Durable>,
+    durable: Option<durable_state::Durable>,
     /// Lists the write path reuses (allocation per write was a tenth of the work).
     write_bufs: bufs::WriteBufs,
     /// Until then `kick_background` has nothing to do in any volume (see
@@ -103,7 +73,7 @@ pub struct FusionScheme {
     /// A member seen holding no block any more (`stored_on`), the journal generation that
     /// holds the records which moved its last blocks away, and the volumes' degraded
     /// placements then. Its replacement waits for that generation to be durable.
-    cleared: std::cell::Cell<Option<rebuild::Cleared>>,
+    cleared: std::cell::Cell<Option<progress::Cleared>>,
     /// Members that failed and were not replaced since, journaled (`Record::MemberFailed`)
     /// and checkpointed: their contents go stale as writes skip them, so a restart must not
     /// take them back as healthy even when they read fine again.
@@ -215,7 +185,7 @@ impl FusionScheme {
             ("fusion-nd", Policies::non_redirecting(pause))
         };
         let name = name.to_string();
-        let layout = durable::meta_layout(&cfg);
+        let layout = durable_state::meta_layout(&cfg);
         check_metadata_room(&cfg, layout.as_ref())?;
         let journal_cfg = cfg.journal.clone();
         let mut s = FusionScheme {

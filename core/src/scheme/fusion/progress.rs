@@ -3,7 +3,7 @@
 //! `scrub.rs`.
 
 use crate::fasthash::FastMap;
-use crate::types::Nanos;
+use crate::types::{DiskId, Nanos};
 
 /// Progress of one volume's rebuild.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -212,4 +212,12 @@ impl Scrub {
         }
         (self.passed_pages * 100 / self.total_pages.max(1)).min(99)
     }
+}
+
+/// See `FusionScheme::stored_on`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cleared {
+    pub(super) disk: DiskId,
+    pub(super) generation: u64,
+    pub(super) placements: u64,
 }

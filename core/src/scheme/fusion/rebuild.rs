@@ -20,6 +20,7 @@
 
 use super::FusionScheme;
 use super::column::ColumnStart;
+use super::progress::Cleared;
 use super::progress::{Rebalance, Rebuild};
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
@@ -35,14 +36,6 @@ const PACE_SLACK_NS: Nanos = 2_000_000;
 /// When the next job may start after one of `bytes` at `rate` bytes per second.
 fn paced(next_at: Nanos, now: Nanos, bytes: u64, rate: f64) -> Nanos {
     next_at.max(now.saturating_sub(PACE_SLACK_NS)) + (bytes as f64 / rate * 1e9) as Nanos
-}
-
-/// See `FusionScheme::stored_on`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Cleared {
-    disk: DiskId,
-    generation: u64,
-    placements: u64,
 }
 
 /// What user block `ub` needs from a rebuild.

@@ -10,7 +10,7 @@
 //! fewer device bytes per user byte (docs/BENCHMARKS.md). Capacity the volumes leave unused
 //! on the members serves nothing else, so `auto` gives it to them as spare.
 
-use super::{ConfigError, FusionConfig, VolumeConfig};
+use super::config::{ConfigError, FusionConfig, VolumeConfig};
 use crate::space::zone::blocks_per_disk;
 
 /// No volume's `auto` share exceeds this. Beyond it the cleaner gains little (at 4.0 a
