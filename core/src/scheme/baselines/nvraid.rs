@@ -22,8 +22,8 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use super::BaselineConfig;
 use super::array::{ColWrite, Outcome, RaidCore, ReadPolicy, Token};
+use super::config::{BaselineConfig, NvRaidConfig};
 use super::gather::Gather;
 use super::geom::{VolMap, pieces, place_volumes};
 use super::pageset::PageSet;
@@ -36,33 +36,6 @@ use crate::slab::Slab;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 
 const PS: usize = PAGE_SIZE as usize;
-
-#[derive(Debug, Clone)]
-pub struct NvRaidConfig {
-    pub buffer_bytes: u64,
-    pub write_ns_per_line: u64,
-    pub read_ns_per_line: u64,
-    pub line_bytes: u64,
-    /// Flush partial stripes when the buffer is fuller than this share.
-    pub high_water: f64,
-    /// Flush a partial stripe whose oldest dirty page is older than this (None: never for age).
-    pub max_age_ns: Option<Nanos>,
-    pub max_flushes: usize,
-}
-
-impl Default for NvRaidConfig {
-    fn default() -> Self {
-        NvRaidConfig {
-            buffer_bytes: 1 << 30,
-            write_ns_per_line: 100,
-            read_ns_per_line: 100,
-            line_bytes: 64,
-            high_water: 0.5,
-            max_age_ns: Some(1_000_000_000),
-            max_flushes: 16,
-        }
-    }
-}
 
 /// The buffered pages of one RAID50 stripe. Kept per stripe, not per page, so a large
 /// buffer in a size-only simulation costs a few hundred bytes per stripe it touches.

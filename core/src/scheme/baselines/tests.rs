@@ -437,7 +437,7 @@ fn sitout_rebuilds_reads_of_a_latency_outlier() {
 #[test]
 fn sitout_tracker_flags_only_outliers() {
     let geo = ArrayGeom::new(1, 5, 1, 4096, 10, 0).unwrap();
-    let mut so = sitout::SitOutTracker::new(
+    let mut so = array::SitOutTracker::new(
         SitOutConfig {
             min_samples: 2,
             check_interval_ns: 10,

@@ -29,6 +29,7 @@
 //! its data waits up to `batch_delay` from the first write's arrival for more writes, and starts
 //! at once when it becomes full.
 
+mod policy;
 mod queue;
 mod rebuild;
 mod write;
@@ -37,13 +38,12 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::geom::ArrayGeom;
 use super::pageset::PageSet;
-use super::sitout::SitOutTracker;
-use super::toleraid::TolerConfig;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::slab::Slab;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
+pub use policy::{ReadPolicy, SitOutTracker};
 
 /// The caller's name for an operation: (job handle, part index).
 pub type Token = (u64, u32);
@@ -63,16 +63,6 @@ pub struct ColWrite {
     pub first: usize,
     pub count: usize,
     pub data: Option<Vec<u8>>,
-}
-
-/// When a read of a healthy member is rebuilt from the rest of its stripe instead.
-pub enum ReadPolicy {
-    /// Only when the member failed.
-    Plain,
-    /// ToleRAID: also when the member looks busy (detector, or a much deeper queue).
-    Tolerant(TolerConfig),
-    /// OpenZFS-style sit-out of latency outliers.
-    SitOut(SitOutTracker),
 }
 
 /// What the engine did, for tests and reports.
@@ -237,11 +227,7 @@ impl RaidCore {
 
     /// Whether the policy wants reads of `disk` rebuilt from parity right now.
     fn slow(&self, ctx: &Ctx, disk: DiskId) -> bool {
-        match &self.policy {
-            ReadPolicy::Plain => false,
-            ReadPolicy::Tolerant(t) => t.busy(ctx, &self.geo, disk),
-            ReadPolicy::SitOut(s) => s.sitting(disk, ctx.now),
-        }
+        self.policy.slow(ctx, &self.geo, disk)
     }
 
     /// Rebuild a read of a healthy column when its member is slow and the rest of the stripe

@@ -32,8 +32,8 @@ mod write;
 
 use std::collections::VecDeque;
 
-use super::BaselineConfig;
 use super::array::{Outcome, RaidCore, ReadPolicy, Token};
+use super::config::{BaselineConfig, LogRaidConfig};
 use super::gather::Gather;
 use super::geom::ArrayGeom;
 use super::logspace::SegSpace;
@@ -46,31 +46,6 @@ use crate::types::{Nanos, PAGE_SIZE};
 
 const PS: usize = PAGE_SIZE as usize;
 const NO_SPACE: &str = "no space left in the log";
-
-#[derive(Debug, Clone)]
-pub struct LogRaidConfig {
-    /// Longest a partially filled segment waits for more writes before it is padded.
-    pub flush_delay_ns: Nanos,
-    /// Log space beyond the volumes' logical size, as a share of it.
-    pub spare_fraction: f64,
-    /// Clean when free segments fall below this share of the region.
-    pub gc_low_water: f64,
-    pub max_inflight_segments: usize,
-    /// Victims cleaned at once.
-    pub cleaners: usize,
-}
-
-impl Default for LogRaidConfig {
-    fn default() -> Self {
-        LogRaidConfig {
-            flush_delay_ns: 100_000,
-            spare_fraction: 0.25,
-            gc_low_water: 0.05,
-            max_inflight_segments: 8,
-            cleaners: 1,
-        }
-    }
-}
 
 /// Who a slot of a segment is for.
 #[derive(Clone, Copy)]

@@ -26,7 +26,7 @@ mod write;
 
 use std::collections::VecDeque;
 
-use super::BaselineConfig;
+use super::config::{BaselineConfig, RaidmConfig};
 use super::gather::Gather;
 use super::logspace::SegSpace;
 use super::sparse::{NONE, SparseU32};
@@ -38,28 +38,6 @@ use crate::types::{DiskId, Nanos, PAGE_SIZE};
 
 const PS: usize = PAGE_SIZE as usize;
 const NO_SPACE: &str = "no space left in the group";
-
-#[derive(Debug, Clone)]
-pub struct RaidmConfig {
-    /// Space beyond the group's volumes (counted once, before mirroring), as a share.
-    pub spare_fraction: f64,
-    /// Clean when free MUs fall below this share of the group's MUs.
-    pub gc_low_water: f64,
-    /// Open MUs per group taking writes in turn; 0 = one per disk.
-    pub heads: usize,
-    pub cleaners: usize,
-}
-
-impl Default for RaidmConfig {
-    fn default() -> Self {
-        RaidmConfig {
-            spare_fraction: 0.25,
-            gc_low_water: 0.05,
-            heads: 0,
-            cleaners: 1,
-        }
-    }
-}
 
 /// A run of pages placed in one MU: first logical page, first physical page, count; and for a
 /// cleaner's copy, the physical page it came from (NONE for user data).
