@@ -22,15 +22,14 @@ pub mod config;
 pub mod gather;
 pub mod geom;
 pub mod inplace;
+pub mod logbase;
 pub mod lograid;
-pub mod logspace;
 pub mod nvraid;
 pub mod pageset;
 pub mod raid5;
 pub mod raid50;
 pub mod raidm;
 pub mod sitout;
-pub mod sparse;
 pub mod toleraid;
 
 #[cfg(test)]
