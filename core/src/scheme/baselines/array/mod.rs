@@ -130,14 +130,21 @@ struct StripeJob {
     new: Vec<Vec<u8>>,
     rows: PageSet,
     mode: Vec<Mode>,
-    /// Pre-read contents per column (chunk-sized) and the reads in flight: (col, first, count).
+    /// Pre-read contents per column (chunk-sized) and the reads in flight.
     old: Vec<Vec<u8>>,
-    reads: Vec<(usize, usize, usize)>,
+    reads: Vec<PreRead>,
     missing: Vec<usize>,
     pending: u32,
     read_failed: bool,
     writing: bool,
     tries: u8,
+}
+
+/// A pre-read of a stripe job: where its pages land, from page `first` of column `col`.
+#[derive(Clone, Copy)]
+struct PreRead {
+    col: usize,
+    first: usize,
 }
 
 struct TrimOp {
