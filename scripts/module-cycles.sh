@@ -197,6 +197,9 @@ def target(abs_path):
 
 
 edges = {}
+# Glob imports (`use P::*`) per module path, found in a first pass: a module that globs the
+# root (or globs a module that does) sees the root's children by their bare names.
+globs = {}
 
 
 def add(a, b, where):
@@ -205,7 +208,15 @@ def add(a, b, where):
     edges.setdefault((a, b), []).append(where)
 
 
-def scan(f, owner):
+def sees_root(mp, seen=()):
+    if mp == base:
+        return True
+    return any(
+        g == base or (g not in seen and sees_root(g, seen + (mp,))) for g in globs.get(tuple(mp), [])
+    )
+
+
+def scan(f, owner, collect):
     text = strip(open(f, encoding="utf-8").read())
     toks = list(tokens(text))
     words = [t for t, _ in toks]
@@ -214,25 +225,20 @@ def scan(f, owner):
     # Inline modules: (name, brace depth inside them).
     stack = []
     depth = 0
-    # Names in scope per inline level: children of the root, and globs of the root's children.
-    scopes = [{}]
-    if f in root_files:
-        scopes[0] = {m: base + [m] for m in modules}
-    uses = []
+    roots = {m: base + [m] for m in modules}
     i = 0
     while i < len(toks):
         t, line = toks[i]
         cur = fmod + [s[0] for s in stack]
+        scope = {} if collect or not sees_root(cur) else roots
         if t == "{":
             depth += 1
         elif t == "}":
             depth -= 1
             if stack and stack[-1][1] > depth:
                 stack.pop()
-                scopes.pop()
         elif t == "mod" and i + 2 < len(toks) and words[i + 2] == "{":
             stack.append((words[i + 1], depth + 1))
-            scopes.append({})
             depth += 1
             i += 3
             continue
@@ -243,10 +249,12 @@ def scan(f, owner):
             for p in use_paths(words[i + 1 : j]):
                 glob = p[-1] == "*"
                 segs = p[:-1] if glob else p
-                a = resolve(segs, cur, scopes[-1])
-                add(owner, target(a), f"{shown}:{line}")
-                if glob and a is not None and a == base:
-                    scopes[-1].update({m: base + [m] for m in modules})
+                a = resolve(segs, cur, scope)
+                if collect:
+                    if glob and a is not None:
+                        globs.setdefault(tuple(cur), []).append(a)
+                else:
+                    add(owner, target(a), f"{shown}:{line}")
             i = j + 1
             continue
         elif re.match(r"[A-Za-z_]", t) and i + 1 < len(toks) and words[i + 1] == "::":
@@ -257,17 +265,19 @@ def scan(f, owner):
                 while j + 1 < len(toks) and words[j] == "::" and re.match(r"[A-Za-z_]", words[j + 1]):
                     segs.append(words[j + 1])
                     j += 2
-                add(owner, target(resolve(segs, cur, scopes[-1])), f"{shown}:{line}")
+                if not collect:
+                    add(owner, target(resolve(segs, cur, scope)), f"{shown}:{line}")
                 i = j
                 continue
         i += 1
 
 
-for f in root_files:
-    scan(f, ROOT)
-for name, files in children.items():
-    for f in files:
-        scan(f, name)
+for collect in (True, False):
+    for f in root_files:
+        scan(f, ROOT, collect)
+    for name, files in children.items():
+        for f in files:
+            scan(f, name, collect)
 
 for (a, b), where in sorted(edges.items()):
     print(f"{a} -> {b}" + (f"   ({', '.join(sorted(set(where)))})" if verbose else ""))
