@@ -184,12 +184,18 @@ pub struct RaidCore {
     pub counters: CoreCounters,
 }
 
-/// Issue time and member of each device I/O in flight, by (op, part).
-type IoMeta = HashMap<(u64, u32), (DiskId, Nanos)>;
+/// Where and when a device I/O was issued.
+struct Issued {
+    disk: DiskId,
+    at: Nanos,
+}
+
+/// The device I/Os in flight, by (op, part).
+type IoMeta = HashMap<(u64, u32), Issued>;
 
 fn issue(meta: &mut Option<IoMeta>, ctx: &mut Ctx, disk: DiskId, op: DevOp, tag: IoTag, bg: bool) {
     if let Some(m) = meta {
-        m.insert((tag.job, tag.part), (disk, ctx.now));
+        m.insert((tag.job, tag.part), Issued { disk, at: ctx.now });
     }
     ctx.issue(disk, op, tag, bg);
 }
@@ -434,7 +440,7 @@ impl RaidCore {
     /// A device I/O this core issued has completed.
     pub fn on_io(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
         if let Some(meta) = &mut self.io_meta
-            && let Some((disk, at)) = meta.remove(&(tag.job, tag.part))
+            && let Some(Issued { disk, at }) = meta.remove(&(tag.job, tag.part))
             && let ReadPolicy::SitOut(so) = &mut self.policy
         {
             so.observe(disk, ctx.now.saturating_sub(at), ctx.now);
