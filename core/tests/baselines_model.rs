@@ -24,7 +24,7 @@ use common::Driver;
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
-use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, PAGE_SIZE, Request};
+use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, PAGE_SIZE, Reply, Request};
 
 const PS: usize = PAGE_SIZE as usize;
 
@@ -174,320 +174,399 @@ impl Oracle {
     }
 }
 
+/// A read in flight, and what each of its pages may read as: what acknowledged writes left
+/// there when it was submitted (`base`, unless unspecified), or what a write overlapping it in
+/// time wrote (`cands`).
+struct PendingRead {
+    vol: usize,
+    offset: u64,
+    len: u64,
+    base: Vec<u8>,
+    base_unknown: Vec<bool>,
+    cands: Vec<Rc<WriteRec>>,
+}
+
 enum Pending {
-    Read {
-        vol: usize,
-        offset: u64,
-        len: u64,
-        base: Vec<u8>,
-        base_unknown: Vec<bool>,
-        cands: Vec<Rc<WriteRec>>,
-    },
+    Read(PendingRead),
     Write(Rc<WriteRec>),
     Flush,
+}
+
+/// A write as submitted, and when it was acknowledged, to explain a mismatch.
+struct Submitted {
+    id: u64,
+    at: u64,
+    acked: Option<u64>,
+    w: Rc<WriteRec>,
 }
 
 fn overlaps(a_off: u64, a_len: u64, b_off: u64, b_len: u64) -> bool {
     a_off < b_off + b_len && b_off < a_off + a_len
 }
 
+/// One data-mode run: the driver, the oracle, and the requests in flight.
+struct Model<'a> {
+    sc: &'a Scenario,
+    d: Driver,
+    r: Rng,
+    oracle: Oracle,
+    pending: HashMap<u64, Pending>,
+    next_id: u64,
+    history: Vec<Submitted>,
+    failed: usize,
+    issued: usize,
+}
+
 fn run(sc: &Scenario) {
-    let mut d = build(sc);
-    let sizes = sc.cfg.volumes.clone();
-    let mut oracle = Oracle {
-        data: sizes.iter().map(|&s| vec![0u8; s as usize]).collect(),
-        unknown: sizes
-            .iter()
-            .map(|&s| vec![true; (s / PAGE_SIZE) as usize])
-            .collect(),
-    };
-    // A never-written page is unspecified for the oracle.
-    let mut r = Rng::new(sc.seed ^ 0xA11CE ^ scheme_salt(sc.scheme));
-    let mut pending: HashMap<u64, Pending> = HashMap::new();
-    let mut next_id = 1u64;
-    // (id, submitted, acknowledged, write) of every write, to explain a mismatch.
-    let mut history: Vec<(u64, u64, Option<u64>, Rc<WriteRec>)> = Vec::new();
-    let mut failed = 0usize;
-    let bs = sc.cfg.block_size;
-    let mut issued = 0;
-    while issued < sc.ops || !pending.is_empty() {
-        if d.now >= 120_000_000_000 {
-            eprintln!("stats: {:?}", d.engine.stats());
-            eprintln!("{}", d.engine.scheme().debug_state());
+    let mut m = Model::new(sc);
+    while m.issued < sc.ops || !m.pending.is_empty() {
+        m.step();
+    }
+    m.d.drain();
+    m.d.engine.scheme().check_invariants();
+    m.read_back();
+    m.d.engine.scheme().check_invariants();
+    assert!(m.d.engine.is_idle() || m.d.engine.inflight_requests() == 0);
+    if std::env::var("FUSIONRAID_VERBOSE").is_ok() {
+        m.report();
+    }
+}
+
+impl<'a> Model<'a> {
+    fn new(sc: &'a Scenario) -> Self {
+        let sizes = &sc.cfg.volumes;
+        Model {
+            sc,
+            d: build(sc),
+            // A never-written page is unspecified for the oracle.
+            oracle: Oracle {
+                data: sizes.iter().map(|&s| vec![0u8; s as usize]).collect(),
+                unknown: sizes
+                    .iter()
+                    .map(|&s| vec![true; (s / PAGE_SIZE) as usize])
+                    .collect(),
+            },
+            r: Rng::new(sc.seed ^ 0xA11CE ^ scheme_salt(sc.scheme)),
+            pending: HashMap::new(),
+            next_id: 1,
+            history: Vec::new(),
+            failed: 0,
+            issued: 0,
+        }
+    }
+
+    /// Time passes, replies are checked, maybe a spike or a failure, maybe a new request.
+    fn step(&mut self) {
+        let sc = self.sc;
+        if self.d.now >= 120_000_000_000 {
+            eprintln!("stats: {:?}", self.d.engine.stats());
+            eprintln!("{}", self.d.engine.scheme().debug_state());
         }
         assert!(
-            d.now < 120_000_000_000,
+            self.d.now < 120_000_000_000,
             "no progress: {} requests still pending after 120 s of virtual time",
-            pending.len()
+            self.pending.len()
         );
-        d.run_until(Some(d.now + r.below(150_000)));
-        for rep in d.take_replies() {
-            let p = pending
-                .remove(&rep.id)
-                .expect("reply for an unknown request");
-            let res = rep.result.unwrap_or_else(|e| {
-                panic!(
-                    "request {} failed: {e}\n{}",
-                    rep.id,
-                    d.engine.scheme().debug_state()
-                )
-            });
-            match p {
-                Pending::Read {
-                    vol,
-                    offset,
-                    len,
-                    base,
-                    base_unknown,
-                    cands,
-                } => {
-                    let got = res.expect("read data").into_bytes().expect("bytes");
-                    assert_eq!(got.len() as u64, len);
-                    for (i, page) in got.chunks(PS).enumerate() {
-                        let vp = offset / PAGE_SIZE + i as u64;
-                        let ok = base_unknown[i]
-                            || page == &base[i * PS..(i + 1) * PS]
-                            || cands.iter().any(|w| w.allows(vp, page));
-                        if !ok {
-                            for (id, sub, ack, w) in &history {
-                                if w.vol == vol
-                                    && (w.allows(vp, &base[i * PS..(i + 1) * PS])
-                                        || w.allows(vp, page))
-                                {
-                                    eprintln!(
-                                        "write {id} submitted {sub} acked {ack:?} range {}+{} matches {}",
-                                        w.offset,
-                                        w.len,
-                                        if w.allows(vp, page) { "got" } else { "want" }
-                                    );
-                                }
-                            }
-                            eprintln!(
-                                "now {} failed disks {:?}",
-                                d.now,
-                                (0..sc.cfg.disks)
-                                    .filter(|&x| d.disks[x].failed)
-                                    .collect::<Vec<_>>()
-                            );
-                            let first = page
-                                .iter()
-                                .zip(&base[i * PS..])
-                                .position(|(a, b)| a != b)
-                                .unwrap_or(0);
-                            panic!(
-                                "read of vol {vol} at {offset} len {len}: page {i} (volume page {vp}) differs at byte {first}: got {:#x} want {:#x} ({} overlapping writes)\n{}",
-                                page[first],
-                                base[i * PS + first],
-                                cands.len(),
-                                d.engine.scheme().debug_state()
-                            );
-                        }
-                    }
-                }
-                Pending::Write(w) => {
-                    oracle.apply(&w);
-                    if let Some(h) = history.iter_mut().find(|h| h.0 == rep.id) {
-                        h.2 = Some(d.now);
-                    }
-                }
-                Pending::Flush => {}
-            }
+        let until = self.d.now + self.r.below(150_000);
+        self.d.run_until(Some(until));
+        for rep in self.d.take_replies() {
+            self.on_reply(rep);
         }
-        if sc.spikes && r.below(40) == 0 {
-            let disk = r.below(sc.cfg.disks as u64) as usize;
-            d.disks[disk].spike_until = d.now + 1_000_000 + r.below(5_000_000);
-            d.disks[disk].spike_factor = 30 + r.below(70);
+        self.maybe_spike();
+        self.maybe_fail();
+        if self.issued < sc.ops && self.pending.len() < sc.queue_depth {
+            self.issue();
         }
-        if failed < sc.failures && issued > 20 && r.below(60) == 0 {
-            // One member per group at most (RAIDM, and RAID5 groups, tolerate one each; RAID6
-            // two): pick among disks whose group has no failure yet, so the total stays within
-            // every group's tolerance.
-            let w = sc.cfg.group_width;
-            let groups = sc.cfg.group_count();
-            let disk = r.below(sc.cfg.disks as u64) as usize;
-            let grp = disk / w;
-            let grp_failed = (0..sc.cfg.disks)
-                .filter(|&x| x / w == grp && d.disks[x].failed)
-                .count();
-            let limit = if sc.scheme == "4-raidm" {
-                1
-            } else {
-                sc.cfg.nparity
-            };
-            if !d.disks[disk].failed && (grp >= groups || grp_failed < limit) {
-                d.disks[disk].failed = true;
-                failed += 1;
-                if r.below(2) == 0 {
-                    d.engine.fail_disk(DiskId(disk as u32), d.now);
-                }
-            }
-        }
-        if issued < sc.ops && pending.len() < sc.queue_depth {
-            let vol = r.below(sizes.len() as u64) as usize;
-            let size = sizes[vol];
-            let pages = size / PAGE_SIZE;
-            let kind = match r.below(100) {
-                0..=39 => 1,
-                40..=79 => 0,
-                80..=85 => 2,
-                86..=91 => 3,
-                _ => 4,
-            };
-            let (offset, len) = if r.below(3) == 0 {
-                let blocks = size / bs;
-                let b0 = r.below(blocks);
-                let nb = 1 + r.below((blocks - b0).min(8));
-                (b0 * bs, nb * bs)
-            } else {
-                let p0 = r.below(pages);
-                let n = 1 + r.below((pages - p0).min(3 * bs / PAGE_SIZE));
-                (p0 * PAGE_SIZE, n * PAGE_SIZE)
-            };
-            let id = next_id;
-            next_id += 1;
-            let (op, entry) = match kind {
-                0 => {
-                    let (o, l) = (offset as usize, len as usize);
-                    let cands: Vec<Rc<WriteRec>> = pending
-                        .values()
-                        .filter_map(|p| match p {
-                            Pending::Write(w)
-                                if w.vol == vol && overlaps(w.offset, w.len, offset, len) =>
-                            {
-                                Some(w.clone())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    (
-                        Op::Read { offset, len },
-                        Pending::Read {
-                            vol,
-                            offset,
-                            len,
-                            base: oracle.data[vol][o..o + l].to_vec(),
-                            base_unknown: oracle.unknown[vol][o / PS..(o + l) / PS].to_vec(),
-                            cands,
-                        },
-                    )
-                }
-                4 => (Op::Flush, Pending::Flush),
-                _ => {
-                    let (op, wk) = match kind {
-                        1 => {
-                            let mut data = vec![0u8; len as usize];
-                            let tag = r.next_u64();
-                            for (i, chunk) in data.chunks_mut(8).enumerate() {
-                                chunk.copy_from_slice(&(tag ^ i as u64).to_le_bytes());
-                            }
-                            (
-                                Op::Write {
-                                    offset,
-                                    data: Data::Bytes(data.clone()),
-                                    fua: r.below(4) == 0,
-                                },
-                                WKind::Data(data),
-                            )
-                        }
-                        2 => (Op::Trim { offset, len }, WKind::Trim),
-                        _ => (
-                            Op::WriteZeroes {
-                                offset,
-                                len,
-                                fua: r.below(2) == 0,
-                            },
-                            WKind::Zeroes,
-                        ),
-                    };
-                    let w = Rc::new(WriteRec {
-                        vol,
-                        offset,
-                        len,
-                        kind: wk,
-                    });
-                    // Reads in flight may see this write too.
-                    for p in pending.values_mut() {
-                        if let Pending::Read {
-                            vol: rv,
-                            offset: ro,
-                            len: rl,
-                            cands,
-                            ..
-                        } = p
-                            && *rv == vol
-                            && overlaps(*ro, *rl, offset, len)
-                        {
-                            cands.push(w.clone());
-                        }
-                    }
-                    history.push((id, d.now, None, w.clone()));
-                    (op, Pending::Write(w))
-                }
-            };
-            pending.insert(id, entry);
-            assert!(
-                d.submit(Request {
-                    id,
-                    volume: vol as u32,
-                    op
-                }),
-                "engine busy below its bound"
-            );
-            issued += 1;
-        }
-        if issued >= sc.ops && !pending.is_empty() && d.engine.inflight_requests() > 0 {
-            let next = d.now + 1_000_000;
-            d.run_until(Some(next));
+        if self.issued >= sc.ops
+            && !self.pending.is_empty()
+            && self.d.engine.inflight_requests() > 0
+        {
+            let next = self.d.now + 1_000_000;
+            self.d.run_until(Some(next));
         }
     }
-    d.drain();
-    d.engine.scheme().check_invariants();
-    for (vol, &size) in sizes.iter().enumerate() {
-        let chunk = sc.cfg.max_request_bytes;
-        let mut off = 0;
-        while off < size {
-            let len = chunk.min(size - off);
-            let id = next_id;
-            next_id += 1;
-            assert!(d.submit(Request {
-                id,
-                volume: vol as u32,
-                op: Op::Read { offset: off, len }
-            }));
-            d.drain();
-            let rep = d.take_replies().pop().expect("read-back reply");
-            let got = rep
-                .result
-                .unwrap_or_else(|e| panic!("read-back of vol {vol} at {off}: {e}"))
-                .expect("data")
-                .into_bytes()
-                .expect("bytes");
-            for (i, page) in got.chunks(PS).enumerate() {
-                let p = (off / PAGE_SIZE) as usize + i;
-                let want = &oracle.data[vol][p * PS..(p + 1) * PS];
-                assert!(
-                    oracle.unknown[vol][p] || page == want,
-                    "final read-back of vol {vol} differs at page {p} (block {})",
-                    p as u64 * PAGE_SIZE / bs
+
+    fn on_reply(&mut self, rep: Reply) {
+        let p = self
+            .pending
+            .remove(&rep.id)
+            .expect("reply for an unknown request");
+        let res = rep.result.unwrap_or_else(|e| {
+            panic!(
+                "request {} failed: {e}\n{}",
+                rep.id,
+                self.d.engine.scheme().debug_state()
+            )
+        });
+        match p {
+            Pending::Read(pr) => {
+                let got = res.expect("read data").into_bytes().expect("bytes");
+                self.check_read(&pr, &got);
+            }
+            Pending::Write(w) => {
+                self.oracle.apply(&w);
+                if let Some(h) = self.history.iter_mut().find(|h| h.id == rep.id) {
+                    h.acked = Some(self.d.now);
+                }
+            }
+            Pending::Flush => {}
+        }
+    }
+
+    fn check_read(&self, pr: &PendingRead, got: &[u8]) {
+        assert_eq!(got.len() as u64, pr.len);
+        for (i, page) in got.chunks(PS).enumerate() {
+            let vp = pr.offset / PAGE_SIZE + i as u64;
+            let ok = pr.base_unknown[i]
+                || page == &pr.base[i * PS..(i + 1) * PS]
+                || pr.cands.iter().any(|w| w.allows(vp, page));
+            if !ok {
+                self.explain_mismatch(pr, i, page);
+            }
+        }
+    }
+
+    /// Page `i` of read `pr` came back as `page`, which no write explains: say which writes
+    /// touched it, then fail.
+    fn explain_mismatch(&self, pr: &PendingRead, i: usize, page: &[u8]) -> ! {
+        let (d, vol) = (&self.d, pr.vol);
+        let vp = pr.offset / PAGE_SIZE + i as u64;
+        let base = &pr.base[i * PS..(i + 1) * PS];
+        for s in &self.history {
+            let w = &s.w;
+            if w.vol == vol && (w.allows(vp, base) || w.allows(vp, page)) {
+                eprintln!(
+                    "write {} submitted {} acked {:?} range {}+{} matches {}",
+                    s.id,
+                    s.at,
+                    s.acked,
+                    w.offset,
+                    w.len,
+                    if w.allows(vp, page) { "got" } else { "want" }
                 );
             }
-            off += len;
+        }
+        eprintln!(
+            "now {} failed disks {:?}",
+            d.now,
+            (0..self.sc.cfg.disks)
+                .filter(|&x| d.disks[x].failed)
+                .collect::<Vec<_>>()
+        );
+        let first = page.iter().zip(base).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "read of vol {vol} at {} len {}: page {i} (volume page {vp}) differs at byte {first}: got {:#x} want {:#x} ({} overlapping writes)\n{}",
+            pr.offset,
+            pr.len,
+            page[first],
+            base[first],
+            pr.cands.len(),
+            d.engine.scheme().debug_state()
+        );
+    }
+
+    fn maybe_spike(&mut self) {
+        if self.sc.spikes && self.r.below(40) == 0 {
+            let disk = self.r.below(self.sc.cfg.disks as u64) as usize;
+            self.d.disks[disk].spike_until = self.d.now + 1_000_000 + self.r.below(5_000_000);
+            self.d.disks[disk].spike_factor = 30 + self.r.below(70);
         }
     }
-    d.engine.scheme().check_invariants();
-    assert!(d.engine.is_idle() || d.engine.inflight_requests() == 0);
-    if std::env::var("FUSIONRAID_VERBOSE").is_ok() {
-        let st = d.engine.stats();
+
+    fn maybe_fail(&mut self) {
+        let sc = self.sc;
+        if self.failed >= sc.failures || self.issued <= 20 || self.r.below(60) != 0 {
+            return;
+        }
+        // One member per group at most (RAIDM, and RAID5 groups, tolerate one each; RAID6
+        // two): pick among disks whose group has no failure yet, so the total stays within
+        // every group's tolerance.
+        let w = sc.cfg.group_width;
+        let groups = sc.cfg.group_count();
+        let disk = self.r.below(sc.cfg.disks as u64) as usize;
+        let grp = disk / w;
+        let grp_failed = (0..sc.cfg.disks)
+            .filter(|&x| x / w == grp && self.d.disks[x].failed)
+            .count();
+        let limit = if sc.scheme == "4-raidm" {
+            1
+        } else {
+            sc.cfg.nparity
+        };
+        if !self.d.disks[disk].failed && (grp >= groups || grp_failed < limit) {
+            self.d.disks[disk].failed = true;
+            self.failed += 1;
+            if self.r.below(2) == 0 {
+                self.d.engine.fail_disk(DiskId(disk as u32), self.d.now);
+            }
+        }
+    }
+
+    /// A random range of a volume of `size` bytes: whole blocks one time in three, else pages.
+    fn random_range(&mut self, size: u64) -> (u64, u64) {
+        let bs = self.sc.cfg.block_size;
+        let pages = size / PAGE_SIZE;
+        if self.r.below(3) == 0 {
+            let blocks = size / bs;
+            let b0 = self.r.below(blocks);
+            let nb = 1 + self.r.below((blocks - b0).min(8));
+            (b0 * bs, nb * bs)
+        } else {
+            let p0 = self.r.below(pages);
+            let n = 1 + self.r.below((pages - p0).min(3 * bs / PAGE_SIZE));
+            (p0 * PAGE_SIZE, n * PAGE_SIZE)
+        }
+    }
+
+    /// Submits a random request: a read, a write, a trim, a write-zeroes or a flush.
+    fn issue(&mut self) {
+        let vol = self.r.below(self.sc.cfg.volumes.len() as u64) as usize;
+        let size = self.sc.cfg.volumes[vol];
+        let kind = match self.r.below(100) {
+            0..=39 => 1,
+            40..=79 => 0,
+            80..=85 => 2,
+            86..=91 => 3,
+            _ => 4,
+        };
+        let (offset, len) = self.random_range(size);
+        let id = self.next_id;
+        self.next_id += 1;
+        let (op, entry) = match kind {
+            0 => (Op::Read { offset, len }, self.read(vol, offset, len)),
+            4 => (Op::Flush, Pending::Flush),
+            _ => self.write(id, kind, vol, offset, len),
+        };
+        self.pending.insert(id, entry);
+        assert!(
+            self.d.submit(Request {
+                id,
+                volume: vol as u32,
+                op
+            }),
+            "engine busy below its bound"
+        );
+        self.issued += 1;
+    }
+
+    /// A read of `len` bytes at `offset` of `vol`, with what it may see.
+    fn read(&self, vol: usize, offset: u64, len: u64) -> Pending {
+        let (o, l) = (offset as usize, len as usize);
+        let cands: Vec<Rc<WriteRec>> = self
+            .pending
+            .values()
+            .filter_map(|p| match p {
+                Pending::Write(w) if w.vol == vol && overlaps(w.offset, w.len, offset, len) => {
+                    Some(w.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        Pending::Read(PendingRead {
+            vol,
+            offset,
+            len,
+            base: self.oracle.data[vol][o..o + l].to_vec(),
+            base_unknown: self.oracle.unknown[vol][o / PS..(o + l) / PS].to_vec(),
+            cands,
+        })
+    }
+
+    /// A write (`kind` 1), trim (2) or write-zeroes (3) `id` of `len` bytes at `offset` of
+    /// `vol`; reads in flight over its range may see it too.
+    fn write(&mut self, id: u64, kind: u32, vol: usize, offset: u64, len: u64) -> (Op, Pending) {
+        let (op, wk) = match kind {
+            1 => {
+                let mut data = vec![0u8; len as usize];
+                let tag = self.r.next_u64();
+                for (i, chunk) in data.chunks_mut(8).enumerate() {
+                    chunk.copy_from_slice(&(tag ^ i as u64).to_le_bytes());
+                }
+                let op = Op::Write {
+                    offset,
+                    data: Data::Bytes(data.clone()),
+                    fua: self.r.below(4) == 0,
+                };
+                (op, WKind::Data(data))
+            }
+            2 => (Op::Trim { offset, len }, WKind::Trim),
+            _ => {
+                let fua = self.r.below(2) == 0;
+                (Op::WriteZeroes { offset, len, fua }, WKind::Zeroes)
+            }
+        };
+        let w = Rc::new(WriteRec {
+            vol,
+            offset,
+            len,
+            kind: wk,
+        });
+        for p in self.pending.values_mut() {
+            if let Pending::Read(pr) = p
+                && pr.vol == vol
+                && overlaps(pr.offset, pr.len, offset, len)
+            {
+                pr.cands.push(w.clone());
+            }
+        }
+        self.history.push(Submitted {
+            id,
+            at: self.d.now,
+            acked: None,
+            w: w.clone(),
+        });
+        (op, Pending::Write(w))
+    }
+
+    /// Every volume read back whole and compared with the oracle exactly.
+    fn read_back(&mut self) {
+        let sc = self.sc;
+        for (vol, &size) in sc.cfg.volumes.iter().enumerate() {
+            let chunk = sc.cfg.max_request_bytes;
+            let mut off = 0;
+            while off < size {
+                let len = chunk.min(size - off);
+                let id = self.next_id;
+                self.next_id += 1;
+                assert!(self.d.submit(Request {
+                    id,
+                    volume: vol as u32,
+                    op: Op::Read { offset: off, len }
+                }));
+                self.d.drain();
+                let rep = self.d.take_replies().pop().expect("read-back reply");
+                let got = rep
+                    .result
+                    .unwrap_or_else(|e| panic!("read-back of vol {vol} at {off}: {e}"))
+                    .expect("data")
+                    .into_bytes()
+                    .expect("bytes");
+                for (i, page) in got.chunks(PS).enumerate() {
+                    let p = (off / PAGE_SIZE) as usize + i;
+                    let want = &self.oracle.data[vol][p * PS..(p + 1) * PS];
+                    assert!(
+                        self.oracle.unknown[vol][p] || page == want,
+                        "final read-back of vol {vol} differs at page {p} (block {})",
+                        p as u64 * PAGE_SIZE / sc.cfg.block_size
+                    );
+                }
+                off += len;
+            }
+        }
+    }
+
+    fn report(&self) {
+        let st = self.d.engine.stats();
         eprintln!(
             "{} seed {}: failures {} redirected {} rebuilt {} full stripes {} bg written {} | {}",
-            sc.scheme,
-            sc.seed,
-            failed,
+            self.sc.scheme,
+            self.sc.seed,
+            self.failed,
             st.redirected_reads,
             st.reconstructed_reads,
             st.full_stripe_writes,
             st.device_bytes_written_bg,
-            d.engine.scheme().debug_state()
+            self.d.engine.scheme().debug_state()
         );
     }
 }

@@ -16,8 +16,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::BaselineConfig;
 use super::array::{ColWrite, Outcome, RaidCore, Token};
+use super::config::BaselineConfig;
 use super::gather::Gather;
 use super::geom::{VolMap, pieces};
 use crate::engine::api::{Data, IoResult, Op, ReqError, Request, VolumeId};

@@ -5,8 +5,8 @@
 //! or reconstruct-write per page row like md (see [`super::array`]); `raid5.batch_delay_ns`
 //! enables md's stripe batching delay.
 
-use super::BaselineConfig;
 use super::array::{RaidCore, ReadPolicy};
+use super::config::BaselineConfig;
 use super::geom::place_volumes;
 use super::inplace::InPlace;
 

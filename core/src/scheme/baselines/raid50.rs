@@ -4,8 +4,8 @@
 //! spread over every group: the shared-everything organisation whose interference the paper
 //! measures.
 
-use super::BaselineConfig;
 use super::array::{RaidCore, ReadPolicy};
+use super::config::BaselineConfig;
 use super::geom::place_volumes;
 use super::inplace::InPlace;
 

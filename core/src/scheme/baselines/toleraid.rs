@@ -7,50 +7,10 @@
 //! `queue_factor` times the peers' mean. A read is only redirected when no other member of the
 //! stripe is busy or failed beyond what parity can rebuild (see `RaidCore::read`).
 
-use super::BaselineConfig;
 use super::array::{RaidCore, ReadPolicy};
-use super::geom::{ArrayGeom, place_volumes};
+use super::config::BaselineConfig;
+use super::geom::place_volumes;
 use super::inplace::InPlace;
-use crate::engine::ctx::Ctx;
-use crate::types::DiskId;
-
-#[derive(Debug, Clone)]
-pub struct TolerConfig {
-    pub queue_factor: f64,
-    pub queue_min: u32,
-}
-
-impl Default for TolerConfig {
-    fn default() -> Self {
-        TolerConfig {
-            queue_factor: 4.0,
-            queue_min: 8,
-        }
-    }
-}
-
-impl TolerConfig {
-    pub fn busy(&self, ctx: &Ctx, geo: &ArrayGeom, disk: DiskId) -> bool {
-        if ctx.is_unresponsive(disk) {
-            return true;
-        }
-        let q = ctx.inflight(disk);
-        if q < self.queue_min {
-            return false;
-        }
-        let g = disk.index() / geo.width;
-        let (mut sum, mut n) = (0u64, 0u64);
-        for d in geo
-            .group_disks(g)
-            .filter(|&d| d != disk && !ctx.is_failed(d))
-        {
-            sum += ctx.inflight(d) as u64;
-            n += 1;
-        }
-        let mean = if n == 0 { 0.0 } else { sum as f64 / n as f64 };
-        q as f64 >= self.queue_factor * mean
-    }
-}
 
 pub fn build(cfg: &BaselineConfig) -> Result<InPlace, String> {
     let geo = cfg.geometry()?;

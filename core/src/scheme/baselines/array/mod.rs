@@ -29,6 +29,7 @@
 //! its data waits up to `batch_delay` from the first write's arrival for more writes, and starts
 //! at once when it becomes full.
 
+mod policy;
 mod queue;
 mod rebuild;
 mod write;
@@ -37,13 +38,12 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::geom::ArrayGeom;
 use super::pageset::PageSet;
-use super::sitout::SitOutTracker;
-use super::toleraid::TolerConfig;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::slab::Slab;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
+pub use policy::{ReadPolicy, SitOutTracker};
 
 /// The caller's name for an operation: (job handle, part index).
 pub type Token = (u64, u32);
@@ -63,16 +63,6 @@ pub struct ColWrite {
     pub first: usize,
     pub count: usize,
     pub data: Option<Vec<u8>>,
-}
-
-/// When a read of a healthy member is rebuilt from the rest of its stripe instead.
-pub enum ReadPolicy {
-    /// Only when the member failed.
-    Plain,
-    /// ToleRAID: also when the member looks busy (detector, or a much deeper queue).
-    Tolerant(TolerConfig),
-    /// OpenZFS-style sit-out of latency outliers.
-    SitOut(SitOutTracker),
 }
 
 /// What the engine did, for tests and reports.
@@ -140,14 +130,21 @@ struct StripeJob {
     new: Vec<Vec<u8>>,
     rows: PageSet,
     mode: Vec<Mode>,
-    /// Pre-read contents per column (chunk-sized) and the reads in flight: (col, first, count).
+    /// Pre-read contents per column (chunk-sized) and the reads in flight.
     old: Vec<Vec<u8>>,
-    reads: Vec<(usize, usize, usize)>,
+    reads: Vec<PreRead>,
     missing: Vec<usize>,
     pending: u32,
     read_failed: bool,
     writing: bool,
     tries: u8,
+}
+
+/// A pre-read of a stripe job: where its pages land, from page `first` of column `col`.
+#[derive(Clone, Copy)]
+struct PreRead {
+    col: usize,
+    first: usize,
 }
 
 struct TrimOp {
@@ -187,12 +184,18 @@ pub struct RaidCore {
     pub counters: CoreCounters,
 }
 
-/// Issue time and member of each device I/O in flight, by (op, part).
-type IoMeta = HashMap<(u64, u32), (DiskId, Nanos)>;
+/// Where and when a device I/O was issued.
+struct Issued {
+    disk: DiskId,
+    at: Nanos,
+}
+
+/// The device I/Os in flight, by (op, part).
+type IoMeta = HashMap<(u64, u32), Issued>;
 
 fn issue(meta: &mut Option<IoMeta>, ctx: &mut Ctx, disk: DiskId, op: DevOp, tag: IoTag, bg: bool) {
     if let Some(m) = meta {
-        m.insert((tag.job, tag.part), (disk, ctx.now));
+        m.insert((tag.job, tag.part), Issued { disk, at: ctx.now });
     }
     ctx.issue(disk, op, tag, bg);
 }
@@ -237,11 +240,7 @@ impl RaidCore {
 
     /// Whether the policy wants reads of `disk` rebuilt from parity right now.
     fn slow(&self, ctx: &Ctx, disk: DiskId) -> bool {
-        match &self.policy {
-            ReadPolicy::Plain => false,
-            ReadPolicy::Tolerant(t) => t.busy(ctx, &self.geo, disk),
-            ReadPolicy::SitOut(s) => s.sitting(disk, ctx.now),
-        }
+        self.policy.slow(ctx, &self.geo, disk)
     }
 
     /// Rebuild a read of a healthy column when its member is slow and the rest of the stripe
@@ -441,7 +440,7 @@ impl RaidCore {
     /// A device I/O this core issued has completed.
     pub fn on_io(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
         if let Some(meta) = &mut self.io_meta
-            && let Some((disk, at)) = meta.remove(&(tag.job, tag.part))
+            && let Some(Issued { disk, at }) = meta.remove(&(tag.job, tag.part))
             && let ReadPolicy::SitOut(so) = &mut self.policy
         {
             so.observe(disk, ctx.now.saturating_sub(at), ctx.now);

@@ -1,6 +1,9 @@
 //! Stripe writes: queued writes merged into one job, each row's mode, pre-reads, parity, writes.
 
-use super::{COp, MAX_TRIES, Mode, Outcome, PS, RaidCore, StripeJob, issue, read_bytes};
+use super::{
+    COp, CoreCounters, MAX_TRIES, Mode, Outcome, PS, PreRead, RaidCore, StripeJob, issue,
+    read_bytes,
+};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
@@ -8,8 +11,6 @@ use crate::parity;
 use crate::scheme::baselines::pageset::PageSet;
 
 impl RaidCore {
-    // ---------------------------------------------------------------- stripe writes
-
     pub(super) fn start_stripe_job(&mut self, ctx: &mut Ctx, stripe: u64, hs: Vec<u64>) {
         let geo = &self.geo;
         let bs = geo.block_size as usize;
@@ -65,9 +66,7 @@ impl RaidCore {
             };
             self.failed_cols(ctx, job.stripe)
         };
-        let geo = &self.geo;
-        let (width, dcols, np) = (geo.width, geo.dcols(), geo.nparity);
-        if failed.len() > np {
+        if failed.len() > self.geo.nparity {
             self.finish_stripe(
                 ctx,
                 h,
@@ -75,66 +74,44 @@ impl RaidCore {
             );
             return;
         }
-        let parity_alive = (dcols..width).any(|c| !failed.contains(&c));
-        let failed_data: Vec<usize> = failed.iter().copied().filter(|&c| c < dcols).collect();
+        let rmask = self.plan_rows(ctx, h, &failed);
+        self.issue_pre_reads(ctx, h, failed, &rmask);
+    }
+
+    /// Each row's mode, counted; returns the pages to pre-read per column.
+    fn plan_rows(&mut self, ctx: &mut Ctx, h: u64, failed: &[usize]) -> Vec<PageSet> {
+        let geo = &self.geo;
+        let (width, dcols) = (geo.width, geo.dcols());
+        let health = Health {
+            failed,
+            failed_data: failed.iter().copied().filter(|&c| c < dcols).collect(),
+            parity_alive: (dcols..width).any(|c| !failed.contains(&c)),
+            dcols,
+            nparity: geo.nparity,
+        };
         let Some(COp::Stripe(job)) = self.ops.get_mut(h) else {
             unreachable!()
         };
         let mut rmask = vec![PageSet::default(); width];
         for r in job.rows.iter() {
             let modc: Vec<usize> = (0..dcols).filter(|&c| job.wmask[c].contains(r)).collect();
-            let mode = if modc.len() == dcols {
-                Mode::Full
-            } else if !parity_alive {
-                Mode::NoParity
-            } else if failed.is_empty() {
-                let rmw = modc.len() + np;
-                let rcw = dcols - modc.len();
-                if rmw < rcw { Mode::Rmw } else { Mode::Rcw }
-            } else if failed_data.iter().all(|c| modc.contains(c)) {
-                Mode::Rcw
-            } else {
-                Mode::Rebuild
-            };
-            match mode {
-                Mode::Rmw => {
-                    for &c in &modc {
-                        rmask[c].insert(r);
-                    }
-                    for m in rmask.iter_mut().skip(dcols) {
-                        m.insert(r);
-                    }
-                    self.counters.rmw_rows += 1;
-                }
-                Mode::Rcw => {
-                    for (c, m) in rmask.iter_mut().enumerate().take(dcols) {
-                        if !modc.contains(&c) {
-                            m.insert(r);
-                        }
-                    }
-                    if failed.is_empty() {
-                        self.counters.rcw_rows += 1;
-                    } else {
-                        self.counters.degraded_rows += 1;
-                    }
-                }
-                Mode::Rebuild => {
-                    for (c, m) in rmask.iter_mut().enumerate() {
-                        if !failed.contains(&c) {
-                            m.insert(r);
-                        }
-                    }
-                    self.counters.degraded_rows += 1;
-                }
-                Mode::Full => self.counters.full_rows += 1,
-                Mode::NoParity => self.counters.degraded_rows += 1,
-                Mode::Untouched => unreachable!(),
-            }
+            let mode = health.row_mode(&modc);
+            health.pre_reads(mode, r, &modc, &mut rmask);
+            self.counters.count_row(mode, failed.is_empty());
             job.mode[r] = mode;
         }
         if job.rows.is_full(geo.ppb) && job.mode.iter().all(|&m| m == Mode::Full) {
             ctx.stats.full_stripe_writes += 1;
         }
+        rmask
+    }
+
+    /// Issue the pre-reads of `rmask`; with none, write at once.
+    fn issue_pre_reads(&mut self, ctx: &mut Ctx, h: u64, failed: Vec<usize>, rmask: &[PageSet]) {
+        let geo = &self.geo;
+        let Some(COp::Stripe(job)) = self.ops.get_mut(h) else {
+            unreachable!()
+        };
         job.missing = failed;
         job.reads.clear();
         job.read_failed = false;
@@ -150,16 +127,17 @@ impl RaidCore {
             for (f, n) in m.runs() {
                 let (disk, off) = geo.offset(job.stripe, c, f);
                 let part = job.reads.len() as u32;
-                job.reads.push((c, f, n));
+                job.reads.push(PreRead { col: c, first: f });
                 self.counters.pre_read_pages += n as u64;
+                let op = DevOp::Read {
+                    offset: off,
+                    len: (n * PS) as u64,
+                };
                 issue(
                     &mut self.io_meta,
                     ctx,
                     disk,
-                    DevOp::Read {
-                        offset: off,
-                        len: (n * PS) as u64,
-                    },
+                    op,
                     IoTag { job: h, part },
                     job.bg,
                 );
@@ -173,77 +151,38 @@ impl RaidCore {
 
     /// Compute parity for every touched row (data mode) and issue the writes.
     fn write_stripe(&mut self, ctx: &mut Ctx, h: u64) {
-        let failed_now = {
-            let Some(COp::Stripe(job)) = self.ops.get(h) else {
-                unreachable!()
-            };
-            self.failed_cols(ctx, job.stripe)
+        let Some(COp::Stripe(job)) = self.ops.get(h) else {
+            unreachable!()
         };
+        let failed_now = self.failed_cols(ctx, job.stripe);
+        let par = if ctx.size_only {
+            Vec::new()
+        } else {
+            stripe_parity(
+                job,
+                self.geo.width,
+                self.geo.dcols(),
+                self.geo.nparity,
+                self.geo.block_size as usize,
+            )
+        };
+        self.issue_stripe_writes(ctx, h, &failed_now, &par);
+    }
+
+    /// Write the written pages of the data columns and the parity of every row with parity,
+    /// on every member still there.
+    fn issue_stripe_writes(
+        &mut self,
+        ctx: &mut Ctx,
+        h: u64,
+        failed_now: &[usize],
+        par: &[Vec<u8>],
+    ) {
         let geo = &self.geo;
-        let (width, dcols, np) = (geo.width, geo.dcols(), geo.nparity);
-        let bs = geo.block_size as usize;
+        let (width, dcols) = (geo.width, geo.dcols());
         let Some(COp::Stripe(job)) = self.ops.get_mut(h) else {
             unreachable!()
         };
-        let mut par: Vec<Vec<u8>> = Vec::new();
-        if !ctx.size_only {
-            par = vec![vec![0u8; bs]; np];
-            for r in job.rows.iter() {
-                let range = r * PS..(r + 1) * PS;
-                let mode = job.mode[r];
-                let written = |c: usize| job.wmask[c].contains(r);
-                match mode {
-                    Mode::NoParity | Mode::Untouched => {}
-                    Mode::Full | Mode::Rcw => {
-                        let data: Vec<&[u8]> = (0..dcols)
-                            .map(|c| {
-                                if written(c) {
-                                    &job.new[c][range.clone()]
-                                } else {
-                                    &job.old[c][range.clone()]
-                                }
-                            })
-                            .collect();
-                        gen_parity(&data, &mut par, range.clone());
-                    }
-                    Mode::Rmw => {
-                        for (j, p) in par.iter_mut().enumerate() {
-                            p[range.clone()].copy_from_slice(&job.old[dcols + j][range.clone()]);
-                        }
-                        let (p0, rest) = par.split_at_mut(1);
-                        for c in (0..dcols).filter(|&c| written(c)) {
-                            parity::update_parity_delta(
-                                c,
-                                &job.old[c][range.clone()],
-                                &job.new[c][range.clone()],
-                                &mut p0[0][range.clone()],
-                                rest.first_mut().map(|q| &mut q[range.clone()]),
-                            );
-                        }
-                    }
-                    Mode::Rebuild => {
-                        let mut row: Vec<Vec<u8>> = (0..width)
-                            .map(|c| {
-                                if job.missing.contains(&c) {
-                                    vec![0u8; PS]
-                                } else {
-                                    job.old[c][range.clone()].to_vec()
-                                }
-                            })
-                            .collect();
-                        let mut refs: Vec<&mut [u8]> =
-                            row.iter_mut().map(|v| v.as_mut_slice()).collect();
-                        parity::reconstruct(&mut refs, np, &job.missing)
-                            .expect("rebuild within the parity's reach");
-                        for c in (0..dcols).filter(|&c| written(c)) {
-                            row[c].copy_from_slice(&job.new[c][range.clone()]);
-                        }
-                        let data: Vec<&[u8]> = row[..dcols].iter().map(|v| v.as_slice()).collect();
-                        gen_parity(&data, &mut par, range.clone());
-                    }
-                }
-            }
-        }
         let mut n = 0u32;
         let size_only = ctx.size_only;
         for c in 0..width {
@@ -268,15 +207,16 @@ impl RaidCore {
                 } else {
                     Data::Bytes(src[f * PS..(f + cnt) * PS].to_vec())
                 };
+                let op = DevOp::Write {
+                    offset: off,
+                    data,
+                    fua: job.fua,
+                };
                 issue(
                     &mut self.io_meta,
                     ctx,
                     disk,
-                    DevOp::Write {
-                        offset: off,
-                        data,
-                        fua: job.fua,
-                    },
+                    op,
                     IoTag { job: h, part: n },
                     job.bg,
                 );
@@ -329,9 +269,9 @@ impl RaidCore {
         }
         match read_bytes(&result) {
             Some(b) => {
-                let (c, f, _) = job.reads[part as usize];
-                if !job.old[c].is_empty() {
-                    job.old[c][f * PS..f * PS + b.len()].copy_from_slice(b);
+                let PreRead { col, first } = job.reads[part as usize];
+                if !job.old[col].is_empty() {
+                    job.old[col][first * PS..first * PS + b.len()].copy_from_slice(b);
                 }
             }
             None if result.is_err() => job.read_failed = true,
@@ -359,4 +299,152 @@ fn gen_parity(data: &[&[u8]], par: &mut [Vec<u8>], range: std::ops::Range<usize>
         [p, q] => parity::gen_pq(data, &mut p[range.clone()], &mut q[range]),
         _ => unreachable!("one or two parity columns"),
     }
+}
+
+/// What the members' state says about a stripe's rows.
+struct Health<'a> {
+    failed: &'a [usize],
+    failed_data: Vec<usize>,
+    parity_alive: bool,
+    dcols: usize,
+    nparity: usize,
+}
+
+impl Health<'_> {
+    /// How a row whose data columns `modc` are written is written (md's choice, per row).
+    fn row_mode(&self, modc: &[usize]) -> Mode {
+        if modc.len() == self.dcols {
+            Mode::Full
+        } else if !self.parity_alive {
+            Mode::NoParity
+        } else if self.failed.is_empty() {
+            let rmw = modc.len() + self.nparity;
+            let rcw = self.dcols - modc.len();
+            if rmw < rcw { Mode::Rmw } else { Mode::Rcw }
+        } else if self.failed_data.iter().all(|c| modc.contains(c)) {
+            Mode::Rcw
+        } else {
+            Mode::Rebuild
+        }
+    }
+
+    /// Marks in `rmask` the columns row `r` pre-reads in `mode`.
+    fn pre_reads(&self, mode: Mode, r: usize, modc: &[usize], rmask: &mut [PageSet]) {
+        match mode {
+            Mode::Rmw => {
+                for &c in modc {
+                    rmask[c].insert(r);
+                }
+                for m in rmask.iter_mut().skip(self.dcols) {
+                    m.insert(r);
+                }
+            }
+            Mode::Rcw => {
+                for (c, m) in rmask.iter_mut().enumerate().take(self.dcols) {
+                    if !modc.contains(&c) {
+                        m.insert(r);
+                    }
+                }
+            }
+            Mode::Rebuild => {
+                for (c, m) in rmask.iter_mut().enumerate() {
+                    if !self.failed.contains(&c) {
+                        m.insert(r);
+                    }
+                }
+            }
+            Mode::Full | Mode::NoParity => {}
+            Mode::Untouched => unreachable!(),
+        }
+    }
+}
+
+impl CoreCounters {
+    /// Counts a row written in `mode` (`healthy`: no member of the stripe failed).
+    fn count_row(&mut self, mode: Mode, healthy: bool) {
+        match mode {
+            Mode::Rmw => self.rmw_rows += 1,
+            Mode::Rcw if healthy => self.rcw_rows += 1,
+            Mode::Rcw | Mode::Rebuild | Mode::NoParity => self.degraded_rows += 1,
+            Mode::Full => self.full_rows += 1,
+            Mode::Untouched => unreachable!(),
+        }
+    }
+}
+
+/// The parity columns of a stripe job, computed for every touched row from the new data and
+/// the pre-read columns.
+fn stripe_parity(
+    job: &StripeJob,
+    width: usize,
+    dcols: usize,
+    np: usize,
+    bs: usize,
+) -> Vec<Vec<u8>> {
+    let mut par = vec![vec![0u8; bs]; np];
+    for r in job.rows.iter() {
+        let range = r * PS..(r + 1) * PS;
+        let written = |c: usize| job.wmask[c].contains(r);
+        match job.mode[r] {
+            Mode::NoParity | Mode::Untouched => {}
+            Mode::Full | Mode::Rcw => {
+                let data: Vec<&[u8]> = (0..dcols)
+                    .map(|c| {
+                        if written(c) {
+                            &job.new[c][range.clone()]
+                        } else {
+                            &job.old[c][range.clone()]
+                        }
+                    })
+                    .collect();
+                gen_parity(&data, &mut par, range.clone());
+            }
+            Mode::Rmw => {
+                for (j, p) in par.iter_mut().enumerate() {
+                    p[range.clone()].copy_from_slice(&job.old[dcols + j][range.clone()]);
+                }
+                let (p0, rest) = par.split_at_mut(1);
+                for c in (0..dcols).filter(|&c| written(c)) {
+                    parity::update_parity_delta(
+                        c,
+                        &job.old[c][range.clone()],
+                        &job.new[c][range.clone()],
+                        &mut p0[0][range.clone()],
+                        rest.first_mut().map(|q| &mut q[range.clone()]),
+                    );
+                }
+            }
+            Mode::Rebuild => rebuild_row_parity(job, r, width, dcols, np, &mut par),
+        }
+    }
+    par
+}
+
+/// Parity of a degraded row some of whose unwritten data is lost: the lost columns rebuilt
+/// from what survives, the new data applied, the parity recomputed.
+fn rebuild_row_parity(
+    job: &StripeJob,
+    r: usize,
+    width: usize,
+    dcols: usize,
+    np: usize,
+    par: &mut [Vec<u8>],
+) {
+    let range = r * PS..(r + 1) * PS;
+    let mut row: Vec<Vec<u8>> = (0..width)
+        .map(|c| {
+            if job.missing.contains(&c) {
+                vec![0u8; PS]
+            } else {
+                job.old[c][range.clone()].to_vec()
+            }
+        })
+        .collect();
+    let mut refs: Vec<&mut [u8]> = row.iter_mut().map(|v| v.as_mut_slice()).collect();
+    parity::reconstruct(&mut refs, np, &job.missing).expect("rebuild within the parity's reach");
+    for c in (0..dcols).filter(|&c| job.wmask[c].contains(r)) {
+        row[c].copy_from_slice(&job.new[c][range.clone()]);
+    }
+    let data: Vec<&[u8]> = row[..dcols].iter().map(|v| v.as_slice()).collect();
+    gen_parity(&data, par, range);
 }

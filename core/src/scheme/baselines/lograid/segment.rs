@@ -1,25 +1,21 @@
 //! The open segment taking pages, and sealed segments written as full stripes.
 
-use super::{Job, LogRaid, PS, Segment, Slot};
+use super::{Job, LogRaid, Segment, Slot, Writer};
 use crate::engine::ctx::Ctx;
 use crate::scheme::baselines::array::{ColWrite, Outcome};
-use crate::scheme::baselines::sparse::NONE;
-use crate::types::PAGE_SIZE;
+use crate::scheme::baselines::logbase::{PS, Run};
 
 impl LogRaid {
-    // ------------------------------------------------------------------ segments
-
-    /// Room for one more page in the open segment, opening one if needed. `gc` may use the
-    /// reserve.
-    pub(super) fn ensure_open(&mut self, ctx: &Ctx, gc: bool) -> bool {
+    /// Room for one more page in the open segment, opening one if needed. The `cleaner` may
+    /// use the reserve.
+    pub(super) fn ensure_open(&mut self, ctx: &Ctx, cleaner: bool) -> bool {
         if self.open.is_some() {
             return true;
         }
-        let floor = if gc { 0 } else { self.reserve };
-        if self.space.free_count() <= floor {
+        if !self.log.can_open(cleaner) {
             return false;
         }
-        let seg = self.space.alloc(1, |_| true).expect("free segment");
+        let seg = self.log.space.alloc(1, |_| true).expect("free segment");
         let sp = self.seg_pages() as usize;
         self.open = Some(Segment {
             seg,
@@ -52,12 +48,12 @@ impl LogRaid {
             d[i * PS..(i + 1) * PS].copy_from_slice(p);
         }
         o.slots.push(slot);
-        self.space.set_summary(o.seg, o.fill, slot.lpa);
+        self.log.space.set_summary(o.seg, o.fill, slot.lpa);
         o.fill += 1;
-        if let Some(w) = writer {
+        if let Some(job) = writer {
             match o.writers.last_mut() {
-                Some((x, n)) if *x == w => *n += 1,
-                _ => o.writers.push((w, 1)),
+                Some(w) if w.job == job => w.pages += 1,
+                _ => o.writers.push(Writer { job, pages: 1 }),
             }
         }
         if o.fill == sp {
@@ -83,8 +79,7 @@ impl LogRaid {
             };
             let geo = &self.core.geo;
             let (ppb, dcols, bs) = (geo.ppb, geo.dcols(), geo.block_size as usize);
-            let sp = self.space.seg_pages();
-            self.padded_pages += (sp - s.fill) as u64;
+            self.padded_pages += (self.log.seg_pages() - s.fill) as u64;
             self.segments_written += 1;
             let writes: Vec<ColWrite> = (0..dcols)
                 .map(|c| ColWrite {
@@ -108,40 +103,34 @@ impl LogRaid {
         };
         self.inflight_segs -= 1;
         let sp = self.seg_pages();
-        let ok = out.is_ok();
-        if ok {
+        if out.is_ok() {
             for (i, slot) in s.slots.iter().enumerate() {
-                let ppa = s.seg * sp + i as u32;
-                if slot.src == NONE {
-                    self.remap(slot.lpa, ppa);
-                } else if self.map.get(slot.lpa as u64) == slot.src
-                    && self.space.generation(slot.src / sp) == slot.src_gen
-                {
-                    self.remap(slot.lpa, ppa);
-                    self.cleaned_pages += 1;
-                }
+                self.cleaned_pages += self.log.land(Run {
+                    lpa: slot.lpa,
+                    ppa: s.seg * sp + i as u32,
+                    count: 1,
+                    from: slot.from,
+                }) as u64;
             }
         }
-        for (w, n) in s.writers {
+        for w in s.writers {
             let Some(Job::Write {
-                outstanding,
+                w: write,
                 appended,
-                len,
-                err,
-                ..
-            }) = self.jobs.get_mut(w)
+                outstanding,
+            }) = self.jobs.get_mut(w.job)
             else {
                 unreachable!()
             };
-            *outstanding -= n;
+            *outstanding -= w.pages;
             if let Err(e) = &out {
-                err.get_or_insert_with(|| e.clone());
+                write.fail(e);
             }
-            if *outstanding == 0 && *appended as u64 == *len / PAGE_SIZE {
-                self.finish_write(ctx, w);
+            if *outstanding == 0 && *appended == write.pages() {
+                self.finish_write(ctx, w.job);
             }
         }
-        self.space.release(s.seg);
+        self.log.space.release(s.seg);
         self.kick(ctx);
     }
 }

@@ -1,6 +1,8 @@
 //! 4-RAIDM (paper §5.3): the groups of 4-RAID5 (one volume per group), but every write is
 //! mirrored, two copies on two disks of the group, appended log-structured; no parity, so no
 //! write ever reads. It isolates the effect of replacing RAID writes with replicated writes.
+//! Each group is a [`Log`] of the log-structured base whose segments are MUs, written in place
+//! at [`Heads`] as [`Copies`]; what is 4-RAIDM's own is where an MU's two copies sit.
 //!
 //! - **Mirror units (MUs).** A group's space is a sequence of chunk positions
 //!   `pos = row * width + disk`; MU `m` is the two positions `2m` and `2m + 1`, i.e. the same
@@ -26,53 +28,16 @@ mod write;
 
 use std::collections::VecDeque;
 
-use super::BaselineConfig;
+use super::config::{BaselineConfig, RaidmConfig};
 use super::gather::Gather;
-use super::logspace::SegSpace;
-use super::sparse::{NONE, SparseU32};
-use crate::engine::api::Data;
+use super::logbase::{Copies, Heads, Log, LogShape, NONE, UserWrite, Victim};
 use crate::engine::ctx::Ctx;
 use crate::scheme::locks::BlockLocks;
 use crate::slab::Slab;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 
-const PS: usize = PAGE_SIZE as usize;
-const NO_SPACE: &str = "no space left in the group";
-
-#[derive(Debug, Clone)]
-pub struct RaidmConfig {
-    /// Space beyond the group's volumes (counted once, before mirroring), as a share.
-    pub spare_fraction: f64,
-    /// Clean when free MUs fall below this share of the group's MUs.
-    pub gc_low_water: f64,
-    /// Open MUs per group taking writes in turn; 0 = one per disk.
-    pub heads: usize,
-    pub cleaners: usize,
-}
-
-impl Default for RaidmConfig {
-    fn default() -> Self {
-        RaidmConfig {
-            spare_fraction: 0.25,
-            gc_low_water: 0.05,
-            heads: 0,
-            cleaners: 1,
-        }
-    }
-}
-
-/// A run of pages placed in one MU: first logical page, first physical page, count; and for a
-/// cleaner's copy, the physical page it came from (NONE for user data).
-#[derive(Clone, Copy)]
-struct Placed {
-    lpa: u32,
-    ppa: u32,
-    count: u32,
-    src: u32,
-    /// Generation of the source MU when the copy was taken.
-    src_gen: u32,
-}
-
+/// One device read of a user read: `count` pages from `slot` of MU `mu`, landing at `buf_off`
+/// of the result, from copy `copy`.
 struct RPart {
     buf_off: u64,
     mu: u32,
@@ -88,41 +53,20 @@ enum Job {
         parts: Vec<RPart>,
     },
     Write {
-        id: u64,
-        at: Nanos,
-        vol: usize,
-        offset: u64,
-        len: u64,
-        data: Option<Data>,
-        unmap: bool,
-        fua: bool,
+        w: UserWrite,
         head: usize,
+        /// Pages placed so far.
         placed: u32,
-        pieces: Vec<Placed>,
-        /// Copies written, and copies still in flight, per piece.
-        ok: Vec<u8>,
-        left: Vec<u8>,
-        pending: u32,
-        err: Option<String>,
+        copies: Copies,
     },
     Clean {
         grp: usize,
-        mu: u32,
         /// The head every live page of the victim is appended at (chosen when the reads are
         /// done), like a user write's.
         head: usize,
-        /// (slot, lpa) of the live pages.
-        pages: Vec<(u32, u32)>,
-        data: Option<Vec<u8>>,
-        /// Reads: (index of first page, slot, count, copy).
-        runs: Vec<(usize, u32, u32, u8)>,
+        victim: Victim,
         reading: bool,
-        failed: bool,
-        placed: usize,
-        pieces: Vec<Placed>,
-        ok: Vec<u8>,
-        left: Vec<u8>,
-        pending: u32,
+        copies: Copies,
     },
     Flush {
         id: u64,
@@ -131,36 +75,24 @@ enum Job {
     },
 }
 
-struct Head {
-    mu: u32,
-    fill: u32,
-}
-
+/// A group: its disks, the log of its mirror units, and the heads taking writes.
 struct Group {
     disks: Vec<DiskId>,
-    space: SegSpace,
-    map: SparseU32,
-    heads: Vec<Option<Head>>,
-    next_head: usize,
-    waiters: VecDeque<u64>,
-    gc_waiters: VecDeque<u64>,
-    cleaning: usize,
-    reserve: usize,
-    low_water: usize,
+    log: Log,
+    heads: Heads,
 }
 
-struct Vol {
-    name: String,
-    size: u64,
+/// Where a volume lives: its group, and its index among the volumes of the group's log.
+#[derive(Clone, Copy)]
+struct VolAt {
     grp: usize,
-    base: u64,
-    mapped: u64,
+    idx: usize,
 }
 
 pub struct RaidM {
     cfg: RaidmConfig,
     groups: Vec<Group>,
-    vols: Vec<Vol>,
+    vols: Vec<VolAt>,
     locks: Vec<BlockLocks<u64>>,
     jobs: Slab<Job>,
     ready: VecDeque<u64>,
@@ -172,23 +104,35 @@ pub struct RaidM {
     pub cleaned_pages: u64,
 }
 
+fn heads(rc: &RaidmConfig, width: usize) -> usize {
+    if rc.heads == 0 { width } else { rc.heads }
+}
+
 /// Mirror units a group with `lp` logical pages gets: its pages plus the spare share, the
 /// cleaner's reserve and the open heads.
 fn group_units(rc: &RaidmConfig, lp: u64, ppb: u32, width: usize) -> u64 {
-    let heads = if rc.heads == 0 { width } else { rc.heads };
-    let reserve = rc.cleaners.max(1) + 2;
-    ((lp as f64 * (1.0 + rc.spare_fraction)) / ppb as f64).ceil() as u64
-        + (reserve + 2 * heads + 4) as u64
+    LogShape::segments_for(
+        lp,
+        rc.spare_fraction,
+        ppb as usize,
+        rc.cleaners,
+        2 * heads(rc, width),
+    )
+}
+
+/// Logical pages of each group: volume i lives on group i mod groups.
+fn group_pages(cfg: &BaselineConfig, groups: usize) -> Vec<u64> {
+    let mut logical = vec![0u64; groups];
+    for (i, &size) in cfg.volumes.iter().enumerate() {
+        logical[i % groups] += size / PAGE_SIZE;
+    }
+    logical
 }
 
 /// Rows per member the groups use.
 pub fn rows_needed(cfg: &BaselineConfig) -> Result<u64, String> {
     let geo = cfg.geometry()?;
-    let mut logical = vec![0u64; geo.groups];
-    for (i, &size) in cfg.volumes.iter().enumerate() {
-        logical[i % geo.groups] += size / PAGE_SIZE;
-    }
-    Ok(logical
+    Ok(group_pages(cfg, geo.groups)
         .iter()
         .map(|&lp| {
             (2 * group_units(&cfg.raidm, lp, geo.ppb as u32, geo.width)).div_ceil(geo.width as u64)
@@ -201,27 +145,13 @@ impl RaidM {
     pub fn new(cfg: &BaselineConfig) -> Result<Self, String> {
         let geo = cfg.geometry()?;
         let rc = cfg.raidm.clone();
-        let width = geo.width;
-        let ppb = geo.ppb as u32;
-        let heads = if rc.heads == 0 { width } else { rc.heads };
+        let (width, ppb) = (geo.width, geo.ppb as u32);
+        let heads = heads(&rc, width);
         let cleaners = rc.cleaners.max(1);
-        let mut vols = Vec::new();
-        let mut logical = vec![0u64; geo.groups];
-        for (i, &size) in cfg.volumes.iter().enumerate() {
-            let grp = i % geo.groups;
-            vols.push(Vol {
-                name: format!("v{i}"),
-                size,
-                grp,
-                base: logical[grp],
-                mapped: 0,
-            });
-            logical[grp] += size / PAGE_SIZE;
-        }
         let capacity = width as u64 * geo.rows / 2;
         let mut groups = Vec::new();
-        for (g, &lp) in logical.iter().enumerate() {
-            let reserve = cleaners + 2;
+        for (g, &lp) in group_pages(cfg, geo.groups).iter().enumerate() {
+            let reserve = LogShape::reserve(cleaners);
             let want = group_units(&rc, lp, ppb, width);
             if want > capacity {
                 return Err(format!(
@@ -231,21 +161,27 @@ impl RaidM {
             if want * ppb as u64 >= NONE as u64 {
                 return Err("raidm: more than 2^32 pages in a group".into());
             }
-            let low_water =
-                ((want as f64 * rc.gc_low_water).ceil() as usize).max(reserve + heads + cleaners);
+            let shape = LogShape {
+                segments: want as u32,
+                seg_pages: ppb,
+                reserve,
+                low_water: LogShape::low_water(want, rc.gc_low_water, reserve + heads + cleaners),
+            };
+            let vols = (g..cfg.volumes.len())
+                .step_by(geo.groups)
+                .map(|i| (format!("v{i}"), cfg.volumes[i]));
             groups.push(Group {
                 disks: geo.group_disks(g).collect(),
-                space: SegSpace::new(want as u32, ppb),
-                map: SparseU32::new(lp),
-                heads: (0..heads).map(|_| None).collect(),
-                next_head: 0,
-                waiters: VecDeque::new(),
-                gc_waiters: VecDeque::new(),
-                cleaning: 0,
-                reserve,
-                low_water,
+                log: Log::new(shape, vols),
+                heads: Heads::new(heads),
             });
         }
+        let vols: Vec<VolAt> = (0..cfg.volumes.len())
+            .map(|i| VolAt {
+                grp: i % geo.groups,
+                idx: i / geo.groups,
+            })
+            .collect();
         Ok(RaidM {
             locks: vols.iter().map(|_| BlockLocks::default()).collect(),
             vols,
@@ -263,7 +199,7 @@ impl RaidM {
     }
 
     pub fn free_units(&self, grp: usize) -> usize {
-        self.groups[grp].space.free_count()
+        self.groups[grp].log.space.free_count()
     }
 
     /// Disk and byte offset of copy `copy` of page `slot` of MU `mu` in group `grp`.
@@ -276,47 +212,25 @@ impl RaidM {
         )
     }
 
-    fn vol_of(&self, grp: usize, lpa: u64) -> usize {
-        self.vols
-            .iter()
-            .rposition(|v| v.grp == grp && v.base <= lpa)
-            .expect("lpa in some volume")
-    }
-
-    fn remap(&mut self, grp: usize, lpa: u32, ppa: u32) {
-        let ppb = self.ppb;
-        let v = self.vol_of(grp, lpa as u64);
-        let g = &mut self.groups[grp];
-        let old = g.map.set(lpa as u64, ppa);
-        if old != NONE {
-            g.space.sub_valid(old / ppb);
-            self.vols[v].mapped -= 1;
-        }
-        if ppa != NONE {
-            g.space.add_valid(ppa / ppb);
-            self.vols[v].mapped += 1;
-        }
-    }
-
     fn kick(&mut self, ctx: &mut Ctx, grp: usize) {
-        while let Some(&h) = self.groups[grp].gc_waiters.front() {
+        while let Some(&h) = self.groups[grp].log.gc_waiters.front() {
             if self.place_clean(ctx, h) {
-                self.groups[grp].gc_waiters.pop_front();
+                self.groups[grp].log.gc_waiters.pop_front();
                 self.clean_maybe_done(ctx, h);
             } else {
                 break;
             }
         }
-        while let Some(&h) = self.groups[grp].waiters.front() {
+        while let Some(&h) = self.groups[grp].log.waiters.front() {
             if self.place_write(ctx, h) {
-                self.groups[grp].waiters.pop_front();
+                self.groups[grp].log.waiters.pop_front();
                 self.maybe_complete_write(ctx, h);
             } else {
                 break;
             }
         }
         self.kick_cleaning(ctx, grp);
-        if !self.groups[grp].waiters.is_empty() {
+        if !self.groups[grp].log.waiters.is_empty() {
             self.check_stuck(ctx, grp);
         }
     }

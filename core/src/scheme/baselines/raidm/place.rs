@@ -1,198 +1,107 @@
-//! Placing pages in a head's mirror unit, both copies issued, and settling each piece.
+//! Placing pages in a head's mirror unit, both copies issued, and settling each run.
 
-use super::{Head, Job, Placed, RaidM};
+use super::{Job, RaidM};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
-use crate::scheme::baselines::sparse::NONE;
+use crate::scheme::baselines::logbase::{Copies, Run};
 use crate::types::PAGE_SIZE;
 
+/// Pages to place at a head of a group: `count` logical pages from `lpa` (fewer go where the
+/// head's MU ends).
+pub(super) struct Placement<'a> {
+    pub grp: usize,
+    pub head: usize,
+    pub lpa: u32,
+    pub count: u32,
+    /// For the cleaner's copy: the physical page its first page was read from. The cleaner
+    /// may take the reserve and writes in the background.
+    pub src: Option<u32>,
+    pub data: Option<&'a [u8]>,
+    pub fua: bool,
+}
+
 impl RaidM {
-    /// Room in head `head` of `grp`, opening a fresh MU there if needed (the cleaner may use
-    /// the reserve). Returns (mu, free slots).
-    fn head_room(&mut self, ctx: &Ctx, grp: usize, head: usize, gc: bool) -> Option<(u32, u32)> {
-        let ppb = self.ppb;
-        let w = self.width as u64;
-        let g = &mut self.groups[grp];
-        if let Some(hd) = &g.heads[head] {
-            if hd.fill < ppb {
-                return Some((hd.mu, ppb - hd.fill));
-            }
-            let mu = hd.mu;
-            g.heads[head] = None;
-            g.space.release(mu);
+    fn copies(&mut self, h: u64) -> &mut Copies {
+        match self.jobs.get_mut(h) {
+            Some(Job::Write { copies, .. } | Job::Clean { copies, .. }) => copies,
+            _ => unreachable!(),
         }
-        let floor = if gc { 0 } else { g.reserve };
-        if g.space.free_count() <= floor {
-            return None;
-        }
-        let healthy: Vec<bool> = g.disks.iter().map(|&d| !ctx.is_failed(d)).collect();
-        let mu = g
-            .space
-            .alloc(2 * w as usize, |m| {
-                let p = 2 * m as u64;
-                healthy[(p % w) as usize] && healthy[((p + 1) % w) as usize]
-            })
-            .expect("free MU");
-        g.heads[head] = Some(Head { mu, fill: 0 });
-        Some((mu, ppb))
     }
 
-    /// Place pages in the head's MU and issue both copies of each piece. Returns the pieces.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn place(
-        &mut self,
-        ctx: &mut Ctx,
-        h: u64,
-        grp: usize,
-        head: usize,
-        gc: bool,
-        lpa: u32,
-        want: u32,
-        src: u32,
-        data: Option<&[u8]>,
-        fua: bool,
-        bg: bool,
-    ) -> Option<Placed> {
-        let (mu, room) = self.head_room(ctx, grp, head, gc)?;
-        let count = want.min(room);
-        let g = &mut self.groups[grp];
-        let hd = g.heads[head].as_mut().expect("open head");
-        let slot = hd.fill;
-        hd.fill += count;
-        g.space.hold(mu);
-        for i in 0..count {
-            g.space.set_summary(mu, slot + i, lpa + i);
-        }
-        let src_gen = if src == NONE {
-            0
-        } else {
-            g.space.generation(src / self.ppb)
-        };
-        let piece = Placed {
-            lpa,
-            ppa: mu * self.ppb + slot,
+    /// Place pages in the head's MU (opening a fresh one on two healthy disks if need be)
+    /// and issue both copies. Returns the run placed; None when no MU may be opened.
+    pub(super) fn place(&mut self, ctx: &mut Ctx, h: u64, p: Placement) -> Option<Run> {
+        let cleaner = p.src.is_some();
+        let (ppb, w) = (self.ppb, self.width as u64);
+        let g = &mut self.groups[p.grp];
+        let healthy: Vec<bool> = g.disks.iter().map(|&d| !ctx.is_failed(d)).collect();
+        let room = g
+            .heads
+            .room(&mut g.log, p.head, cleaner, 2 * w as usize, |m| {
+                let q = 2 * m as u64;
+                healthy[(q % w) as usize] && healthy[((q + 1) % w) as usize]
+            })?;
+        let count = p.count.min(room.free);
+        let slot = g.heads.append(&mut g.log, p.head, p.lpa, count);
+        let run = Run {
+            lpa: p.lpa,
+            ppa: room.seg * ppb + slot,
             count,
-            src,
-            src_gen,
+            from: p.src.map(|s| g.log.origin(s)),
         };
-        let pidx = match self.jobs.get(h) {
-            Some(Job::Write { pieces, .. } | Job::Clean { pieces, .. }) => pieces.len() as u32,
-            _ => unreachable!(),
-        };
+        let idx = self.copies(h).next();
         let mut issued = 0;
         for copy in 0..2u8 {
-            let (disk, off) = self.locate(grp, mu, copy, slot);
+            let (disk, off) = self.locate(p.grp, room.seg, copy, slot);
             if ctx.is_failed(disk) {
                 continue;
             }
             let bytes = count as u64 * PAGE_SIZE;
-            let payload = match data {
+            let payload = match p.data {
                 Some(d) => Data::Bytes(d[..bytes as usize].to_vec()),
                 None => Data::Size(bytes),
             };
-            ctx.issue(
-                disk,
-                DevOp::Write {
-                    offset: off,
-                    data: payload,
-                    fua,
-                },
-                IoTag {
-                    job: h,
-                    part: pidx * 2 + copy as u32,
-                },
-                bg,
-            );
+            let op = DevOp::Write {
+                offset: off,
+                data: payload,
+                fua: p.fua,
+            };
+            let part = idx as u32 * 2 + copy as u32;
+            ctx.issue(disk, op, IoTag { job: h, part }, cleaner);
             issued += 1;
         }
-        match self.jobs.get_mut(h) {
-            Some(Job::Write {
-                pieces,
-                ok,
-                left,
-                pending,
-                ..
-            })
-            | Some(Job::Clean {
-                pieces,
-                ok,
-                left,
-                pending,
-                ..
-            }) => {
-                pieces.push(piece);
-                ok.push(0);
-                left.push(issued);
-                *pending += issued as u32;
-            }
-            _ => unreachable!(),
-        }
+        self.copies(h).push(run, issued);
         if issued == 0 {
-            self.settle_piece(h, pidx as usize);
+            self.settle(h, idx);
         }
-        Some(piece)
+        Some(run)
     }
 
-    /// Every copy of piece `i` of job `h` is back: point the mapping at it (a cleaner's copy
+    /// Every copy of run `i` of job `h` is back: point the mapping at it (a cleaner's copy
     /// only if the page still lives where it was copied from) and let its MU go.
-    fn settle_piece(&mut self, h: u64, i: usize) {
-        let ppb = self.ppb;
-        let (grp, p, ok, gc) = match self.jobs.get_mut(h) {
-            Some(Job::Write {
-                vol,
-                pieces,
-                ok,
-                err,
-                ..
-            }) => {
-                if ok[i] == 0 {
-                    err.get_or_insert_with(|| "both copies of a mirrored write failed".into());
+    fn settle(&mut self, h: u64, i: usize) {
+        let (grp, run, written) = match self.jobs.get_mut(h) {
+            Some(Job::Write { w, copies, .. }) => {
+                if !copies.written(i) {
+                    w.fail("both copies of a mirrored write failed");
                 }
-                (self.vols[*vol].grp, pieces[i], ok[i], false)
+                (self.vols[w.vol].grp, copies.runs[i], copies.written(i))
             }
-            Some(Job::Clean {
-                grp, pieces, ok, ..
-            }) => (*grp, pieces[i], ok[i], true),
+            Some(Job::Clean { grp, copies, .. }) => (*grp, copies.runs[i], copies.written(i)),
             _ => unreachable!(),
         };
-        if ok > 0 {
-            for k in 0..p.count {
-                let g = &self.groups[grp];
-                let live = !gc
-                    || (g.map.get((p.lpa + k) as u64) == p.src + k
-                        && g.space.generation(p.src / ppb) == p.src_gen);
-                if live {
-                    self.remap(grp, p.lpa + k, p.ppa + k);
-                    if gc {
-                        self.cleaned_pages += 1;
-                    }
-                }
-            }
+        let log = &mut self.groups[grp].log;
+        if written {
+            self.cleaned_pages += log.land(run) as u64;
         }
-        self.groups[grp].space.release(p.ppa / ppb);
+        log.space.release(run.ppa / self.ppb);
     }
 
-    pub(super) fn piece_io_done(&mut self, h: u64, part: u32, result: &IoResult) {
+    pub(super) fn copy_io_done(&mut self, h: u64, part: u32, result: &IoResult) {
         let i = (part / 2) as usize;
-        let settled = match self.jobs.get_mut(h) {
-            Some(Job::Write {
-                ok, left, pending, ..
-            })
-            | Some(Job::Clean {
-                ok, left, pending, ..
-            }) => {
-                if result.is_ok() {
-                    ok[i] += 1;
-                }
-                left[i] -= 1;
-                *pending -= 1;
-                left[i] == 0
-            }
-            _ => unreachable!(),
-        };
-        if settled {
-            self.settle_piece(h, i);
+        if self.copies(h).copy_back(i, result.is_ok()) {
+            self.settle(h, i);
         }
     }
 }

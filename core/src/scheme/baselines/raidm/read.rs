@@ -1,43 +1,29 @@
 //! Reads: the first live copy of each run of mapped pages, the other copy on a failure.
 
-use super::{Job, RPart, RaidM};
+use super::{Job, RPart, RaidM, VolAt};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::scheme::baselines::gather::Gather;
-use crate::scheme::baselines::sparse::NONE;
 use crate::types::PAGE_SIZE;
 
 impl RaidM {
-    // ------------------------------------------------------------------ reads
-
     pub(super) fn start_read(&mut self, ctx: &mut Ctx, id: u64, vol: usize, offset: u64, len: u64) {
-        let grp = self.vols[vol].grp;
-        let base = self.vols[vol].base + offset / PAGE_SIZE;
+        let VolAt { grp, idx } = self.vols[vol];
         let ppb = self.ppb;
-        let mut parts: Vec<RPart> = Vec::new();
-        for i in 0..len / PAGE_SIZE {
-            let ppa = self.groups[grp].map.get(base + i);
-            if ppa == NONE {
-                continue;
-            }
-            let (mu, slot) = (ppa / ppb, ppa % ppb);
-            if let Some(p) = parts.last_mut()
-                && p.mu == mu
-                && p.slot + p.count == slot
-                && p.buf_off + p.count as u64 * PAGE_SIZE == i * PAGE_SIZE
-            {
-                p.count += 1;
-                continue;
-            }
-            parts.push(RPart {
-                buf_off: i * PAGE_SIZE,
-                mu,
-                slot,
-                count: 1,
+        let runs = self.groups[grp]
+            .log
+            .read_runs(idx, offset / PAGE_SIZE, len / PAGE_SIZE, ppb);
+        let parts: Vec<RPart> = runs
+            .iter()
+            .map(|r| RPart {
+                buf_off: r.page * PAGE_SIZE,
+                mu: r.ppa / ppb,
+                slot: r.ppa % ppb,
+                count: r.count,
                 copy: 0,
-            });
-        }
+            })
+            .collect();
         let n = parts.len();
         let h = self.jobs.insert(Job::Read {
             g: Gather::new(ctx, id, len, n as u32),
@@ -72,7 +58,7 @@ impl RaidM {
             }
             Some(c) => {
                 parts[i].copy = c;
-                self.groups[grp].space.pin(mu);
+                self.groups[grp].log.space.pin(mu);
                 let (disk, off) = self.locate(grp, mu, c, slot);
                 ctx.issue(
                     disk,
@@ -99,7 +85,7 @@ impl RaidM {
         if let Ok(Some(Data::Bytes(d))) = &result {
             g.put(off, d);
         }
-        let freed = self.groups[grp].space.unpin(mu);
+        let freed = self.groups[grp].log.space.unpin(mu);
         if !ok {
             // That copy's disk failed: try the other one.
             self.issue_read(ctx, h, i, copy + 1);

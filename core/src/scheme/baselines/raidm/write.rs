@@ -1,45 +1,31 @@
 //! User writes, trims and write-zeroes: head choice, placement, acknowledging, failing for space.
 
-use super::{Job, NO_SPACE, PS, RaidM};
-use crate::engine::api::{IoResult, ReqError};
+use super::place::Placement;
+use super::{Job, RaidM, VolAt};
+use crate::engine::api::IoResult;
 use crate::engine::ctx::Ctx;
-use crate::scheme::baselines::sparse::NONE;
-use crate::types::PAGE_SIZE;
 
 impl RaidM {
-    // ------------------------------------------------------------------ writes
-
     pub(super) fn start_write(&mut self, ctx: &mut Ctx, h: u64) {
-        let (vol, offset, len, unmap) = match self.jobs.get(h) {
-            Some(Job::Write {
-                vol,
-                offset,
-                len,
-                unmap,
-                ..
-            }) => (*vol, *offset, *len, *unmap),
-            _ => unreachable!(),
+        let Some(Job::Write { w, .. }) = self.jobs.get(h) else {
+            unreachable!()
         };
-        let grp = self.vols[vol].grp;
-        if unmap {
-            let base = self.vols[vol].base + offset / PAGE_SIZE;
-            for i in 0..len / PAGE_SIZE {
-                self.remap(grp, (base + i) as u32, NONE);
-            }
+        let VolAt { grp, idx } = self.vols[w.vol];
+        if w.unmaps() {
+            let (first, pages) = (w.first_page(), w.pages() as u64);
+            self.groups[grp].log.unmap(idx, first, pages);
             self.finish_write(ctx, h);
             self.kick(ctx, grp);
             return;
         }
-        let g = &mut self.groups[grp];
-        let head = g.next_head;
-        g.next_head = (head + 1) % g.heads.len();
-        if let Some(Job::Write { head: hd, .. }) = self.jobs.get_mut(h) {
-            *hd = head;
+        let turn = self.groups[grp].heads.turn();
+        if let Some(Job::Write { head, .. }) = self.jobs.get_mut(h) {
+            *head = turn;
         }
         if self.place_write(ctx, h) {
             self.maybe_complete_write(ctx, h);
         } else {
-            self.groups[grp].waiters.push_back(h);
+            self.groups[grp].log.waiters.push_back(h);
             self.check_stuck(ctx, grp);
         }
     }
@@ -48,115 +34,80 @@ impl RaidM {
     pub(super) fn place_write(&mut self, ctx: &mut Ctx, h: u64) -> bool {
         loop {
             let Some(Job::Write {
-                vol,
-                offset,
-                len,
-                placed,
-                head,
-                fua,
-                data,
-                ..
+                w, placed, head, ..
             }) = self.jobs.get(h)
             else {
                 unreachable!()
             };
-            let total = (len / PAGE_SIZE) as u32;
-            if *placed == total {
+            let (placed, head) = (*placed, *head);
+            let total = w.pages();
+            if placed == total {
                 return true;
             }
-            let (vol, placed, head, fua) = (*vol, *placed, *head, *fua);
-            let grp = self.vols[vol].grp;
-            let lpa = (self.vols[vol].base + offset / PAGE_SIZE) as u32 + placed;
-            let bytes: Option<Vec<u8>> = match data {
-                Some(d) => d.bytes().map(|b| b[placed as usize * PS..].to_vec()),
-                None => (!ctx.size_only).then(|| vec![0u8; (total - placed) as usize * PS]),
-            };
-            let Some(p) = self.place(
-                ctx,
-                h,
+            let VolAt { grp, idx } = self.vols[w.vol];
+            let lpa = self.groups[grp].log.lpa(idx, w.first_page()) + placed;
+            let bytes: Option<Vec<u8>> = w.bytes_from(placed).map(|b| b.to_vec());
+            let fua = w.fua;
+            let p = Placement {
                 grp,
                 head,
-                false,
                 lpa,
-                total - placed,
-                NONE,
-                bytes.as_deref(),
+                count: total - placed,
+                src: None,
+                data: bytes.as_deref(),
                 fua,
-                false,
-            ) else {
+            };
+            let Some(run) = self.place(ctx, h, p) else {
                 return false;
             };
             if let Some(Job::Write { placed, .. }) = self.jobs.get_mut(h) {
-                *placed += p.count;
+                *placed += run.count;
             }
         }
     }
 
     pub(super) fn write_io_done(&mut self, ctx: &mut Ctx, h: u64, part: u32, result: IoResult) {
-        self.piece_io_done(h, part, &result);
+        self.copy_io_done(h, part, &result);
         self.maybe_complete_write(ctx, h);
     }
 
-    /// Once every page is placed and every copy is back (each piece switched the mapping as it
+    /// Once every page is placed and every copy is back (each run switched the mapping as it
     /// settled): answer.
     pub(super) fn maybe_complete_write(&mut self, ctx: &mut Ctx, h: u64) {
         let Some(Job::Write {
-            vol,
-            len,
-            placed,
-            pending,
-            ..
+            w, placed, copies, ..
         }) = self.jobs.get(h)
         else {
             unreachable!()
         };
-        if *pending > 0 || (*placed as u64) < *len / PAGE_SIZE {
+        if copies.pending > 0 || *placed < w.pages() {
             return;
         }
-        let grp = self.vols[*vol].grp;
+        let grp = self.vols[w.vol].grp;
         self.finish_write(ctx, h);
         self.kick(ctx, grp);
     }
 
     fn finish_write(&mut self, ctx: &mut Ctx, h: u64) {
-        let Some(Job::Write {
-            id,
-            at,
-            vol,
-            offset,
-            len,
-            err,
-            ..
-        }) = self.jobs.remove(h)
-        else {
+        let Some(Job::Write { w, .. }) = self.jobs.remove(h) else {
             unreachable!()
         };
-        self.ready
-            .extend(self.locks[vol].release(offset / PAGE_SIZE, (offset + len) / PAGE_SIZE));
-        let r = match err {
-            None => Ok(None),
-            Some(e) if e == NO_SPACE => Err(ReqError::NoSpace),
-            Some(e) => Err(ReqError::Io(e)),
-        };
-        ctx.reply(id, at, r);
+        w.finish(ctx, &mut self.locks, &mut self.ready);
     }
 
+    /// No free MU, nothing in the group that could free one: fail the waiting writes.
     pub(super) fn check_stuck(&mut self, ctx: &mut Ctx, grp: usize) {
-        let g = &self.groups[grp];
         let busy = self.jobs_in_group(grp);
-        if g.space.free_count() > g.reserve || g.cleaning > 0 || g.space.cleanable() > 0 || busy {
+        if self.groups[grp].log.may_free_space() || busy {
             return;
         }
-        while let Some(h) = self.groups[grp].waiters.pop_front() {
-            let Some(Job::Write {
-                err, placed, len, ..
-            }) = self.jobs.get_mut(h)
-            else {
+        while let Some(h) = self.groups[grp].log.waiters.pop_front() {
+            let Some(Job::Write { w, placed, .. }) = self.jobs.get_mut(h) else {
                 unreachable!()
             };
-            // Pieces already placed settle on their own; the rest is never placed.
-            err.get_or_insert_with(|| NO_SPACE.into());
-            *placed = (*len / PAGE_SIZE) as u32;
+            // Runs already placed settle on their own; the rest is never placed.
+            w.no_space();
+            *placed = w.pages();
             self.maybe_complete_write(ctx, h);
         }
     }
@@ -167,7 +118,9 @@ impl RaidM {
             .handles()
             .into_iter()
             .any(|h| match self.jobs.get(h) {
-                Some(Job::Write { vol, pending, .. }) => self.vols[*vol].grp == grp && *pending > 0,
+                Some(Job::Write { w, copies, .. }) => {
+                    self.vols[w.vol].grp == grp && copies.pending > 0
+                }
                 Some(Job::Read { grp: g, .. }) | Some(Job::Clean { grp: g, .. }) => *g == grp,
                 _ => false,
             })

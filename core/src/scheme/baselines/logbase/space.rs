@@ -1,6 +1,6 @@
-//! Segment bookkeeping for the log-structured baselines (LogRAID, RAIDM): which segments are
-//! free, how many live pages each holds, which logical page each slot was written for (the
-//! segment summary, as in LFS), read pins, and greedy victim choice for cleaning.
+//! Segment bookkeeping of a log: which segments are free, how many live pages each holds, which
+//! logical page each slot was written for (the segment summary, as in LFS), read pins, and
+//! greedy victim choice for cleaning.
 //!
 //! A segment is *held* while it is open for appends or has writes in flight; it is *closed*
 //! when allocated and not held. Closed segments sit in buckets by live-page count so the
@@ -11,6 +11,13 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::sparse::NONE;
+
+/// A live page of a segment: its slot, and the logical page the summary names for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LivePage {
+    pub slot: u32,
+    pub lpa: u32,
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum St {
@@ -121,16 +128,19 @@ impl SegSpace {
         self.summary[s as usize].as_deref().unwrap_or(&[])
     }
 
-    /// The pages of segment `s` still live, as (slot, logical page): those its summary
-    /// names whose mapping (`mapped(lpa)`, a physical page) still points at `first + slot`,
-    /// where `first` is the segment's first physical page. Checked against the live count.
-    pub fn still_live(&self, s: u32, first: u32, mapped: impl Fn(u32) -> u32) -> Vec<(u32, u32)> {
-        let pages: Vec<(u32, u32)> = self
+    /// The pages of segment `s` still live: those its summary names whose mapping
+    /// (`mapped(lpa)`, a physical page) still points at `first + slot`, where `first` is the
+    /// segment's first physical page. Checked against the live count.
+    pub fn still_live(&self, s: u32, first: u32, mapped: impl Fn(u32) -> u32) -> Vec<LivePage> {
+        let pages: Vec<LivePage> = self
             .summary(s)
             .iter()
             .enumerate()
             .filter(|&(i, &lpa)| lpa != NONE && mapped(lpa) == first + i as u32)
-            .map(|(i, &lpa)| (i as u32, lpa))
+            .map(|(i, &lpa)| LivePage {
+                slot: i as u32,
+                lpa,
+            })
             .collect();
         assert_eq!(pages.len() as u32, self.valid(s), "summary vs live count");
         pages
