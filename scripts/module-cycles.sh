@@ -8,7 +8,9 @@
 # bare `b::` where `b` is in scope (the root's children, or through a glob import of the root),
 # and an item of the root's own file (`super::Item` from a child) counts as an edge to `(root)`.
 # `mod b;` declarations are not edges: the parent owning its children is not a dependency.
-# Comments and string literals are ignored. With -v every edge lists where it was seen.
+# Comments, string literals and `#[cfg(test)]` modules are ignored (a test module's `super`
+# is its file, and what tests use is not a dependency of the code). With -v every edge lists
+# where it was seen.
 set -euo pipefail
 verbose=0
 if [[ "${1:-}" == "-v" ]]; then
@@ -118,6 +120,17 @@ def strip(text):
     return "".join(out)
 
 
+def drop_tests(text):
+    """The text with every `#[cfg(test)] mod NAME { ... }` blanked (after `strip`)."""
+    for m in reversed(list(re.finditer(r"#\[cfg\(test\)\]\s*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{", text))):
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            j += 1
+        text = text[: m.start()] + re.sub(r"[^\n]", " ", text[m.start() : j]) + text[j:]
+    return text
+
+
 TOKEN = re.compile(r"\$?[A-Za-z_][A-Za-z0-9_]*|::|[{}();,*]|\S")
 
 
@@ -217,7 +230,7 @@ def sees_root(mp, seen=()):
 
 
 def scan(f, owner, collect):
-    text = strip(open(f, encoding="utf-8").read())
+    text = drop_tests(strip(open(f, encoding="utf-8").read()))
     toks = list(tokens(text))
     words = [t for t, _ in toks]
     shown = os.path.relpath(f)

@@ -29,4 +29,8 @@ export FUSIONRAID_SEEDS="${FUSIONRAID_SEEDS:-2000}"
 export FUSIONRAID_CRASH_SEEDS="${FUSIONRAID_CRASH_SEEDS:-1000}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# Modules depend in one direction (ARCHITECTURE.md, "Module direction").
+for dir in core/src core/src/scheme/fusion core/src/scheme/baselines core/src/meta; do
+    scripts/module-cycles.sh "$dir" > /dev/null
+done
 cargo test --workspace "$@"

@@ -21,7 +21,10 @@
 //! The CRC is computed with its own field zero. All integers little endian. The flags byte
 //! was reserved (0) before clean shutdowns were recorded: builds that predate it ignore it.
 
-use super::layout::{CHUNK_BYTES, JOURNAL_BLOCK};
+/// Journal block size: the atomic unit of the journal (a torn block fails its checksum).
+pub const JOURNAL_BLOCK: u64 = 4096;
+/// Checkpoint chunk size (header included).
+pub const CHUNK_BYTES: u64 = 256 << 10;
 
 pub const BLOCK_MAGIC: [u8; 8] = *b"FRJRNL01";
 pub const CHUNK_MAGIC: [u8; 8] = *b"FRCKPT01";

@@ -12,14 +12,11 @@
 //! A checkpoint image is cut into chunks; chunk `i` goes to members `(i + j) mod n` for
 //! `j < copies`, at position `(i / n) * copies + j` of that member's slot area.
 
+pub use super::frame::{CHUNK_BYTES, JOURNAL_BLOCK};
 use crate::types::DiskId;
 
 /// Bytes at the start of every member that belong to the superblock (written by `create`).
 pub const SUPERBLOCK_BYTES: u64 = 64 << 10;
-/// Journal block size: the atomic unit of the journal (a torn block fails its checksum).
-pub const JOURNAL_BLOCK: u64 = 4096;
-/// Checkpoint chunk size (header included).
-pub const CHUNK_BYTES: u64 = 256 << 10;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetaLayout {
