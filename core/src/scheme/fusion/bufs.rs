@@ -1,7 +1,7 @@
 //! Lists the write path reuses instead of allocating per write: each write's pieces and
 //! full stripes (they live in its job until it finishes) and the planner's per-chunk scratch
-//! lists. A write allocated and freed five of these, and grew them a few times on the way:
-//! a tenth of the simulator's instructions went to the allocator.
+//! lists. Allocating them per write would put the allocator on every write's path, five
+//! lists each, grown a few times on the way (docs/BENCHMARKS-HISTORY.md has the profile).
 
 use super::jobs::Piece;
 use super::pairs::SlotRef;

@@ -60,7 +60,7 @@ pub struct FusionScheme {
     /// Where writes go, which copy serves a read, when background work may run.
     policy: Policies,
     durable: Option<durable_state::Durable>,
-    /// Lists the write path reuses (allocation per write was a tenth of the work).
+    /// Lists the write path reuses rather than allocating per write (see `bufs`).
     write_bufs: bufs::WriteBufs,
     /// Until then `kick_background` has nothing to do in any volume (see
     /// `background::quiet_until`); 0 when unknown. Whatever makes a volume need a kick

@@ -7,7 +7,7 @@
 //!
 //! Spare is what over-provisioning is to an SSD (the pitfalls study's strongest lever):
 //! with more of it the cleaner finds emptier victims, and sustained small random writes cost
-//! fewer device bytes per user byte (docs/BENCHMARKS.md). Capacity the volumes leave unused
+//! fewer device bytes per user byte (docs/BENCHMARKS-HISTORY.md). Capacity the volumes leave unused
 //! on the members serves nothing else, so `auto` gives it to them as spare.
 
 use super::config::{ConfigError, FusionConfig, VolumeConfig};
@@ -15,7 +15,7 @@ use crate::space::zone::blocks_per_disk;
 
 /// No volume's `auto` share exceeds this. Beyond it the cleaner gains little (at 4.0 a
 /// volume of sustained 4 KiB random writes is within a tenth of the two copies and parity it
-/// must write anyway; docs/BENCHMARKS.md) while every spare stripe still costs engine memory.
+/// must write anyway; docs/BENCHMARKS-HISTORY.md) while every spare stripe still costs engine memory.
 /// The checkpoint area is sized for it (`ImageBound::Zone`).
 pub const AUTO_SPARE_MAX: f64 = 4.0;
 
