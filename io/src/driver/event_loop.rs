@@ -11,9 +11,10 @@
 //! - an NBD connection thread that has just queued commands and is about to wait for its
 //!   client ([`Shared::run_inline`]). Handing each burst of commands to the loop thread
 //!   costs a wake-up and two context switches, which on a small or virtualised machine cost
-//!   more than the engine's own work for a 4 KiB write (docs/BENCHMARKS.md). The connection
-//!   thread runs the turns itself when nobody else is, then tells the loop thread only what
-//!   it must know: work left over, or a deadline earlier than the one it sleeps towards.
+//!   more than the engine's own work for a 4 KiB write (docs/BENCHMARKS-HISTORY.md,
+//!   "connection threads run the turns"). The connection thread runs the turns itself when
+//!   nobody else is, then tells the loop thread only what it must know: work left over, or
+//!   a deadline earlier than the one it sleeps towards.
 //!
 //! Backpressure: commands are only taken off their bounded channel while the engine has
 //! room, so when the engine is full the channel fills and NBD connection threads block in

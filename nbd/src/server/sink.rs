@@ -27,7 +27,8 @@ use super::inflight::Inflight;
 /// Largest read payload sent from the completing thread. For larger ones the copy into
 /// the socket dominates and is better done beside the completing thread (the engine loop,
 /// the serial part of the server) than on it; with 64 KiB inline, 64 KiB sequential reads
-/// ran about 15% slower (docs/BENCHMARKS.md).
+/// ran about 15% slower (docs/BENCHMARKS-HISTORY.md, "the read path after the reply
+/// changes").
 const INLINE_MAX: usize = 16 * 1024;
 /// Replies per send: two pieces each, within IOV_MAX (1024).
 const MAX_REPLIES_PER_SEND: usize = 256;
