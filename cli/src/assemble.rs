@@ -215,8 +215,8 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
     }
-    // One device listed twice (the same path, or two names for it) now holds only the
-    // superblock written last: refuse the pool here, not at its first `serve`.
+    // One device listed twice (the same path, or two names for it) holds only the superblock
+    // written last: refuse the pool here, not at its first `serve`.
     for (i, m) in members.iter_mut().enumerate() {
         let sb = io
             .read_sb(m.as_mut())

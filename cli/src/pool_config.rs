@@ -818,8 +818,8 @@ size = "16M"
         assert!(format!("{:#}", PoolFile::parse(&mixed).unwrap_err()).contains("in memory"));
     }
 
-    /// Values found by the fuzzer (pool_config_fuzz.rs) that used to be accepted and then
-    /// overflowed, allocated without bound, or failed to round-trip through the superblock.
+    /// Values the fuzzer found (pool_config_fuzz.rs) that would overflow, allocate without
+    /// bound, or fail to round-trip through the superblock if accepted.
     #[test]
     fn hostile_values_are_refused_with_the_field_named() {
         let top = |line: &str| {

@@ -349,7 +349,7 @@ mod tests {
         }
     }
 
-    /// Issue 19: member lines did not say the index `fail N` / `replace N` take.
+    /// Issue 19: every member line says the index `fail N` / `replace N` take.
     #[test]
     fn every_member_line_shows_its_index() {
         let text = render(&doc());

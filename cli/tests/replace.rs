@@ -153,9 +153,9 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
 }
 
 /// `fusionraid fail` of a second member while the first one's data is not rebuilt: on a
-/// RAID5 pool that loses data, and the command said "ok" (a second `fail` during the first
-/// rebuild lost hundreds of blocks). It is refused now unless --force; failing a member
-/// that has already failed says so.
+/// RAID5 pool that loses data (a second `fail` during the first rebuild loses hundreds of
+/// blocks), so it is refused unless --force; failing a member that has already failed says
+/// so.
 #[test]
 fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     let dir = tempfile::tempdir().unwrap();

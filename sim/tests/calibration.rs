@@ -363,8 +363,9 @@ fn member_share_of_mix(secs: u64, seed: u64) -> Vec<MemberIo> {
 /// Tolerance: at most 3x the source's spike rate and 3x its share of time unresponsive.
 /// Only the upper side is asserted: the model has no multi-millisecond internal events
 /// besides GC (erases and map updates are spread over GC work), so it shows fewer and
-/// shorter spikes than the source (docs/DEVICE_MODELS.md); before the ageing fix it showed
-/// hundreds per minute and was unresponsive most of the time.
+/// shorter spikes than the source (docs/DEVICE_MODELS.md). The upper bound is what catches
+/// an ageing that leaves members in blocking GC: hundreds of spikes per minute, unresponsive
+/// most of the time.
 #[test]
 fn aged_dc_spikes_under_the_paper_mix() {
     const SOURCE_PER_MIN: f64 = 4.85;

@@ -67,8 +67,8 @@ pub(crate) fn in_turn() -> bool {
 }
 
 /// A turn panicked (an engine invariant failed) on some thread: no further turn on state
-/// the panic may have left half-changed. Queued and later commands fail, as they did when
-/// the panic ended the only thread that ran turns. A restart recovers from the journal.
+/// the panic may have left half-changed. Queued and later commands fail, whichever thread
+/// the panic ended. A restart recovers from the journal.
 fn stop_after_panic(mut lp: std::sync::MutexGuard<'_, EventLoop>) {
     if !lp.finished {
         tracing::error!("a turn panicked; the engine stops");

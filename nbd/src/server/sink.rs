@@ -7,10 +7,11 @@
 //! So a completer first tries to send a small reply itself, with a non-blocking send, under
 //! a lock that the writer thread also holds while it writes; replies never interleave. If
 //! the socket buffer is full (a client slow to read) or the writer is busy, the reply goes
-//! to the writer thread as before, so a slow client can stall only its own writer, never
-//! the completing thread. A reply the socket took only in part is left here (with the count
-//! of bytes sent), and the writer thread is told to send the rest before anything else. Replies completed in a
-//! batch (`batch.rs`) take the same path together, in one vectored send.
+//! to the writer thread, so a slow client can stall only its own writer, never the
+//! completing thread. A reply the socket took only in part is left here (with the count of
+//! bytes sent), and the writer thread is told to send the rest before anything else.
+//! Replies completed in a batch (`batch.rs`) take the same path together, in one vectored
+//! send.
 
 use std::io::IoSlice;
 use std::net::Shutdown;
