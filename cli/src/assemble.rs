@@ -215,8 +215,8 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
     }
-    // One device listed twice (the same path, or two names for it) now holds only the
-    // superblock written last: refuse the pool here, not at its first `serve`.
+    // One device listed twice (the same path, or two names for it) holds only the superblock
+    // written last: refuse the pool here, not at its first `serve`.
     for (i, m) in members.iter_mut().enumerate() {
         let sb = io
             .read_sb(m.as_mut())
@@ -249,9 +249,84 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
 /// to the volumes' parity; anything else is an error that says which member and why.
 pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     let specs = file.specs()?;
-    let n = specs.len();
-    let mut found: Vec<(usize, Box<dyn Member>, Superblock)> = Vec::new();
-    let mut unusable: Vec<(usize, String)> = Vec::new();
+    let Opened { found, unusable } = open_listed(file, &specs, base, io)?;
+    if found.is_empty() {
+        bail!(
+            "no member could be read: {}",
+            unusable
+                .iter()
+                .map(|(_, e)| e.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let uuid = majority_pool(&found);
+    let reference = found
+        .iter()
+        .find(|f| f.sb.uuid == uuid)
+        .map(|f| f.sb.clone())
+        .expect("the majority pool has a member");
+    check_one_pool(&found, &reference, specs.len())?;
+    let file = &as_stored(file, &reference)?;
+    let slots = place_members(found, specs.len(), &reference)?;
+    let missing: Vec<(usize, String)> = (0..specs.len())
+        .filter(|&i| slots[i].is_none())
+        .map(|i| {
+            let why = unusable
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map_or_else(|| format!("{}: not found", specs[i]), |(_, e)| e.clone());
+            (i, why)
+        })
+        .collect();
+    let tol = tolerance(file);
+    if missing.len() > tol {
+        bail!(
+            "{} members are missing and the volumes tolerate {tol}:\n  {}",
+            missing.len(),
+            missing
+                .iter()
+                .map(|(i, e)| format!("member {i}: {e}"))
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
+    Ok(Pool {
+        cfg: file.clone(),
+        uuid,
+        disk_bytes: reference.disk_bytes,
+        members: slots,
+        missing,
+        stored_config: reference.config.clone(),
+    })
+}
+
+/// A member that opened and holds a superblock.
+struct Found {
+    /// Its position in the pool file's `members`.
+    listed: usize,
+    member: Box<dyn Member>,
+    sb: Superblock,
+}
+
+/// The members of a pool file as `assemble` finds them.
+struct Opened {
+    found: Vec<Found>,
+    /// Members that can not be opened or read, by position in the file, and why.
+    unusable: Vec<(usize, String)>,
+}
+
+/// Opens every member `specs` lists and reads its superblock. A member another process has
+/// open, or one that was never part of a pool, is an error; any other failure leaves the
+/// member unusable (maybe missing), for `assemble` to weigh against the parity.
+fn open_listed(
+    file: &PoolFile,
+    specs: &[MemberSpec],
+    base: &Path,
+    io: &Io,
+) -> anyhow::Result<Opened> {
+    let mut found = Vec::new();
+    let mut unusable = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let mut m = match fusionraid_io::open_member(s, &io.options(file, i, base, false)) {
             Ok(m) => m,
@@ -263,7 +338,11 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             }
         };
         match io.read_sb(m.as_mut()) {
-            Ok(sb) => found.push((i, m, sb)),
+            Ok(sb) => found.push(Found {
+                listed: i,
+                member: m,
+                sb,
+            }),
             Err(e) if e == "blank" => bail!(
                 "`members[{i}]` ({s}) has no fusionraid superblock: it was never part of a pool \
                  (run `fusionraid create`), or was wiped"
@@ -271,34 +350,32 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             Err(e) => unusable.push((i, format!("{s}: {e}"))),
         }
     }
-    let Some((_, _, first)) = found.first() else {
-        bail!(
-            "no member could be read: {}",
-            unusable
-                .iter()
-                .map(|(_, e)| e.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    };
-    // The pool is the one most members belong to; a member of any other pool is a mistake
-    // in the pool file, not a failure to work around.
-    let uuid = {
-        let mut best = (first.uuid, 0);
-        for (_, _, sb) in &found {
-            let c = found.iter().filter(|(_, _, o)| o.uuid == sb.uuid).count();
-            if c > best.1 {
-                best = (sb.uuid, c);
-            }
+    Ok(Opened { found, unusable })
+}
+
+/// The pool most members belong to (the first one found among equals). A member of any
+/// other pool is a mistake in the pool file, not a failure to work around.
+fn majority_pool(found: &[Found]) -> [u8; 16] {
+    let mut best = (found[0].sb.uuid, 0);
+    for f in found {
+        let c = found.iter().filter(|o| o.sb.uuid == f.sb.uuid).count();
+        if c > best.1 {
+            best = (f.sb.uuid, c);
         }
-        best.0
-    };
-    let reference = found
-        .iter()
-        .find(|(_, _, sb)| sb.uuid == uuid)
-        .map(|(_, _, sb)| sb.clone())
-        .expect("the majority pool has a member");
-    for (i, m, sb) in &found {
+    }
+    best.0
+}
+
+/// Every member found belongs to `reference`'s pool and agrees with it about the pool, and
+/// the pool has as many members as the file lists (`listed`).
+fn check_one_pool(found: &[Found], reference: &Superblock, listed: usize) -> anyhow::Result<()> {
+    let uuid = reference.uuid;
+    for Found {
+        listed: i,
+        member: m,
+        sb,
+    } in found
+    {
         if sb.uuid != uuid {
             bail!(
                 "`members[{i}]` ({}) belongs to pool {} (as member {}), not to pool {}",
@@ -320,13 +397,20 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
             );
         }
     }
-    if reference.count as usize != n {
+    if reference.count as usize != listed {
         bail!(
-            "pool {} has {} members but the pool file lists {n}",
+            "pool {} has {} members but the pool file lists {listed}",
             uuid_string(&uuid),
             reference.count
         );
     }
+    Ok(())
+}
+
+/// The pool file as the pool on the members has it: its geometry must be the stored one,
+/// and what `create` resolved (`auto` spare shares, the data offset, the metadata area's
+/// bound) comes from the members.
+fn as_stored(file: &PoolFile, reference: &Superblock) -> anyhow::Result<PoolFile> {
     let stored = PoolFile::parse(&reference.config)
         .context("the pool configuration stored in the superblocks")?;
     // An `auto` spare share in the file is whatever `create` resolved it to.
@@ -357,17 +441,31 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     // What the members say is where the data is, and how its metadata area was sized.
     file.data_offset = stored.data_offset;
     file.image_bound = reference.image_bound();
-    let file = &file;
+    Ok(file)
+}
+
+/// Puts each member found in the slot its superblock names; slots of `n` members nobody
+/// claims stay empty. Two members claiming one slot, or one too small, is an error.
+fn place_members(
+    found: Vec<Found>,
+    n: usize,
+    reference: &Superblock,
+) -> anyhow::Result<Vec<Option<Box<dyn Member>>>> {
     let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
     let mut names: Vec<Option<String>> = vec![None; n];
-    for (i, m, sb) in found {
+    for Found {
+        listed: i,
+        member: m,
+        sb,
+    } in found
+    {
         let idx = sb.index as usize;
         if let Some(other) = &names[idx] {
             bail!(
                 "`members[{i}]` ({}) and {other} both claim to be member {idx} of pool {} \
                  (the same device listed twice, or a copied image?)",
                 m.name(),
-                uuid_string(&uuid)
+                uuid_string(&reference.uuid)
             );
         }
         if m.size_bytes() < reference.disk_bytes {
@@ -384,34 +482,5 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
         names[idx] = Some(m.name().to_string());
         slots[idx] = Some(m);
     }
-    let missing: Vec<(usize, String)> = (0..n)
-        .filter(|&i| slots[i].is_none())
-        .map(|i| {
-            let why = unusable
-                .iter()
-                .find(|(j, _)| *j == i)
-                .map_or_else(|| format!("{}: not found", specs[i]), |(_, e)| e.clone());
-            (i, why)
-        })
-        .collect();
-    let tol = tolerance(file);
-    if missing.len() > tol {
-        bail!(
-            "{} members are missing and the volumes tolerate {tol}:\n  {}",
-            missing.len(),
-            missing
-                .iter()
-                .map(|(i, e)| format!("member {i}: {e}"))
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        );
-    }
-    Ok(Pool {
-        cfg: file.clone(),
-        uuid,
-        disk_bytes: reference.disk_bytes,
-        members: slots,
-        missing,
-        stored_config: reference.config.clone(),
-    })
+    Ok(slots)
 }

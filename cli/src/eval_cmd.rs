@@ -271,8 +271,8 @@ mod tests {
         assert_eq!(full.mixes.len(), 20);
         assert!(!full.experiments.contains(&ExpId::Trace));
         assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));
-        // A repeat that is not adjacent used to run the experiment twice (and panic on its
-        // figures written twice).
+        // A repeat that is not adjacent runs the experiment once: twice would write its
+        // figures twice (a panic).
         let p = plan(&["--only", "fig10,fig12,fig10,fig12", "--no-trace"]).unwrap();
         assert_eq!(p.experiments, vec![ExpId::Fig10, ExpId::Fig12]);
         assert!(plan(&["--quick", "--tiny"]).is_err());

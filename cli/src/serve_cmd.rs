@@ -3,24 +3,27 @@
 //!
 //! Without a pool file it serves the demo pool (see `demo.rs`), creating it on first use.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args as ClapArgs;
-use fusionraid_core::DiskId;
+use fusionraid_core::meta::RecoveryReport;
+use fusionraid_core::{DiskId, Engine};
 use fusionraid_io::driver::ExportOptions;
 use fusionraid_io::{Driver, DriverConfig, ExportMux, format_size};
-use fusionraid_nbd::{Server, ServerConfig};
+use fusionraid_nbd::{Server, ServerConfig, ServerHandle};
 
 use crate::assemble::{Io, Pool, PoolIdentity, assemble, create};
 use crate::control::{Operator, control_path, serve_control};
 use crate::metadata::recover_engine;
 use crate::metrics::{MetricsServer, PoolFacts};
-use crate::pool_config::PoolFile;
+use crate::pool_config::{PoolFile, ServePaths};
 use crate::scheme_choice::{build_engine, is_fusion, known_schemes};
 use crate::signals::Termination;
+use crate::socket_server::SocketServer;
 use crate::status_doc::{StatusDoc, serve_status};
 use crate::superblock::uuid_string;
 
@@ -78,48 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         assemble(&file, &base, &io)?
     };
     let scheme = args.scheme.clone().unwrap_or_else(|| file.scheme.clone());
-    let mut notes = Vec::new();
-    // Members the journal says failed (and were not replaced): they may read fine again,
-    // but writes skipped them since, so they are stale and stay failed.
-    let mut failed_earlier = Vec::new();
-    let mut recovery = None;
-    let journaled = is_fusion(&scheme) && pool.cfg.metadata.journal;
-    let mut engine = if journaled {
-        let redirect = scheme.eq_ignore_ascii_case("fusionraid");
-        let (engine, report) = recover_engine(&mut pool, redirect, &io)?;
-        // `status` shows the report on its own `recovery:` line; not again as a note. It
-        // says whether the last run stopped cleanly or crashed.
-        eprintln!("fusionraid: recovery: {report}");
-        failed_earlier = report.members_failed.clone();
-        recovery = Some(report);
-        engine
-    } else {
-        if is_fusion(&scheme) {
-            notes.push(NOT_DURABLE.to_string());
-        } else if NOT_CRASH_SAFE.contains(&scheme.as_str()) {
-            notes.push(format!(
-                "scheme {scheme} keeps its log mapping in memory only (an evaluation baseline):                  a restart loses every volume's data"
-            ));
-        }
-        build_engine(&pool.cfg, Some(&scheme), pool.disk_bytes)
-            .with_context(|| format!("known schemes: {}", known_schemes()))?
-    };
-    for (i, why) in &pool.missing {
-        eprintln!("fusionraid: member {i} is missing ({why}); serving degraded");
-        engine.fail_disk(DiskId(*i as u32), 0);
-    }
-    for &i in &failed_earlier {
-        let i = usize::from(i);
-        if i < pool.members.len() && pool.members[i].is_some() {
-            let why = format!(
-                "member {i} failed before this start and holds stale data: serving degraded \
-                 until `fusionraid replace {i} SPEC` (the same device may be given again)"
-            );
-            eprintln!("fusionraid: {why}");
-            notes.push(why);
-            engine.fail_disk(DiskId(i as u32), 0);
-        }
-    }
+    let started = start_engine(&mut pool, &scheme, &io)?;
     let Pool {
         cfg,
         uuid,
@@ -128,6 +90,75 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         disk_bytes,
         stored_config,
     } = pool;
+    let driver = start_driver(started.engine, members, &io, &cfg, started.journaled)?;
+    let names: Vec<String> = cfg.volumes.iter().map(|v| v.name.clone()).collect();
+    let paths = listen_paths(&cfg, &base, &args);
+    let exports = start_nbd(&driver, &cfg, &names, &paths, &args)?;
+    let driver = Arc::new(driver);
+    let doc = StatusDoc {
+        pool: cfg.name.clone(),
+        uuid: uuid_string(&uuid),
+        layout: cfg.layout.clone(),
+        block_size: cfg.block_size.0,
+        exports: exports.uris.clone(),
+        volume_names: names,
+        missing: missing
+            .iter()
+            .map(|(i, w)| format!("member {i}: {w}"))
+            .collect(),
+        notes: started.notes,
+        snapshot: driver
+            .status(Duration::from_secs(5))
+            .context("the engine loop did not answer")?,
+    };
+    let facts = PoolFacts {
+        scheme: scheme.clone(),
+        recovery: started.recovery,
+    };
+    let operator = Arc::new(Operator {
+        driver: driver.clone(),
+        io: io.clone(),
+        spares: std::sync::Mutex::new(unused_spares(&cfg)),
+        pool: PoolIdentity {
+            cfg: cfg.clone(),
+            uuid,
+            disk_bytes,
+            stored_config,
+        },
+        base,
+        pool_file: pool_path,
+    });
+    let services = Services::start(&args, &cfg, &paths, facts, doc, operator)?;
+
+    let metrics_addr = services.metrics.as_ref().map(|m| m.addr);
+    print_banner(
+        &cfg,
+        &uuid,
+        &scheme,
+        &exports.uris,
+        &paths.status,
+        metrics_addr,
+    );
+    let sig = term.wait();
+    eprintln!("fusionraid: signal {sig}, shutting down");
+    services.stop();
+    exports.handle.shutdown();
+    match Arc::try_unwrap(driver) {
+        Ok(d) => d.shutdown(Duration::from_secs(10)),
+        Err(_) => tracing::warn!("status still referenced the driver at shutdown"),
+    }
+    Ok(())
+}
+
+/// Starts the engine's loop on the members; a journaled pool serves only once its first
+/// commit is durable.
+fn start_driver(
+    engine: Engine,
+    members: Vec<Option<Box<dyn fusionraid_io::Member>>>,
+    io: &Io,
+    cfg: &PoolFile,
+    journaled: bool,
+) -> anyhow::Result<Driver> {
     let driver = Driver::start(
         engine,
         members,
@@ -140,19 +171,84 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if journaled {
         wait_first_commit(&driver);
     }
-    let names: Vec<String> = cfg.volumes.iter().map(|v| v.name.clone()).collect();
-    let backend = driver.backend(&ExportOptions {
-        preferred_bytes: cfg.block_size.0 as u32,
-        names: names.clone(),
-    });
-    let unaligned = cfg
-        .volumes
-        .iter()
-        .map(|v| v.allow_unaligned || args.rmw)
-        .collect();
-    let mux = Arc::new(ExportMux::new(backend, unaligned));
+    Ok(driver)
+}
 
-    let mut paths = cfg.serve.resolve(&base);
+/// The engine of this start, and what building it found.
+struct Started {
+    engine: Engine,
+    /// Whether the mapping is journaled (the engine recovered it from the members).
+    journaled: bool,
+    /// What recovery found (journaled pools only).
+    recovery: Option<RecoveryReport>,
+    /// Lines for `status`: what the pool does not keep, members held failed.
+    notes: Vec<String>,
+}
+
+/// Builds the engine for `scheme` (recovering a journaled pool's mapping from its members)
+/// and fails the members that are missing or failed before this start.
+fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Started> {
+    let mut notes = Vec::new();
+    let journaled = is_fusion(scheme) && pool.cfg.metadata.journal;
+    let (mut engine, recovery) = if journaled {
+        let redirect = scheme.eq_ignore_ascii_case("fusionraid");
+        let (engine, report) = recover_engine(pool, redirect, io)?;
+        // `status` shows the report on its own `recovery:` line; not again as a note. It
+        // says whether the last run stopped cleanly or crashed.
+        eprintln!("fusionraid: recovery: {report}");
+        (engine, Some(report))
+    } else {
+        notes.extend(durability_note(scheme));
+        let engine = build_engine(&pool.cfg, Some(scheme), pool.disk_bytes)
+            .with_context(|| format!("known schemes: {}", known_schemes()))?;
+        (engine, None)
+    };
+    for (i, why) in &pool.missing {
+        eprintln!("fusionraid: member {i} is missing ({why}); serving degraded");
+        engine.fail_disk(DiskId(*i as u32), 0);
+    }
+    // Members the journal says failed (and were not replaced): they may read fine again,
+    // but writes skipped them since, so they are stale and stay failed.
+    let failed_earlier = recovery.as_ref().map_or(&[][..], |r| &r.members_failed[..]);
+    for &i in failed_earlier {
+        let i = usize::from(i);
+        if i < pool.members.len() && pool.members[i].is_some() {
+            let why = format!(
+                "member {i} failed before this start and holds stale data: serving degraded \
+                 until `fusionraid replace {i} SPEC` (the same device may be given again)"
+            );
+            eprintln!("fusionraid: {why}");
+            notes.push(why);
+            engine.fail_disk(DiskId(i as u32), 0);
+        }
+    }
+    if pool.cfg.is_ephemeral() {
+        notes.push("members are in memory: their contents are lost at exit".into());
+    }
+    Ok(Started {
+        engine,
+        journaled,
+        recovery,
+        notes,
+    })
+}
+
+/// What a scheme run without the journal does not keep across a restart, if anything.
+fn durability_note(scheme: &str) -> Option<String> {
+    if is_fusion(scheme) {
+        Some(NOT_DURABLE.to_string())
+    } else if NOT_CRASH_SAFE.contains(&scheme) {
+        Some(format!(
+            "scheme {scheme} keeps its log mapping in memory only (an evaluation baseline):                  a restart loses every volume's data"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Where to listen: the pool file's `[serve]` paths, overridden by the command line.
+fn listen_paths(cfg: &PoolFile, base: &Path, args: &Args) -> ServePaths {
+    let mut paths = cfg.serve.resolve(base);
     if let Some(u) = &args.unix {
         paths.unix = Some(u.clone());
     }
@@ -165,6 +261,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(s) = &args.status {
         paths.status = s.clone();
     }
+    paths
+}
+
+/// The running NBD server and the URI of every export it serves.
+struct Exports {
+    handle: ServerHandle,
+    uris: Vec<String>,
+}
+
+/// Exports every volume over NBD on the Unix socket and the TCP address of `paths`.
+fn start_nbd(
+    driver: &Driver,
+    cfg: &PoolFile,
+    names: &[String],
+    paths: &ServePaths,
+    args: &Args,
+) -> anyhow::Result<Exports> {
+    let backend = driver.backend(&ExportOptions {
+        preferred_bytes: cfg.block_size.0 as u32,
+        names: names.to_vec(),
+    });
+    let unaligned = cfg
+        .volumes
+        .iter()
+        .map(|v| v.allow_unaligned || args.rmw)
+        .collect();
+    let mux = Arc::new(ExportMux::new(backend, unaligned));
     let mut server = Server::new(mux).with_config(ServerConfig::default());
     let mut uris = Vec::new();
     if let Some(u) = &paths.unix {
@@ -191,106 +314,102 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for a in handle.tcp_addrs() {
         uris.extend(names.iter().map(|n| format!("nbd://{a}/{n}")));
     }
+    Ok(Exports { handle, uris })
+}
 
-    let driver = Arc::new(driver);
-    if file.is_ephemeral() {
-        notes.push("members are in memory: their contents are lost at exit".into());
+/// What `serve` runs next to the NBD exports: the status socket, the metrics endpoint (when
+/// asked for), the control socket and the hot-spare keeper. Stopped in that order.
+struct Services {
+    metrics: Option<MetricsServer>,
+    status: SocketServer,
+    control: SocketServer,
+    keeper: SpareKeeper,
+    operator: Arc<Operator>,
+}
+
+impl Services {
+    /// `doc` is the status document without its snapshot, which each request takes anew.
+    fn start(
+        args: &Args,
+        cfg: &PoolFile,
+        paths: &ServePaths,
+        facts: PoolFacts,
+        doc: StatusDoc,
+        operator: Arc<Operator>,
+    ) -> anyhow::Result<Services> {
+        let snapshot_doc = {
+            let d = operator.driver.clone();
+            move || {
+                let mut doc = doc.clone();
+                doc.snapshot = d.status(Duration::from_secs(5))?;
+                Some(doc)
+            }
+        };
+        let metrics = match args.metrics.as_ref().or(cfg.serve.metrics.as_ref()) {
+            Some(addr) => {
+                let m = MetricsServer::start(addr, facts, snapshot_doc.clone())?;
+                tracing::info!(addr = %m.addr, "metrics endpoint listening");
+                Some(m)
+            }
+            None => None,
+        };
+        let status = serve_status(&paths.status, move || {
+            serde_json::to_string_pretty(&snapshot_doc()?).ok()
+        })?;
+        let control = serve_control(&control_path(&paths.status), operator.clone())?;
+        let keeper = SpareKeeper::start(operator.clone())?;
+        Ok(Services {
+            metrics,
+            status,
+            control,
+            keeper,
+            operator,
+        })
     }
-    let doc_base = StatusDoc {
-        pool: cfg.name.clone(),
-        uuid: uuid_string(&uuid),
-        layout: cfg.layout.clone(),
-        block_size: cfg.block_size.0,
-        exports: uris.clone(),
-        volume_names: names.clone(),
-        missing: missing
-            .iter()
-            .map(|(i, w)| format!("member {i}: {w}"))
-            .collect(),
-        notes,
-        snapshot: driver
-            .status(Duration::from_secs(5))
-            .context("the engine loop did not answer")?,
-    };
-    let snapshot_doc = {
-        let d = driver.clone();
-        move || {
-            let mut doc = doc_base.clone();
-            doc.snapshot = d.status(Duration::from_secs(5))?;
-            Some(doc)
-        }
-    };
-    let metrics = match args.metrics.as_ref().or(cfg.serve.metrics.as_ref()) {
-        Some(addr) => {
-            let facts = PoolFacts {
-                scheme: scheme.clone(),
-                recovery,
-            };
-            let m = MetricsServer::start(addr, facts, snapshot_doc.clone())?;
-            tracing::info!(addr = %m.addr, "metrics endpoint listening");
-            Some(m)
-        }
-        None => None,
-    };
-    let status = serve_status(&paths.status, move || {
-        serde_json::to_string_pretty(&snapshot_doc()?).ok()
-    })?;
 
-    let operator = Arc::new(Operator {
-        driver: driver.clone(),
-        io: io.clone(),
-        pool: PoolIdentity {
-            cfg: cfg.clone(),
-            uuid,
-            disk_bytes,
-            stored_config,
-        },
-        base: base.clone(),
-        pool_file: pool_path.clone(),
-        spares: std::sync::Mutex::new(
-            cfg.spares
-                .iter()
-                .filter(|s| !cfg.members.contains(s))
-                .cloned()
-                .collect(),
-        ),
-    });
-    let control = serve_control(&control_path(&paths.status), operator.clone())?;
-    let keeper_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let keeper = {
-        let (op, stop) = (operator.clone(), keeper_stop.clone());
-        std::thread::Builder::new()
+    fn stop(self) {
+        drop(self.metrics);
+        drop(self.status);
+        drop(self.control);
+        self.keeper.stop();
+        drop(self.operator);
+    }
+}
+
+/// The pool file's hot spares that are not members already.
+fn unused_spares(cfg: &PoolFile) -> Vec<String> {
+    cfg.spares
+        .iter()
+        .filter(|s| !cfg.members.contains(s))
+        .cloned()
+        .collect()
+}
+
+/// The thread that puts hot spares in the slots of failed members, twice a second.
+struct SpareKeeper {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SpareKeeper {
+    fn start(op: Arc<Operator>) -> std::io::Result<SpareKeeper> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
             .name("spares".into())
             .spawn(move || {
-                while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                while !flag.load(Ordering::Acquire) {
                     op.use_spares();
                     std::thread::sleep(Duration::from_millis(500));
                 }
-            })?
-    };
-
-    print_banner(
-        &cfg,
-        &uuid,
-        &scheme,
-        &uris,
-        &paths.status,
-        metrics.as_ref().map(|m| m.addr),
-    );
-    let sig = term.wait();
-    eprintln!("fusionraid: signal {sig}, shutting down");
-    drop(metrics);
-    drop(status);
-    drop(control);
-    keeper_stop.store(true, std::sync::atomic::Ordering::Release);
-    let _ = keeper.join();
-    drop(operator);
-    handle.shutdown();
-    match Arc::try_unwrap(driver) {
-        Ok(d) => d.shutdown(Duration::from_secs(10)),
-        Err(_) => tracing::warn!("status still referenced the driver at shutdown"),
+            })?;
+        Ok(SpareKeeper { stop, thread })
     }
-    Ok(())
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.thread.join();
+    }
 }
 
 /// Serve only once this run's first commit (a checkpoint, unflagged) is durable: until

@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', conflicts_with = "trace")]
     workload: Vec<String>,
     /// Multiply every workload's Table-4 IOPS by this.
-    // A trace's rate is its own (--speed): with --trace this was silently ignored.
+    // A trace's rate is its own (--speed): refused with --trace rather than ignored.
     #[arg(long, default_value_t = 1.0, conflicts_with = "trace")]
     load: f64,
     /// Replay a trace file instead of generating workloads (into one volume).
@@ -62,7 +62,7 @@ pub struct Args {
     clean: bool,
     /// With --aged: share of each member's capacity the ageing leaves unwritten (user
     /// over-provisioning, as in the Pitfalls study), 0 to 1.
-    // Fresh members are not aged: with --clean this was silently ignored (and reported).
+    // Fresh members are not aged: refused with --clean rather than ignored (and reported).
     #[arg(long, default_value_t = 0.0, conflicts_with = "clean")]
     spare: f64,
     /// Member capacity, e.g. 240GB (default: the preset's).
@@ -434,7 +434,7 @@ mod tests {
             let e = parse(&["--disks", d]).unwrap_err();
             assert!(e.contains("at least 2") && e.contains(d), "{e}");
         }
-        // These used to be ignored without a word.
+        // Options that would have no effect are refused, not ignored.
         let e = parse(&["--trace", "x.trace", "--load", "3"]).unwrap_err();
         assert!(e.contains("--load") && e.contains("--trace"), "{e}");
         let e = parse(&["--clean", "--spare", "0.5"]).unwrap_err();
@@ -445,8 +445,8 @@ mod tests {
         assert_eq!(parse_bytes("240GB"), Ok(240_000_000_000));
         assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
         assert_eq!(parse_duration("2m"), Ok(120_000_000_000));
-        // These used to saturate to u64::MAX and overflow
-        // the run's deadlines, or to ask for an exabyte-sized volume.
+        // These are refused: saturated to u64::MAX they would overflow
+        // the run's deadlines, or ask for an exabyte-sized volume.
         assert!(
             parse_duration("99999999999h")
                 .unwrap_err()

@@ -70,8 +70,8 @@ impl Drop for SocketServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         // Wake the blocking accept: on Linux, shutting a listening socket down makes accept
-        // fail at once. (Connecting to the path did this before, and hung shutdown forever
-        // when someone had removed or replaced the socket file meanwhile.)
+        // fail at once. (Connecting to the path would hang shutdown forever when someone
+        // removed or replaced the socket file meanwhile.)
         // SAFETY: shutdown on a descriptor we own; it changes no memory.
         unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
         if let Some(t) = self.thread.take() {

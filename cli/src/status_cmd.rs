@@ -1,6 +1,7 @@
 //! `fusionraid status`: ask a running `serve` for its status and show it the way
 //! `zpool status` shows a pool: state, members, volumes, space, backlog, then notes.
 
+use std::fmt::Write;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -96,9 +97,19 @@ fn lat(l: &fusionraid_io::driver::status::LatencyView) -> String {
 }
 
 pub fn render(doc: &StatusDoc) -> String {
-    use std::fmt::Write;
-    let s = &doc.snapshot;
     let mut o = String::new();
+    header(&mut o, doc);
+    members(&mut o, doc);
+    volumes(&mut o, doc);
+    activity(&mut o, &doc.snapshot);
+    metadata(&mut o, &doc.snapshot);
+    footer(&mut o, doc);
+    o
+}
+
+/// The pool, its state and what it runs.
+fn header(o: &mut String, doc: &StatusDoc) {
+    let s = &doc.snapshot;
     let _ = writeln!(o, "  pool: {}", doc.pool);
     let _ = writeln!(o, "    id: {}", doc.uuid);
     let _ = writeln!(o, " state: {}", pool_state(s));
@@ -110,6 +121,11 @@ pub fn render(doc: &StatusDoc) -> String {
         human(doc.block_size)
     );
     let _ = writeln!(o, "uptime: {:.0} s", s.uptime_s);
+}
+
+/// The member table, under the pool's own line.
+fn members(o: &mut String, doc: &StatusDoc) {
+    let s = &doc.snapshot;
     let _ = writeln!(o, "config:\n");
     let w = s
         .members
@@ -150,13 +166,17 @@ pub fn render(doc: &StatusDoc) -> String {
             let _ = writeln!(o, "\t    {n}");
         }
     }
+}
+
+/// The volume table, with each volume's rebuild and scrub in words.
+fn volumes(o: &mut String, doc: &StatusDoc) {
     let _ = writeln!(o, "\nvolumes:\n");
     let _ = writeln!(
         o,
         "\t{:<12} {:<12} {:>10} {:>10} {:>10} {:>11} {:>10} {:>8} {:>10}",
         "NAME", "LEVEL", "SIZE", "MAPPED", "RAID", "REPLICATED", "FREE", "BACKLOG", "METADATA"
     );
-    for v in &s.volumes {
+    for v in &doc.snapshot.volumes {
         let name = doc.volume_names.get(v.index as usize).unwrap_or(&v.name);
         let _ = writeln!(
             o,
@@ -178,6 +198,10 @@ pub fn render(doc: &StatusDoc) -> String {
             let _ = writeln!(o, "	  scrub: {r}");
         }
     }
+}
+
+/// Requests, steering around slow members, background work and integrity counters.
+fn activity(o: &mut String, s: &StatusSnapshot) {
     let _ = writeln!(
         o,
         "\nrequests: {} ({} failed, {} in flight, {} device I/Os in flight)",
@@ -198,6 +222,10 @@ pub fn render(doc: &StatusDoc) -> String {
         "integrity: {} checksum errors, {} blocks repaired, {} parities rewritten, {} pages unrecoverable",
         s.checksum_errors, s.repaired_blocks, s.parity_rewrites, s.unrecoverable_pages
     );
+}
+
+/// The journal, and what recovery found at start.
+fn metadata(o: &mut String, s: &StatusSnapshot) {
     match &s.metadata {
         Some(m) => {
             let _ = writeln!(
@@ -219,6 +247,11 @@ pub fn render(doc: &StatusDoc) -> String {
             let _ = writeln!(o, "metadata: not journaled");
         }
     }
+}
+
+/// Latency, exports, missing members, notes and the errors line.
+fn footer(o: &mut String, doc: &StatusDoc) {
+    let s = &doc.snapshot;
     let _ = writeln!(o, "latency: read  {}", lat(&s.read_latency));
     let _ = writeln!(o, "         write {}", lat(&s.write_latency));
     let _ = writeln!(o, "         flush {}", lat(&s.flush_latency));
@@ -245,7 +278,6 @@ pub fn render(doc: &StatusDoc) -> String {
             )
         }
     );
-    o
 }
 
 /// Bytes with their unit, in the largest binary unit that keeps the number at least 1:
@@ -349,7 +381,7 @@ mod tests {
         }
     }
 
-    /// Issue 19: member lines did not say the index `fail N` / `replace N` take.
+    /// Issue 19: every member line says the index `fail N` / `replace N` take.
     #[test]
     fn every_member_line_shows_its_index() {
         let text = render(&doc());
@@ -361,7 +393,7 @@ mod tests {
         assert!(text.contains("INDEX"), "{text}");
     }
 
-    /// Issue 19: byte counts showed as bare numbers ("last 262145", "999B", "1.2M").
+    /// Issue 19: byte counts carry units, never bare numbers ("last 262145", "999B", "1.2M").
     #[test]
     fn byte_counts_carry_units() {
         let text = render(&doc());

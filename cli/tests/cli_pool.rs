@@ -121,10 +121,10 @@ fn create_serve_status_and_restart() {
 }
 
 /// A second `serve` of a pool already served (by hand next to a service, with its own
-/// sockets) used to start: two engines wrote the same members as if alone, each
-/// allocating the free stripes the other was filling, and data flushed through the first
-/// read back as errors. `create --force` could likewise format a pool under its server.
-/// Both are refused now: every file member is locked while it is open.
+/// sockets) would have two engines write the same members as if alone, each allocating
+/// the free stripes the other is filling, and data flushed through the first would read
+/// back as errors; `create --force` would likewise format a pool under its server. Both
+/// are refused: every file member is locked while it is open.
 #[test]
 fn a_served_pool_is_refused_to_a_second_serve_and_to_create() {
     let dir = tempfile::tempdir().unwrap();
@@ -182,8 +182,8 @@ fn assembly_errors_are_clear_and_degraded_start_works() {
     std::fs::rename(d.join("away.img"), d.join("d3.img")).unwrap();
     std::fs::rename(d.join("away4.img"), d.join("d4.img")).unwrap();
 
-    // The same member listed twice: `create` used to accept it (and format a pool no
-    // `serve` would take).
+    // The same member listed twice: `create` refuses it (it would format a pool no
+    // `serve` takes).
     let text = std::fs::read_to_string(&pool).unwrap();
     let twice = tempfile::tempdir().unwrap();
     let tpool = file_pool(twice.path(), "");

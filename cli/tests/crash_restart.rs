@@ -48,6 +48,41 @@ fn fio_args(uri: &str, extra: &[&str]) -> Vec<String> {
     v
 }
 
+/// Keeps volume `vol` busy with unflushed 4 KiB random writes (fio, outside the range the
+/// test verifies) and kills `serve` with SIGKILL 1.5 s into them.
+fn kill_9_under_writes(s: Serve, vol: &str) {
+    let uri_arg = format!("--uri={}", s.uri(vol));
+    let mut churn = Command::new("fio");
+    churn
+        .args([
+            "--name=churn",
+            "--ioengine=nbd",
+            &uri_arg,
+            "--size=8M",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--iodepth=16",
+            "--time_based",
+            "--runtime=30",
+            "--offset=40M",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut churn = Guard::spawn(churn, "fio churn");
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut s = s;
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
+    }
+    s.guard
+        .wait_timeout(Duration::from_secs(10))
+        .expect("serve died");
+    churn.wait_timeout(Duration::from_secs(30));
+    drop(churn);
+    drop(s);
+}
+
 #[test]
 fn kill_9_during_writes_loses_nothing_flushed() {
     if !need(
@@ -89,36 +124,7 @@ fn kill_9_during_writes_loses_nothing_flushed() {
     .ok("qemu-img convert into b");
     // Now keep volume a busy with unflushed writes next to the verified range, and kill -9
     // mid-way: the crash must not disturb what was flushed.
-    let uri_arg = format!("--uri={}", s.uri("a"));
-    let mut churn = Command::new("fio");
-    churn
-        .args([
-            "--name=churn",
-            "--ioengine=nbd",
-            &uri_arg,
-            "--size=8M",
-            "--rw=randwrite",
-            "--bs=4k",
-            "--iodepth=16",
-            "--time_based",
-            "--runtime=30",
-            "--offset=40M",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut churn = Guard::spawn(churn, "fio churn");
-    std::thread::sleep(Duration::from_millis(1500));
-    let mut s = s;
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
-    }
-    s.guard
-        .wait_timeout(Duration::from_secs(10))
-        .expect("serve died");
-    churn.wait_timeout(Duration::from_secs(30));
-    drop(churn);
-    drop(s);
+    kill_9_under_writes(s, "a");
 
     let s = Serve::start(&p, &[]);
     let status = s.status_text(false);

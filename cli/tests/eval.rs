@@ -123,30 +123,42 @@ fn tiny_eval_writes_a_complete_well_formed_report() {
         assert!(j["failed"].as_array().unwrap().is_empty(), "{exp}");
         let runs = j["runs"].as_array().unwrap();
         assert!(!runs.is_empty(), "{exp}");
-        let mut busy = 0;
-        for id in runs {
-            let id = id.as_str().unwrap();
-            let r = read_json(&out.join("runs").join(format!("{id}.json")));
-            assert_eq!(r["id"], id);
-            assert!(r["report"]["requests"]["completed"].is_u64(), "{id}");
-            let ws = r["workloads"].as_array().unwrap();
-            assert!(!ws.is_empty(), "{id}");
-            let sources = match r["spec"]["load"]["kind"].as_str().unwrap() {
-                "mix" => 0,
-                _ => 1, // the trace comes first
-            } + r["spec"]["load"]["workloads"]
-                .as_array()
-                .map_or(0, Vec::len);
-            assert_eq!(ws.len(), sources, "{id}");
-            busy += usize::from(ws.iter().any(|w| w["requests"].as_u64().unwrap() > 0));
-            for w in ws {
-                let n = w["requests"].as_u64().unwrap();
-                assert_eq!(w["cdf"].as_array().unwrap().is_empty(), n == 0, "{id}: {w}");
-            }
-        }
+        let busy = runs
+            .iter()
+            .filter(|id| check_run(&out, id.as_str().unwrap()))
+            .count();
         assert!(busy > 0, "{exp}: no run had any request");
     }
+    check_report(&out);
+    let timings = read_json(&out.join("timings.json"));
+    assert_eq!(timings["jobs"], 2);
+}
 
+/// Run `id`'s file parses and lists the workloads of its spec, each with a CDF exactly when
+/// it had requests. Returns whether any workload had requests.
+fn check_run(out: &Path, id: &str) -> bool {
+    let r = read_json(&out.join("runs").join(format!("{id}.json")));
+    assert_eq!(r["id"], id);
+    assert!(r["report"]["requests"]["completed"].is_u64(), "{id}");
+    let ws = r["workloads"].as_array().unwrap();
+    assert!(!ws.is_empty(), "{id}");
+    let sources = match r["spec"]["load"]["kind"].as_str().unwrap() {
+        "mix" => 0,
+        _ => 1, // the trace comes first
+    } + r["spec"]["load"]["workloads"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(ws.len(), sources, "{id}");
+    for w in ws {
+        let n = w["requests"].as_u64().unwrap();
+        assert_eq!(w["cdf"].as_array().unwrap().is_empty(), n == 0, "{id}: {w}");
+    }
+    ws.iter().any(|w| w["requests"].as_u64().unwrap() > 0)
+}
+
+/// `report.md` has every section and links every figure, and every figure is a well-formed
+/// SVG with data in it.
+fn check_report(out: &Path) {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     for h in [
         "# fusionraid evaluation",
@@ -183,8 +195,6 @@ fn tiny_eval_writes_a_complete_well_formed_report() {
         let file = line.rsplit_once("](").unwrap().1.trim_end_matches(')');
         assert!(out.join(file).is_file(), "report.md links a missing {file}");
     }
-    let timings = read_json(&out.join("timings.json"));
-    assert_eq!(timings["jobs"], 2);
 }
 
 #[test]

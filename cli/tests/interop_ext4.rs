@@ -103,6 +103,20 @@ fn finish(s: Serve, mut fuse: Guard, fuse_dir: &Path) {
     s.stop();
 }
 
+/// Writes up to 400 files of random bytes into `mnt` in the background, never syncing.
+fn write_unsynced_files(mnt: &str) -> Guard {
+    let mut churn = Command::new("sh");
+    churn
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt 400 ]; do head -c 200000 /dev/urandom > {mnt}/junk$i || exit 0; \
+             i=$((i+1)); done"
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    Guard::spawn(churn, "writer")
+}
+
 #[test]
 fn ext4_survives_kill_9_of_serve_mid_write() {
     if !need("ext4 after kill -9", &EXT4_TOOLS) {
@@ -146,16 +160,7 @@ fn ext4_survives_kill_9_of_serve_mid_write() {
     }
     run("sync", &[], T).ok("sync");
     // Keep the file system busy with unsynced files, then kill the server under it.
-    let mut churn = Command::new("sh");
-    churn
-        .arg("-c")
-        .arg(format!(
-            "i=0; while [ $i -lt 400 ]; do head -c 200000 /dev/urandom > {mnt_s}/junk$i || exit 0; \
-             i=$((i+1)); done"
-        ))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut churn = Guard::spawn(churn, "writer");
+    let mut churn = write_unsynced_files(&mnt_s);
     std::thread::sleep(Duration::from_millis(800));
     // SAFETY: kill(2) on our own child.
     unsafe {

@@ -63,6 +63,71 @@ fn get(s: &HashMap<String, f64>, k: &str) -> f64 {
         .unwrap_or_else(|| panic!("no sample {k} in the scrape"))
 }
 
+/// Between two scrapes under load (`a`, then `b`): the counters of the load grow, the
+/// families the issue asks for are there, and histogram buckets end at the count.
+fn check_samples(a: &HashMap<String, f64>, b: &HashMap<String, f64>) {
+    let grows = [
+        "fusionraid_requests_total".to_string(),
+        r#"fusionraid_volume_requests_total{volume="vol0",op="write"}"#.into(),
+        r#"fusionraid_volume_requests_total{volume="vol0",op="read"}"#.into(),
+        r#"fusionraid_volume_written_bytes_total{volume="vol0"}"#.into(),
+        r#"fusionraid_volume_request_latency_seconds_count{volume="vol0",op="write"}"#.into(),
+        r#"fusionraid_volume_request_latency_seconds_sum{volume="vol0",op="read"}"#.into(),
+        r#"fusionraid_member_writes_total{member="0",name="mem:256M"}"#.into(),
+        r#"fusionraid_member_written_bytes_total{member="0",name="mem:256M"}"#.into(),
+        r#"fusionraid_member_latency_seconds_count{member="0",name="mem:256M",op="write"}"#.into(),
+        r#"fusionraid_member_latency_seconds_bucket{member="0",name="mem:256M",op="write",le="+Inf"}"#.into(),
+        "fusionraid_journal_commits_total".into(),
+        "fusionraid_uptime_seconds".into(),
+    ];
+    for k in &grows {
+        assert!(
+            get(b, k) > get(a, k),
+            "{k} did not grow under load: {} then {}",
+            get(a, k),
+            get(b, k)
+        );
+    }
+    // The families the issue asks for are there.
+    for k in [
+        r#"fusionraid_member_state{member="3",name="mem:256M",state="healthy"}"#,
+        r#"fusionraid_member_spikes_total{member="3",name="mem:256M"}"#,
+        r#"fusionraid_member_unresponsive_seconds_total{member="3",name="mem:256M"}"#,
+        r#"fusionraid_member_stragglers{member="3",name="mem:256M"}"#,
+        r#"fusionraid_member_queue_depth{member="3",name="mem:256M"}"#,
+        r#"fusionraid_member_errors_total{member="3",name="mem:256M"}"#,
+        r#"fusionraid_volume_mapped_bytes{volume="vol0"}"#,
+        r#"fusionraid_volume_raid_bytes{volume="vol0"}"#,
+        r#"fusionraid_volume_replicated_bytes{volume="vol0"}"#,
+        r#"fusionraid_volume_free_bytes{volume="vol0"}"#,
+        r#"fusionraid_volume_conversion_backlog{volume="vol0"}"#,
+        "fusionraid_redirected_reads_total",
+        "fusionraid_reconstructed_reads_total",
+        "fusionraid_write_amplification_ratio",
+        "fusionraid_journal_commit_seconds_total",
+        "fusionraid_recovery_replayed_records",
+    ] {
+        get(b, k);
+    }
+    assert_eq!(
+        get(
+            b,
+            r#"fusionraid_member_state{member="3",name="mem:256M",state="healthy"}"#
+        ),
+        1.0
+    );
+    // Histogram buckets are cumulative and end at the count.
+    let inf = get(
+        b,
+        r#"fusionraid_member_latency_seconds_bucket{member="0",name="mem:256M",op="write",le="+Inf"}"#,
+    );
+    let count = get(
+        b,
+        r#"fusionraid_member_latency_seconds_count{member="0",name="mem:256M",op="write"}"#,
+    );
+    assert_eq!(inf, count);
+}
+
 #[test]
 fn metrics_scraped_under_fio_pass_promtool_and_move_with_the_load() {
     if !need("metrics", &["fio", "promtool"]) {
@@ -110,67 +175,7 @@ fn metrics_scraped_under_fio_pass_promtool_and_move_with_the_load() {
     promtool_check(dir.path(), &first, "first.prom");
     promtool_check(dir.path(), &second, "second.prom");
 
-    let (a, b) = (samples(&first), samples(&second));
-    let grows = [
-        "fusionraid_requests_total".to_string(),
-        r#"fusionraid_volume_requests_total{volume="vol0",op="write"}"#.into(),
-        r#"fusionraid_volume_requests_total{volume="vol0",op="read"}"#.into(),
-        r#"fusionraid_volume_written_bytes_total{volume="vol0"}"#.into(),
-        r#"fusionraid_volume_request_latency_seconds_count{volume="vol0",op="write"}"#.into(),
-        r#"fusionraid_volume_request_latency_seconds_sum{volume="vol0",op="read"}"#.into(),
-        r#"fusionraid_member_writes_total{member="0",name="mem:256M"}"#.into(),
-        r#"fusionraid_member_written_bytes_total{member="0",name="mem:256M"}"#.into(),
-        r#"fusionraid_member_latency_seconds_count{member="0",name="mem:256M",op="write"}"#.into(),
-        r#"fusionraid_member_latency_seconds_bucket{member="0",name="mem:256M",op="write",le="+Inf"}"#.into(),
-        "fusionraid_journal_commits_total".into(),
-        "fusionraid_uptime_seconds".into(),
-    ];
-    for k in &grows {
-        assert!(
-            get(&b, k) > get(&a, k),
-            "{k} did not grow under load: {} then {}",
-            get(&a, k),
-            get(&b, k)
-        );
-    }
-    // The families the issue asks for are there.
-    for k in [
-        r#"fusionraid_member_state{member="3",name="mem:256M",state="healthy"}"#,
-        r#"fusionraid_member_spikes_total{member="3",name="mem:256M"}"#,
-        r#"fusionraid_member_unresponsive_seconds_total{member="3",name="mem:256M"}"#,
-        r#"fusionraid_member_stragglers{member="3",name="mem:256M"}"#,
-        r#"fusionraid_member_queue_depth{member="3",name="mem:256M"}"#,
-        r#"fusionraid_member_errors_total{member="3",name="mem:256M"}"#,
-        r#"fusionraid_volume_mapped_bytes{volume="vol0"}"#,
-        r#"fusionraid_volume_raid_bytes{volume="vol0"}"#,
-        r#"fusionraid_volume_replicated_bytes{volume="vol0"}"#,
-        r#"fusionraid_volume_free_bytes{volume="vol0"}"#,
-        r#"fusionraid_volume_conversion_backlog{volume="vol0"}"#,
-        "fusionraid_redirected_reads_total",
-        "fusionraid_reconstructed_reads_total",
-        "fusionraid_write_amplification_ratio",
-        "fusionraid_journal_commit_seconds_total",
-        "fusionraid_recovery_replayed_records",
-    ] {
-        get(&b, k);
-    }
-    assert_eq!(
-        get(
-            &b,
-            r#"fusionraid_member_state{member="3",name="mem:256M",state="healthy"}"#
-        ),
-        1.0
-    );
-    // Histogram buckets are cumulative and end at the count.
-    let inf = get(
-        &b,
-        r#"fusionraid_member_latency_seconds_bucket{member="0",name="mem:256M",op="write",le="+Inf"}"#,
-    );
-    let count = get(
-        &b,
-        r#"fusionraid_member_latency_seconds_count{member="0",name="mem:256M",op="write"}"#,
-    );
-    assert_eq!(inf, count);
+    check_samples(&samples(&first), &samples(&second));
 
     dashboard_uses_only_served_metrics(&second);
 

@@ -41,6 +41,55 @@ fn member_line(status: &str, name: &str) -> String {
         .to_string()
 }
 
+/// Waits up to a minute for the hot spare `spare` to take failed member `slot`'s place.
+fn wait_for_hot_spare(s: &mut Serve, spare: &str, slot: usize) {
+    let spare_in = |st: &str| {
+        let l = member_line(st, spare);
+        l.contains("ONLINE") || l.contains("healthy")
+    };
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = s.status_text(false);
+        if spare_in(&st) {
+            return;
+        }
+        if std::time::Instant::now() >= end {
+            // What the pool and the server said when it gave up, to tell a slow rebuild
+            // from a stuck one or a refused replacement.
+            s.guard.stop(Duration::from_secs(5));
+            let err = s
+                .stderr
+                .recv_timeout(Duration::from_secs(2))
+                .unwrap_or_default();
+            panic!(
+                "timed out waiting for the hot spare to replace member {slot}; status:\n{st}\n\
+                 server stderr:\n{err}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// `fusionraid replace SLOT SPEC`, offered again while the engine says "try again": "done"
+/// shows once the rebuild's last records are durable, when the engine takes the new device;
+/// should it refuse, the same device may be offered again.
+fn replace_when_allowed(s: &Serve, slot: &str, spec: &str) {
+    let mut tries = 0;
+    loop {
+        let out = ctl(s, &["replace", slot, spec]);
+        if out.status.success() {
+            return;
+        }
+        tries += 1;
+        assert!(
+            out.stderr.contains("try again") && tries < 100,
+            "fusionraid replace: {}",
+            out.stderr
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn fail_rebuild_hot_spare_replace_and_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -77,32 +126,8 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
 
     // Fail member 2: the rebuild moves its data, then the hot spare takes the slot.
     ctl(&s, &["fail", "2"]).ok("fusionraid fail");
-    let spare_in = |st: &str| {
-        let l = member_line(st, "spare0.img");
-        l.contains("ONLINE") || l.contains("healthy")
-    };
-    let end = std::time::Instant::now() + Duration::from_secs(60);
     let mut s = s;
-    loop {
-        let st = s.status_text(false);
-        if spare_in(&st) {
-            break;
-        }
-        if std::time::Instant::now() >= end {
-            // What the pool and the server said when it gave up, to tell a slow rebuild
-            // from a stuck one or a refused replacement.
-            s.guard.stop(Duration::from_secs(5));
-            let err = s
-                .stderr
-                .recv_timeout(Duration::from_secs(2))
-                .unwrap_or_default();
-            panic!(
-                "timed out waiting for the hot spare to replace member 2; status:\n{st}\n\
-                 server stderr:\n{err}"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    wait_for_hot_spare(&mut s, "spare0.img", 2);
     let st = s.status_text(false);
     assert!(st.contains("rebuild: done"), "{st}");
     read_check(&s.uri("v"), &data, "after the hot spare");
@@ -112,22 +137,7 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
     wait_for("the second rebuild", Duration::from_secs(60), || {
         s.status_text(false).contains("rebuild: done")
     });
-    // "done" shows once the rebuild's last records are durable, when the engine takes the
-    // new device; should it refuse ("try again"), the same device may be offered again.
-    let mut tries = 0;
-    loop {
-        let out = ctl(&s, &["replace", "5", "file:new5.img"]);
-        if out.status.success() {
-            break;
-        }
-        tries += 1;
-        assert!(
-            out.stderr.contains("try again") && tries < 100,
-            "fusionraid replace: {}",
-            out.stderr
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    replace_when_allowed(&s, "5", "file:new5.img");
     read_check(&s.uri("v"), &data, "after replace");
     let data2 = pattern(6, 12 << 20);
     write_all(&s.uri("v"), &data2);
@@ -153,9 +163,9 @@ fn fail_rebuild_hot_spare_replace_and_restart() {
 }
 
 /// `fusionraid fail` of a second member while the first one's data is not rebuilt: on a
-/// RAID5 pool that loses data, and the command said "ok" (a second `fail` during the first
-/// rebuild lost hundreds of blocks). It is refused now unless --force; failing a member
-/// that has already failed says so.
+/// RAID5 pool that loses data (a second `fail` during the first rebuild loses hundreds of
+/// blocks), so it is refused unless --force; failing a member that has already failed says
+/// so.
 #[test]
 fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     let dir = tempfile::tempdir().unwrap();

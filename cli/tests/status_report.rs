@@ -126,8 +126,9 @@ fn status_tells_a_clean_shutdown_from_a_crash() {
     s.stop();
 }
 
-/// Issue 19: a read beyond the end of an export was refused by the NBD server before the
-/// engine saw it, and `status` went on saying "0 failed" / "No known data errors".
+/// Issue 19: a read beyond the end of an export is refused by the NBD server before the
+/// engine sees it; `status` counts it as failed rather than saying "0 failed" / "No known
+/// data errors".
 #[test]
 fn requests_refused_as_out_of_range_count_as_failed() {
     let dir = tempfile::tempdir().unwrap();

@@ -84,29 +84,9 @@ fn member_row(screen: &str, index: usize) -> Option<&str> {
     })
 }
 
-#[test]
-fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
-    if !need("top", &["tmux", "fio"]) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let s = Serve::start(&spiky_pool(dir.path()), &[]);
-    let fio = fio_load(s.uri("vol0"), 25);
-
-    let tmux = Tmux::new();
-    let cmd = format!("{BIN} top --socket '{}' --interval 0.5", s.status.display());
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "top",
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &cmd,
-    ])
-    .ok("tmux new-session");
+/// Watches top's screen until member 6 (the consumer SSD) has shown as spiking and member 0
+/// (memory) as healthy, for up to 40 s; returns the last screen.
+fn watch_spiking_and_healthy(tmux: &Tmux) -> String {
     let end = Instant::now() + Duration::from_secs(40);
     let mut screen = String::new();
     let mut saw_spiking = false;
@@ -125,7 +105,11 @@ fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
         saw_healthy,
         "the memory member never showed healthy:\n{screen}"
     );
-    // Everything fits 80x24: the title, every member, the volume, the steering line.
+    screen
+}
+
+/// Everything fits 80x24: the title, every member, the volume, the steering line.
+fn assert_fits_80x24(screen: &str) {
     assert!(screen.lines().count() <= 24, "{screen}");
     assert!(
         screen.lines().all(|l| l.chars().count() <= 80),
@@ -139,18 +123,14 @@ fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
     }
     for i in 0..7 {
         assert!(
-            member_row(&screen, i).is_some(),
+            member_row(screen, i).is_some(),
             "no row for member {i}:\n{screen}"
         );
     }
+}
 
-    tmux.run(&["send-keys", "-t", "top", "q"])
-        .ok("tmux send-keys");
-    wait_for("top to quit on q", Duration::from_secs(10), || {
-        !tmux.run(&["has-session", "-t", "top"]).status.success()
-    });
-
-    // Not a terminal: plain text, one view with --once.
+/// Not a terminal: plain text, one view with --once.
+fn check_plain_once(s: &Serve) {
     let out = run(
         BIN,
         &[
@@ -175,6 +155,41 @@ fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
         out.stdout
     );
     assert!(!out.stdout.contains('\x1b'), "escape codes in plain output");
+}
+
+#[test]
+fn top_in_tmux_shows_the_spiking_member_and_quits_on_q() {
+    if !need("top", &["tmux", "fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = Serve::start(&spiky_pool(dir.path()), &[]);
+    let fio = fio_load(s.uri("vol0"), 25);
+
+    let tmux = Tmux::new();
+    let cmd = format!("{BIN} top --socket '{}' --interval 0.5", s.status.display());
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "top",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ])
+    .ok("tmux new-session");
+    let screen = watch_spiking_and_healthy(&tmux);
+    assert_fits_80x24(&screen);
+
+    tmux.run(&["send-keys", "-t", "top", "q"])
+        .ok("tmux send-keys");
+    wait_for("top to quit on q", Duration::from_secs(10), || {
+        !tmux.run(&["has-session", "-t", "top"]).status.success()
+    });
+
+    check_plain_once(&s);
 
     fio.join().unwrap().ok("fio");
     // The status document (which the metrics endpoint renders too) counts the spikes and

@@ -93,8 +93,8 @@ fn write(id: u64, offset: u64, len: u64) -> Request {
 /// Every member (or more than the parity covers) fails under a stream of writes: the
 /// journal can no longer be committed, so stripes freed by overwrites stay held (only a
 /// commit releases them) and writes that wait for room must fail instead of waiting for a
-/// commit that never succeeds. (They used to wait forever: `fusionraid serve` with file
-/// members on a full filesystem hung every writing client.)
+/// commit that never succeeds. (Waiting forever, `fusionraid serve` with file members on a
+/// full filesystem would hang every writing client.)
 #[test]
 fn writes_answer_when_members_fail_beyond_parity() {
     for failed in [DISKS, 2] {
@@ -160,8 +160,8 @@ fn writes_answer_when_members_fail_beyond_parity() {
 /// A member fails, writes go on without it, the pool restarts: the failed member's device
 /// may read back fine (a transient error, `fusionraid fail`, a member that was missing at
 /// the last start), but it missed those writes, so the metadata must say it failed until a
-/// device takes its slot. (It used to come back as healthy: a scrub after the restart found
-/// thousands of stale copies and wrong parities on it.)
+/// device takes its slot. (Back as healthy, it would hold thousands of stale copies and
+/// wrong parities, as a scrub after the restart finds.)
 #[test]
 fn a_failed_member_stays_failed_across_a_restart_until_replaced() {
     let cfg = config(3);
@@ -219,9 +219,9 @@ fn remaps(d: &Driver) -> usize {
 }
 
 /// `serve` stops (or crashes) while the rebalance after a replacement is copying rebuilt
-/// columns home: the next start must carry on with it. (It did not: the remaining columns
-/// stayed on spare space for good, their donor stripes lent and unusable, and `status`
-/// showed no rebalance at all.)
+/// columns home: the next start must carry on with it. (Otherwise the remaining columns
+/// stay on spare space for good, their donor stripes lent and unusable, and `status` shows
+/// no rebalance at all.)
 #[test]
 fn a_rebalance_cut_short_by_a_restart_carries_on() {
     let mut cfg = config(5);

@@ -543,19 +543,19 @@ fn power_cuts_lose_nothing_acknowledged() {
     }
 }
 
-/// Seeds beyond the default range that once failed, kept as regressions.
+/// Seeds beyond the default range, kept as regressions for the cases they reach.
 ///
 /// 3819: six members, a 4+1 volume of 35 blocks, a member failed in the first cycle. With
-/// no donor column left, the rebuild moved the blocks of degraded stripes one per fresh
-/// stripe, spending the volume's last free stripes on zero-padded holes; the cleaner then
-/// had no stripe to compact into and a user write failed with "no space" although the
-/// volume held 30 live blocks in a zone with room for 96.
+/// no donor column left, a rebuild that moves the blocks of degraded stripes one per fresh
+/// stripe spends the volume's last free stripes on zero-padded holes; the cleaner then has
+/// no stripe to compact into and a user write fails with "no space" although the volume
+/// holds 30 live blocks in a zone with room for 96.
 ///
-/// 5573: a member failed; after a restart its rebuild remapped the last columns off it in
-/// memory, and the member was replaced before any commit wrote those remaps (the rebuild
-/// was not finished, but no block pointed at the member any more). A power cut then
-/// recovered the old mappings, which named blocks of the blank new device: reads saw
-/// checksum errors and fell back to parity; with one more failure the data would be lost.
+/// 5573: a member fails; after a restart its rebuild remaps the last columns off it in
+/// memory, and the member is replaced before any commit writes those remaps (the rebuild
+/// is not finished, but no block points at the member any more). A power cut then recovers
+/// the old mappings; if they could name blocks of the blank new device, reads would see
+/// checksum errors and fall back to parity, and one more failure would lose the data.
 #[test]
 fn past_failures_stay_fixed() {
     const SEEDS: &[u64] = &[3819, 5573];

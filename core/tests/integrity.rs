@@ -178,8 +178,8 @@ fn scrub_repairs_a_bad_second_copy_and_a_bad_parity_that_reads_never_touch() {
 /// Both copies of a replicated block go bad before its pair set is converted. The data is
 /// lost (its reads fail, and keep failing), but it must not hold the pair set forever: the
 /// repair finds no good copy and moves the block as it is (its checksums still mark it
-/// lost), the conversion then goes ahead and the engine goes quiet. Before, conversion and
-/// repair were retried every scan, forever, and the replicated area never came back.
+/// lost), the conversion then goes ahead and the engine goes quiet. Otherwise conversion and
+/// repair would be retried every scan, forever, and the replicated area never come back.
 #[test]
 fn a_block_lost_in_both_copies_does_not_stall_conversion() {
     let mut d = driver_with(common::convert_when_idle);
@@ -219,7 +219,7 @@ fn a_block_lost_in_both_copies_does_not_stall_conversion() {
         );
     }
     // Scrubs know the page is lost: they leave it out instead of queueing a repair that
-    // could only move it again (before, every pass moved the block once more).
+    // could only move it again (every pass would move the block once more).
     for pass in 0..2 {
         let before = d.engine.stats().clone();
         let now = d.now;
@@ -252,9 +252,9 @@ fn a_block_lost_in_both_copies_does_not_stall_conversion() {
     d.engine.scheme().check_invariants();
 }
 
-/// Issue 19, case 4: after a member's pages were corrupted and scrubbed, status showed
-/// exactly twice as many checksum errors as blocks repaired. Each bad copy was counted
-/// twice: once by the scrub that found it, once more by the repair's own read of it (a RAID
+/// Issue 19, case 4: after a member's pages are corrupted and scrubbed, status must not show
+/// twice as many checksum errors as blocks repaired, as it would if each bad copy counted
+/// once for the scrub that finds it and once more for the repair's own read of it (a RAID
 /// block is read directly before it is rebuilt from parity). One bad copy, one error.
 #[test]
 fn a_bad_copy_counts_once_however_often_it_is_read() {

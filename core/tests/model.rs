@@ -494,14 +494,14 @@ const REGRESSION_SEEDS: &[u64] = &[2533, 5161, 16011];
 fn fusion_model_random_seeds() {
     let mut seeds = common::seeds("FUSIONRAID_SEED", "FUSIONRAID_SEEDS", 200);
     if std::env::var("FUSIONRAID_SEED").is_err() {
-        // Seeds past the usual range that once failed, always replayed:
-        // 2533: a write whose second chunk waited for replica slots its first chunk held,
-        // in a replicated area too small for both, waited forever.
-        // 5161: a read retried after a member failed returned a write submitted after it
-        // (and acknowledged before it), which the oracle did not allow: a test bug.
-        // 16011: two members failed; a rebuild that tried a donor for every degraded
-        // stripe of one sweep at once took donors faster than the sweep's pace and left
-        // a write no room (one column attempt per sweep step since).
+        // Seeds past the usual range, always replayed for the cases they reach:
+        // 2533: a write whose second chunk waits for replica slots its first chunk holds,
+        // in a replicated area too small for both (it must not wait forever).
+        // 5161: a read retried after a member failed returns a write submitted after it
+        // and acknowledged before it, which the oracle must allow.
+        // 16011: two members failed; a rebuild that tries a donor for every degraded
+        // stripe of one sweep at once takes donors faster than the sweep's pace and leaves
+        // a write no room (so it makes one column attempt per sweep step).
         for &s in REGRESSION_SEEDS {
             if !seeds.contains(&s) {
                 seeds.push(s);

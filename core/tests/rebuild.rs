@@ -291,9 +291,9 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
     }
 }
 
-/// Issue 19, case 3: `status` said "rebuild: done" while the failed member could not be
-/// replaced yet ("try again later": `stored_on` waited for the records of its first call,
-/// written after the rebuild had finished, to be durable), and `fail` of another member is
+/// Issue 19, case 3: `status` must not say "rebuild: done" while the failed member can not
+/// be replaced yet ("try again later": `stored_on` waiting for the records of its first
+/// call, written after the rebuild finished, to be durable), and `fail` of another member is
 /// refused exactly while a volume's rebuild does not read "done". "done" must mean what the
 /// operator acts on: nothing of the pool left on the failed member and the records that
 /// moved it off durable; until then the rebuild reads "rebuilding" or "committing".

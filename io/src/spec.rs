@@ -73,82 +73,8 @@ impl MemberSpec {
                     path: PathBuf::from(rest),
                 })
             }
-            "mem" => {
-                let (size, populate) = match rest.split_once(',') {
-                    None => (rest, false),
-                    Some((size, "populate")) => (size, true),
-                    Some((_, o)) => {
-                        return Err(err(format!("unknown mem option '{o}' (populate)")));
-                    }
-                };
-                let size = parse_size(size).map_err(err)?;
-                if size == 0 || size % 4096 != 0 {
-                    return Err(err(format!(
-                        "mem size {size} must be a positive multiple of 4096"
-                    )));
-                }
-                Ok(MemberSpec::Mem { size, populate })
-            }
-            "emu" => {
-                let Some((opts, inner)) = rest.split_once(':') else {
-                    return Err(err(
-                        "emu: needs a preset and an inner member, e.g. emu:dc:mem:1G".into(),
-                    ));
-                };
-                let mut parts = opts.split(',');
-                let preset = parts.next().unwrap_or_default().to_string();
-                if preset.is_empty() {
-                    return Err(err("emu: needs a preset name, e.g. emu:dc:...".into()));
-                }
-                let known = fusionraid_devices::list_presets()
-                    .into_iter()
-                    .chain(fusionraid_devices::list_hdd_presets());
-                if !known.clone().any(|p| p == preset) {
-                    return Err(err(format!(
-                        "unknown emu preset '{preset}' (known: {})",
-                        known.collect::<Vec<_>>().join(", ")
-                    )));
-                }
-                let (mut aged, mut seed, mut speed) = (false, None, 1.0);
-                let mut seen: Vec<&str> = Vec::new();
-                for o in parts {
-                    // A repeated option would silently override the first; say so instead.
-                    let key = o.split_once('=').map_or(o, |(k, _)| k);
-                    if seen.contains(&key) {
-                        return Err(err(format!("emu option '{key}' given twice")));
-                    }
-                    seen.push(key);
-                    match o.split_once('=') {
-                        None if o == "aged" => aged = true,
-                        Some(("seed", v)) => {
-                            seed = Some(v.parse().map_err(|_| err(format!("bad seed '{v}'")))?)
-                        }
-                        Some(("speed", v)) => {
-                            speed = v
-                                .parse::<f64>()
-                                .ok()
-                                .filter(|f| f.is_finite() && *f > 0.0)
-                                .ok_or_else(|| err(format!("bad speed factor '{v}'")))?
-                        }
-                        _ => {
-                            return Err(err(format!(
-                                "unknown emu option '{o}' (aged, seed=N, speed=F)"
-                            )));
-                        }
-                    }
-                }
-                let inner = MemberSpec::parse(inner).map_err(|e| err(e.to_string()))?;
-                if matches!(inner, MemberSpec::Emu { .. }) {
-                    return Err(err("emu: can not wrap another emu: member".into()));
-                }
-                Ok(MemberSpec::Emu {
-                    preset,
-                    aged,
-                    seed,
-                    speed,
-                    inner: Box::new(inner),
-                })
-            }
+            "mem" => parse_mem(rest).map_err(err),
+            "emu" => parse_emu(rest).map_err(err),
             _ => Err(err(FORMS.into())),
         }
     }
@@ -193,6 +119,96 @@ impl MemberSpec {
             other => other.clone(),
         }
     }
+}
+
+/// `mem:` after its colon: `SIZE[,populate]`. Errors are the reason only.
+fn parse_mem(rest: &str) -> Result<MemberSpec, String> {
+    let (size, populate) = match rest.split_once(',') {
+        None => (rest, false),
+        Some((size, "populate")) => (size, true),
+        Some((_, o)) => return Err(format!("unknown mem option '{o}' (populate)")),
+    };
+    let size = parse_size(size)?;
+    if size == 0 || size % 4096 != 0 {
+        return Err(format!(
+            "mem size {size} must be a positive multiple of 4096"
+        ));
+    }
+    Ok(MemberSpec::Mem { size, populate })
+}
+
+/// `emu:` after its colon: `PRESET[,OPT...]:INNER`. Errors are the reason only.
+fn parse_emu(rest: &str) -> Result<MemberSpec, String> {
+    let Some((opts, inner)) = rest.split_once(':') else {
+        return Err("emu: needs a preset and an inner member, e.g. emu:dc:mem:1G".into());
+    };
+    let mut parts = opts.split(',');
+    let preset = parts.next().unwrap_or_default().to_string();
+    if preset.is_empty() {
+        return Err("emu: needs a preset name, e.g. emu:dc:...".into());
+    }
+    let known = fusionraid_devices::list_presets()
+        .into_iter()
+        .chain(fusionraid_devices::list_hdd_presets());
+    if !known.clone().any(|p| p == preset) {
+        return Err(format!(
+            "unknown emu preset '{preset}' (known: {})",
+            known.collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let EmuOptions { aged, seed, speed } = parse_emu_options(parts)?;
+    let inner = MemberSpec::parse(inner).map_err(|e| e.to_string())?;
+    if matches!(inner, MemberSpec::Emu { .. }) {
+        return Err("emu: can not wrap another emu: member".into());
+    }
+    Ok(MemberSpec::Emu {
+        preset,
+        aged,
+        seed,
+        speed,
+        inner: Box::new(inner),
+    })
+}
+
+/// The options of an `emu:` spec, between its preset and its inner member.
+struct EmuOptions {
+    aged: bool,
+    seed: Option<u64>,
+    speed: f64,
+}
+
+fn parse_emu_options<'a>(opts: impl Iterator<Item = &'a str>) -> Result<EmuOptions, String> {
+    let mut o = EmuOptions {
+        aged: false,
+        seed: None,
+        speed: 1.0,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for opt in opts {
+        // A repeated option would silently override the first; say so instead.
+        let key = opt.split_once('=').map_or(opt, |(k, _)| k);
+        if seen.contains(&key) {
+            return Err(format!("emu option '{key}' given twice"));
+        }
+        seen.push(key);
+        match opt.split_once('=') {
+            None if opt == "aged" => o.aged = true,
+            Some(("seed", v)) => o.seed = Some(v.parse().map_err(|_| format!("bad seed '{v}'"))?),
+            Some(("speed", v)) => {
+                o.speed = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && *f > 0.0)
+                    .ok_or_else(|| format!("bad speed factor '{v}'"))?
+            }
+            _ => {
+                return Err(format!(
+                    "unknown emu option '{opt}' (aged, seed=N, speed=F)"
+                ));
+            }
+        }
+    }
+    Ok(o)
 }
 
 impl FromStr for MemberSpec {

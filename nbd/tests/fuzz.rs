@@ -144,123 +144,172 @@ fn header(typ: u16, flags: u16, handle: u64, offset: u64, len: u32) -> [u8; 28] 
 /// A 4 KiB-aligned offset whose 8 KiB range wraps around 2^64.
 const WRAP: u64 = u64::MAX - 4095;
 
-/// A reply the model expects: handle, error, and read data.
-type Expected = (u64, u32, Vec<u8>);
+/// A reply the model expects.
+struct Expected {
+    handle: u64,
+    error: u32,
+    /// Read data (empty for everything but reads).
+    data: Vec<u8>,
+}
 
-/// Encodes the items; returns the bytes, the disk contents a correct
-/// server ends with, how many backend writes it performs, and the replies
-/// it sends, in order. MemBackend executes requests in arrival order, so the
+/// What a correct server does with a stream of items: the bytes sent, the disk contents it
+/// ends with, how many backend writes it performs, and the replies it sends, in order.
+struct Model {
+    bytes: Vec<u8>,
+    disk: Vec<u8>,
+    writes: u64,
+    replies: Vec<Expected>,
+}
+
+/// Encodes the items into the model. MemBackend executes requests in arrival order, so the
 /// data of each read is the model disk at that point.
-fn encode(items: &[Item]) -> (Vec<u8>, Vec<u8>, u64, Vec<Expected>) {
-    let mut bytes = handshake_prefix();
-    let mut disk = vec![0u8; SIZE as usize];
-    let mut writes = 0;
-    let mut replies = Vec::new();
+fn encode(items: &[Item]) -> Model {
+    let mut m = Model {
+        bytes: handshake_prefix(),
+        disk: vec![0u8; SIZE as usize],
+        writes: 0,
+        replies: Vec::new(),
+    };
     for (i, it) in items.iter().enumerate() {
         let h = i as u64 + 1;
-        match it {
+        if !m.request(h, it) {
+            m.last(h, it, &items[i + 1..]);
+            return m;
+        }
+    }
+    m
+}
+
+impl Model {
+    fn reply(&mut self, handle: u64, error: u32, data: Vec<u8>) {
+        self.replies.push(Expected {
+            handle,
+            error,
+            data,
+        });
+    }
+
+    fn send(&mut self, typ: u16, flags: u16, handle: u64, offset: u64, len: u32) {
+        self.bytes
+            .extend_from_slice(&header(typ, flags, handle, offset, len));
+    }
+
+    fn payload(&mut self, fill: u8, len: usize) {
+        self.bytes.extend(std::iter::repeat_n(fill, len));
+    }
+
+    /// Adds a request the stream goes on after. False (and nothing added) for an item
+    /// that ends the stream: `last` takes those.
+    fn request(&mut self, h: u64, it: &Item) -> bool {
+        match *it {
             Item::GoodWrite {
                 block,
                 blocks,
                 fill,
             } => {
                 let (off, len) = (block * 4096, blocks * 4096);
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, off, len));
-                bytes.extend(std::iter::repeat_n(*fill, len as usize));
-                disk[off as usize..(off + u64::from(len)) as usize].fill(*fill);
-                writes += 1;
-                replies.push((h, 0, Vec::new()));
+                self.send(NBD_CMD_WRITE, 0, h, off, len);
+                self.payload(fill, len as usize);
+                self.disk[off as usize..(off + u64::from(len)) as usize].fill(fill);
+                self.writes += 1;
+                self.reply(h, 0, Vec::new());
             }
             Item::GoodRead { block, blocks } => {
-                bytes.extend_from_slice(&header(NBD_CMD_READ, 0, h, block * 4096, blocks * 4096));
-                let r = (block * 4096) as usize..((block + u64::from(*blocks)) * 4096) as usize;
-                replies.push((h, 0, disk[r].to_vec()));
+                self.send(NBD_CMD_READ, 0, h, block * 4096, blocks * 4096);
+                let r = (block * 4096) as usize..((block + u64::from(blocks)) * 4096) as usize;
+                let data = self.disk[r].to_vec();
+                self.reply(h, 0, data);
             }
             Item::Flush => {
-                bytes.extend_from_slice(&header(NBD_CMD_FLUSH, 0, h, 0, 0));
-                replies.push((h, 0, Vec::new()));
+                self.send(NBD_CMD_FLUSH, 0, h, 0, 0);
+                self.reply(h, 0, Vec::new());
             }
             Item::Misaligned { offset, fill } => {
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, *offset, 4096));
-                bytes.extend(std::iter::repeat_n(*fill, 4096));
-                replies.push((h, NBD_EINVAL, Vec::new()));
+                self.send(NBD_CMD_WRITE, 0, h, offset, 4096);
+                self.payload(fill, 4096);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::BeyondEnd { fill } => {
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, SIZE, 4096));
-                bytes.extend(std::iter::repeat_n(*fill, 4096));
-                replies.push((h, NBD_ENOSPC, Vec::new()));
+                self.send(NBD_CMD_WRITE, 0, h, SIZE, 4096);
+                self.payload(fill, 4096);
+                self.reply(h, NBD_ENOSPC, Vec::new());
             }
             Item::BadFlags { fill } => {
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, NBD_CMD_FLAG_NO_HOLE, h, 0, 4096));
-                bytes.extend(std::iter::repeat_n(*fill, 4096));
-                replies.push((h, NBD_EINVAL, Vec::new()));
+                self.send(NBD_CMD_WRITE, NBD_CMD_FLAG_NO_HOLE, h, 0, 4096);
+                self.payload(fill, 4096);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::Cache => {
-                bytes.extend_from_slice(&header(NBD_CMD_CACHE, 0, h, 0, 4096));
-                replies.push((h, NBD_EINVAL, Vec::new()));
+                self.send(NBD_CMD_CACHE, 0, h, 0, 4096);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::HugeRead(len) => {
-                bytes.extend_from_slice(&header(NBD_CMD_READ, 0, h, 0, *len));
-                replies.push((h, NBD_EINVAL, Vec::new()));
+                self.send(NBD_CMD_READ, 0, h, 0, len);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::WrapRead => {
-                bytes.extend_from_slice(&header(NBD_CMD_READ, 0, h, WRAP, 8192));
-                replies.push((h, NBD_EINVAL, Vec::new()));
+                self.send(NBD_CMD_READ, 0, h, WRAP, 8192);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::WrapWrite { fill } => {
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, WRAP, 8192));
-                bytes.extend(std::iter::repeat_n(*fill, 8192));
-                replies.push((h, NBD_ENOSPC, Vec::new()));
+                self.send(NBD_CMD_WRITE, 0, h, WRAP, 8192);
+                self.payload(fill, 8192);
+                self.reply(h, NBD_ENOSPC, Vec::new());
             }
             Item::ZeroLen { write } => {
-                let typ = if *write { NBD_CMD_WRITE } else { NBD_CMD_READ };
-                bytes.extend_from_slice(&header(typ, 0, h, 4096, 0));
-                replies.push((h, 0, Vec::new()));
+                let typ = if write { NBD_CMD_WRITE } else { NBD_CMD_READ };
+                self.send(typ, 0, h, 4096, 0);
+                self.reply(h, 0, Vec::new());
             }
             Item::Unnegotiated(typ) => {
-                bytes.extend_from_slice(&header(*typ, 0, h, 0, 4096));
-                replies.push((h, NBD_EINVAL, Vec::new()));
+                self.send(typ, 0, h, 0, 4096);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::Zero { block, blocks } => {
                 let (off, len) = (block * 4096, blocks * 4096);
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE_ZEROES, 0, h, off, len));
-                disk[off as usize..(off + u64::from(len)) as usize].fill(0);
-                replies.push((h, 0, Vec::new()));
+                self.send(NBD_CMD_WRITE_ZEROES, 0, h, off, len);
+                self.disk[off as usize..(off + u64::from(len)) as usize].fill(0);
+                self.reply(h, 0, Vec::new());
             }
             Item::FuaRead => {
-                bytes.extend_from_slice(&header(NBD_CMD_READ, NBD_CMD_FLAG_FUA, h, 0, 4096));
-                replies.push((h, 0, disk[..4096].to_vec()));
+                self.send(NBD_CMD_READ, NBD_CMD_FLAG_FUA, h, 0, 4096);
+                let data = self.disk[..4096].to_vec();
+                self.reply(h, 0, data);
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Adds an item after which the server takes nothing more (`rest` follows it).
+    fn last(&mut self, h: u64, it: &Item, rest: &[Item]) {
+        match it {
             Item::Disconnect => {
-                bytes.extend_from_slice(&header(NBD_CMD_DISC, 0, h, 0, 0));
+                self.send(NBD_CMD_DISC, 0, h, 0, 0);
                 // Whatever follows is sent but must have no effect and get no reply.
-                let (tail, ..) = encode(&items[i + 1..]);
-                bytes.extend_from_slice(&tail[handshake_prefix().len()..]);
-                return (bytes, disk, writes, replies);
+                let tail = encode(rest).bytes;
+                self.bytes
+                    .extend_from_slice(&tail[handshake_prefix().len()..]);
             }
             Item::BadMagic => {
                 let mut b = header(NBD_CMD_WRITE, 0, h, 0, 4096);
                 b[0] ^= 0xff;
-                bytes.extend_from_slice(&b);
-                bytes.extend(std::iter::repeat_n(0xbb, 4096));
-                return (bytes, disk, writes, replies);
+                self.bytes.extend_from_slice(&b);
+                self.payload(0xbb, 4096);
             }
             Item::UnknownCommand(t) => {
-                bytes.extend_from_slice(&header(*t, 0, h, 0, 4096));
-                bytes.extend(std::iter::repeat_n(0xbb, 4096));
-                replies.push((h, NBD_EINVAL, Vec::new()));
-                return (bytes, disk, writes, replies);
+                self.send(*t, 0, h, 0, 4096);
+                self.payload(0xbb, 4096);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::HugeWrite => {
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, 0, (64 << 20) + 4096));
-                bytes.extend(std::iter::repeat_n(0xbb, 8192));
-                replies.push((h, NBD_EINVAL, Vec::new()));
-                return (bytes, disk, writes, replies);
+                self.send(NBD_CMD_WRITE, 0, h, 0, (64 << 20) + 4096);
+                self.payload(0xbb, 8192);
+                self.reply(h, NBD_EINVAL, Vec::new());
             }
             Item::Truncated { fill } => {
-                bytes.extend_from_slice(&header(NBD_CMD_WRITE, 0, h, 0, 8192));
-                bytes.extend(std::iter::repeat_n(*fill, 4000));
-                return (bytes, disk, writes, replies);
+                self.send(NBD_CMD_WRITE, 0, h, 0, 8192);
+                self.payload(*fill, 4000);
             }
             Item::Garbage(g) => {
                 // Garbage whose first four bytes happen to be the request
@@ -269,14 +318,13 @@ fn encode(items: &[Item]) -> (Vec<u8>, Vec<u8>, u64, Vec<Expected>) {
                 if g.len() >= 4 && g[..4] == NBD_REQUEST_MAGIC.to_be_bytes() {
                     g[0] ^= 1;
                 }
-                bytes.extend_from_slice(&g);
+                self.bytes.extend_from_slice(&g);
                 // Fewer than 28 bytes then EOF, or a bad magic: either way
                 // the stream ends here without a reply.
-                return (bytes, disk, writes, replies);
             }
+            _ => unreachable!("`request` takes every item the stream goes on after"),
         }
     }
-    (bytes, disk, writes, replies)
 }
 
 /// Parses the server output (greeting, GO replies, simple replies) and
@@ -297,7 +345,12 @@ fn check_output(out: &[u8], replies: &[Expected]) {
         }
         assert_eq!(h.reply, NBD_REP_INFO);
     }
-    for (handle, error, data) in replies {
+    for Expected {
+        handle,
+        error,
+        data,
+    } in replies
+    {
         let mut b = [0u8; SIMPLE_REPLY_LEN];
         r.read_exact(&mut b)
             .unwrap_or_else(|_| panic!("missing reply for {handle}"));
@@ -344,11 +397,11 @@ proptest! {
     /// every request that deserves a reply gets the right one, in order.
     #[test]
     fn malformed_writes_never_reach_the_backend(items in proptest::collection::vec(item(), 0..24)) {
-        let (input, disk, writes, replies) = encode(&items);
-        let (out, _result, backend) = run_server(input);
-        prop_assert_eq!(backend.stats().writes.load(Ordering::Relaxed), writes);
-        prop_assert!(backend.contents(0).unwrap() == disk, "disk differs from model");
-        check_output(&out, &replies);
+        let model = encode(&items);
+        let (out, _result, backend) = run_server(model.bytes);
+        prop_assert_eq!(backend.stats().writes.load(Ordering::Relaxed), model.writes);
+        prop_assert!(backend.contents(0).unwrap() == model.disk, "disk differs from model");
+        check_output(&out, &model.replies);
     }
 }
 

@@ -164,8 +164,8 @@ fn shutdown_drains_in_flight_and_removes_socket() {
 }
 
 /// Found by the benchmark: a backend stuck on admitted commands (the engine's write path
-/// spinning with a full pool) held `shutdown` forever, so `serve` never got to stop the
-/// backend. Shutdown now gives up on such connections after the grace period.
+/// spinning with a full pool) must not hold `shutdown` forever, or `serve` never gets to
+/// stop the backend: shutdown gives up on such connections after the grace period.
 #[test]
 fn shutdown_does_not_wait_forever_for_a_stuck_backend() {
     let backend = HoldBackend::new(ExportInfo::new("disk", 1 << 20));

@@ -367,8 +367,8 @@ impl fusionraid_nbd::Backend for Refusals {
 }
 
 /// Issue 19: requests the server refuses (out of range, misaligned) never reach the
-/// backend, so `fusionraid status` did not count them as failed. The backend now hears of
-/// each one, also through the read-modify-write layer.
+/// backend, yet `fusionraid status` must count them as failed: the backend hears of each
+/// one, also through the read-modify-write layer.
 #[test]
 fn the_backend_hears_of_every_refused_request() {
     use fusionraid_nbd::{Backend, ErrorCode, RmwBackend};

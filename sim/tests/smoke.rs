@@ -152,10 +152,10 @@ fn a_slow_member_is_steered_around_and_the_report_counts_it() {
     assert_eq!((r.redirected_writes, r.steered_pair_sets), (0, 0), "{r:?}");
 }
 
-/// 4-RAIDM on a small group under overwrites cleans continuously. Its cleaner used to append
-/// each run of a victim's live pages at the next head, opening a fresh mirror unit at each
-/// head for one victim: with user writes held at the reserve, every victim took more free
-/// units than it gave back until none was left for the cleaner itself, and the run stopped
+/// 4-RAIDM on a small group under overwrites cleans continuously. A cleaner that appends
+/// each run of a victim's live pages at the next head opens a fresh mirror unit at each
+/// head for one victim: with user writes held at the reserve, every victim takes more free
+/// units than it gives back until none is left for the cleaner itself, and the run stops
 /// with "simulation stuck" (`fusionraid sim --scheme 4-raidm --disks 7 --workload tpcc
 /// --volume-size 4MiB --duration 300ms --clean`).
 #[test]
@@ -179,9 +179,9 @@ fn raidm_cleaning_a_small_group_never_stalls() {
 }
 
 /// Data mode without the prefill: every scheme reads back what was written and zeros where
-/// nothing was. The in-place baselines read never-written blocks from their members, which
-/// the driver filled with 0xEE: they reported thousands of mismatches (false ones: those
-/// schemes assume zeroed members, md `--assume-clean`).
+/// nothing was. The in-place baselines read never-written blocks from their members, so
+/// their members start zeroed (with the driver's 0xEE fill they would report thousands of
+/// false mismatches: those schemes assume zeroed members, md `--assume-clean`).
 #[test]
 fn data_mode_without_prefill_reads_zeros_where_nothing_was_written() {
     for name in known_schemes() {

@@ -301,7 +301,7 @@ proptest! {
     }
 }
 
-/// Found by `mutated_traces`: a range past 2^64 used to be accepted as a record.
+/// Found by `mutated_traces`: a range past 2^64 must be refused, not accepted as a record.
 #[test]
 fn a_range_past_2_64_is_an_error_naming_the_line() {
     let text = "1,h,0,Read,0,4096,1\n2,h,0,Read,18446744073709551615,512,1\n";

@@ -119,8 +119,8 @@ fn looped_trace_runs_next_to_generated_workloads() {
 }
 
 /// A trace whose timestamps (or whose replay speed) put an arrival beyond the simulator's
-/// year of virtual time fails the run with a clear error. It used to panic on an overflowing
-/// device clock (near u64::MAX ns), or to report centuries of virtual time.
+/// year of virtual time fails the run with a clear error, rather than a panic on an
+/// overflowing device clock (near u64::MAX ns) or a report of centuries of virtual time.
 #[test]
 fn arrivals_beyond_a_year_are_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("fusionraid-far-trace-{}", std::process::id()));
@@ -159,8 +159,8 @@ fn arrivals_beyond_a_year_are_a_clear_error() {
 }
 
 /// A trace that cannot be read (here a directory: opening it succeeds, reading fails) fails
-/// the run. The read error used to count as one "unreadable line skipped" and the run
-/// reported an empty replay with exit status 0.
+/// the run: the read error is not one "unreadable line skipped", and an empty replay with
+/// exit status 0 would hide it.
 #[test]
 fn a_trace_that_cannot_be_read_fails_the_run() {
     let dir = std::env::temp_dir().join(format!("fusionraid-dir-trace-{}", std::process::id()));

@@ -11,7 +11,11 @@
 //! told otherwise. tiny_http's own accept queue is the only other buffer; the response to a
 //! request is built before the next one is read, so at most one snapshot exists at a time.
 
+mod encode;
+mod members;
+mod pool;
 mod render;
+mod volumes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -5,7 +5,8 @@
 
 use std::collections::VecDeque;
 
-use fusionraid_io::driver::{LatencyHistogram, MemberState};
+use fusionraid_io::driver::status::VolumeView;
+use fusionraid_io::driver::{LatencyHistogram, MemberState, MemberStatus};
 
 use crate::status_doc::StatusDoc;
 
@@ -39,8 +40,16 @@ pub struct VolumeRow {
     pub size: u64,
     pub free: u64,
     pub backlog: u64,
-    pub rebuild: Option<(f64, String)>,
-    pub scrub: Option<(f64, String)>,
+    pub rebuild: Option<Progress>,
+    pub scrub: Option<Progress>,
+}
+
+/// A rebuild's or scrub's progress.
+pub struct Progress {
+    /// From 0 to 1.
+    pub done: f64,
+    /// Where it stands, in words.
+    pub words: String,
 }
 
 pub struct View {
@@ -97,36 +106,8 @@ impl View {
             .enumerate()
             .map(|(i, m)| {
                 let before = prev.and_then(|p| p.snapshot.members.get(i));
-                let lat = merged(&m.read_latency, &m.write_latency);
-                let lat = match before {
-                    Some(b) => lat.since(&merged(&b.read_latency, &b.write_latency)),
-                    None => lat,
-                };
-                let (ops0, bytes0, spikes0) = before.map_or((0, 0, 0), |b| {
-                    (b.reads + b.writes, b.bytes_read + b.bytes_written, b.spikes)
-                });
-                let spikes_now = m.spikes.saturating_sub(spikes0);
-                let p99 = lat.quantile_us(0.99);
-                let h = &mut history.members[i];
-                if h.len() == HISTORY {
-                    h.pop_front();
-                }
-                h.push_back(p99);
-                MemberRow {
-                    index: m.index,
-                    name: m.name.clone(),
-                    state: state_word(m.state, prev.is_some() && spikes_now > 0),
-                    iops: (m.reads + m.writes).saturating_sub(ops0) as f64 / interval_s,
-                    mb_s: (m.bytes_read + m.bytes_written).saturating_sub(bytes0) as f64
-                        / interval_s
-                        / 1e6,
-                    p50_us: lat.quantile_us(0.5),
-                    p99_us: p99,
-                    history: h.iter().copied().collect(),
-                    spikes: m.spikes,
-                    stragglers: m.stragglers,
-                    queue: m.inflight,
-                }
+                let since_start = prev.is_none();
+                member_row(m, before, since_start, interval_s, &mut history.members[i])
             })
             .collect();
         let volumes = s
@@ -135,35 +116,8 @@ impl View {
             .map(|v| {
                 let before =
                     prev.and_then(|p| p.snapshot.volumes.iter().find(|b| b.index == v.index));
-                let io = &v.io;
-                let (req0, bytes0, lat0) = before.map_or((0, 0, None), |b| {
-                    (
-                        b.io.requests(),
-                        b.io.bytes_read + b.io.bytes_written,
-                        Some(merged(&b.io.read, &b.io.write)),
-                    )
-                });
-                let lat = merged(&io.read, &io.write);
-                let lat = lat0.map_or(lat.clone(), |l| lat.since(&l));
-                VolumeRow {
-                    name: cur
-                        .volume_names
-                        .get(v.index as usize)
-                        .unwrap_or(&v.name)
-                        .clone(),
-                    iops: io.requests().saturating_sub(req0) as f64 / interval_s,
-                    mb_s: (io.bytes_read + io.bytes_written).saturating_sub(bytes0) as f64
-                        / interval_s
-                        / 1e6,
-                    p50_us: lat.quantile_us(0.5),
-                    p99_us: lat.quantile_us(0.99),
-                    mapped: v.mapped_bytes,
-                    size: v.size_bytes,
-                    free: v.free_bytes,
-                    backlog: v.conversion_backlog,
-                    rebuild: v.rebuild_progress.zip(v.rebuild.clone()),
-                    scrub: v.scrub_progress.zip(v.scrub.clone()),
-                }
+                let name = cur.volume_names.get(v.index as usize).unwrap_or(&v.name);
+                volume_row(v, before, name, interval_s)
             })
             .collect();
         View {
@@ -177,6 +131,78 @@ impl View {
             reconstructed_reads: s.reconstructed_reads,
             redirected_writes: s.redirected_writes,
         }
+    }
+}
+
+/// Member `m`'s row over the interval since `before` (`None`: rates since start). A
+/// spike counts as seen during the interval only between two documents (`since_start`
+/// false). Adds the interval's p99 to the member's `history`.
+fn member_row(
+    m: &MemberStatus,
+    before: Option<&MemberStatus>,
+    since_start: bool,
+    interval_s: f64,
+    history: &mut VecDeque<Option<f64>>,
+) -> MemberRow {
+    let lat = merged(&m.read_latency, &m.write_latency);
+    let lat = match before {
+        Some(b) => lat.since(&merged(&b.read_latency, &b.write_latency)),
+        None => lat,
+    };
+    let ops0 = before.map_or(0, |b| b.reads + b.writes);
+    let bytes0 = before.map_or(0, |b| b.bytes_read + b.bytes_written);
+    let spikes_now = m.spikes.saturating_sub(before.map_or(0, |b| b.spikes));
+    let p99 = lat.quantile_us(0.99);
+    if history.len() == HISTORY {
+        history.pop_front();
+    }
+    history.push_back(p99);
+    MemberRow {
+        index: m.index,
+        name: m.name.clone(),
+        state: state_word(m.state, !since_start && spikes_now > 0),
+        iops: (m.reads + m.writes).saturating_sub(ops0) as f64 / interval_s,
+        mb_s: (m.bytes_read + m.bytes_written).saturating_sub(bytes0) as f64 / interval_s / 1e6,
+        p50_us: lat.quantile_us(0.5),
+        p99_us: p99,
+        history: history.iter().copied().collect(),
+        spikes: m.spikes,
+        stragglers: m.stragglers,
+        queue: m.inflight,
+    }
+}
+
+/// Volume `v`'s row over the interval since `before` (`None`: rates since start).
+fn volume_row(
+    v: &VolumeView,
+    before: Option<&VolumeView>,
+    name: &str,
+    interval_s: f64,
+) -> VolumeRow {
+    let io = &v.io;
+    let req0 = before.map_or(0, |b| b.io.requests());
+    let bytes0 = before.map_or(0, |b| b.io.bytes_read + b.io.bytes_written);
+    let lat = merged(&io.read, &io.write);
+    let lat = match before {
+        Some(b) => lat.since(&merged(&b.io.read, &b.io.write)),
+        None => lat,
+    };
+    let progress = |done: Option<f64>, words: &Option<String>| {
+        done.zip(words.clone())
+            .map(|(done, words)| Progress { done, words })
+    };
+    VolumeRow {
+        name: name.to_string(),
+        iops: io.requests().saturating_sub(req0) as f64 / interval_s,
+        mb_s: (io.bytes_read + io.bytes_written).saturating_sub(bytes0) as f64 / interval_s / 1e6,
+        p50_us: lat.quantile_us(0.5),
+        p99_us: lat.quantile_us(0.99),
+        mapped: v.mapped_bytes,
+        size: v.size_bytes,
+        free: v.free_bytes,
+        backlog: v.conversion_backlog,
+        rebuild: progress(v.rebuild_progress, &v.rebuild),
+        scrub: progress(v.scrub_progress, &v.scrub),
     }
 }
 

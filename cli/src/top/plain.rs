@@ -12,15 +12,17 @@ pub fn render(v: &View) -> String {
     out.extend(table::text(&table::members(v), WIDTH));
     out.push(String::new());
     out.extend(table::text(&table::volumes(v), WIDTH));
-    for (label, f, words) in table::progress(v) {
+    for p in table::progress(v) {
         let bar_w = 20;
-        let filled = ((f * bar_w as f64).round() as usize).min(bar_w);
+        let filled = ((p.done * bar_w as f64).round() as usize).min(bar_w);
         out.push(table::fit(
             &format!(
-                "{label} [{}{}] {:>3.0}% {words}",
+                "{} [{}{}] {:>3.0}% {}",
+                p.label,
                 "#".repeat(filled),
                 ".".repeat(bar_w - filled),
-                f * 100.0
+                p.done * 100.0,
+                p.words
             ),
             WIDTH,
         ));

@@ -83,15 +83,25 @@ pub fn volumes(v: &View) -> Table {
     }
 }
 
-/// Rebuild and scrub progress of every volume that has one: (label, fraction, words).
-pub fn progress(v: &View) -> Vec<(String, f64, String)> {
+/// One progress bar: what it is, how far (0 to 1), and where it stands in words.
+pub struct ProgressBar {
+    pub label: String,
+    pub done: f64,
+    pub words: String,
+}
+
+/// Rebuild and scrub progress of every volume that has one.
+pub fn progress(v: &View) -> Vec<ProgressBar> {
     let mut out = Vec::new();
     for r in &v.volumes {
-        if let Some((f, words)) = &r.rebuild {
-            out.push((format!("{} rebuild", r.name), *f, words.clone()));
-        }
-        if let Some((f, words)) = &r.scrub {
-            out.push((format!("{} scrub", r.name), *f, words.clone()));
+        for (what, p) in [("rebuild", &r.rebuild), ("scrub", &r.scrub)] {
+            if let Some(p) = p {
+                out.push(ProgressBar {
+                    label: format!("{} {what}", r.name),
+                    done: p.done,
+                    words: p.words.clone(),
+                });
+            }
         }
     }
     out

@@ -130,7 +130,7 @@ fn draw(f: &mut Frame, view: &Result<View, String>) {
         }),
         v_area,
     );
-    for (i, (label, frac, words)) in progress.iter().enumerate() {
+    for (i, p) in progress.iter().enumerate() {
         let row = Rect {
             y: p_area.y + i as u16,
             height: 1,
@@ -141,12 +141,12 @@ fn draw(f: &mut Frame, view: &Result<View, String>) {
         }
         let [name, bar] =
             Layout::horizontal([Constraint::Length(16), Constraint::Fill(1)]).areas(row);
-        f.render_widget(Paragraph::new(table::fit(label, 15)), name);
+        f.render_widget(Paragraph::new(table::fit(&p.label, 15)), name);
         f.render_widget(
             Gauge::default()
-                .ratio(frac.clamp(0.0, 1.0))
+                .ratio(p.done.clamp(0.0, 1.0))
                 .label(table::fit(
-                    &format!("{:.0}% {words}", frac * 100.0),
+                    &format!("{:.0}% {}", p.done * 100.0, p.words),
                     bar.width as usize,
                 ))
                 .gauge_style(Style::default().fg(Color::Cyan)),

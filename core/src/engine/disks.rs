@@ -80,7 +80,7 @@ pub struct Disks {
     list: Vec<DiskState>,
     /// The earliest detector deadline and how many detectors have exactly that deadline,
     /// or `None` when it must be recomputed. The driver asks for the deadline after every
-    /// input and a scan of every detector each time was 5% of simulation time; an input
+    /// input and a scan of every detector each time would cost 5% of simulation time; an input
     /// changes one detector, and detectors mostly share a deadline (a timeout advances them
     /// all to the same slot), so counting the holders keeps the minimum valid.
     deadline: Cell<Option<MinDeadline>>,

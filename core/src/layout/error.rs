@@ -18,8 +18,8 @@ pub enum GeometryError {
     Other(String),
 }
 
-/// The prime powers next to `n`, for the error message. It used to list a fixed
-/// "8, 9, 16, 25, 27, 29, 31, 32": for 6 or 10 it offered 8 but neither 7 nor 11.
+/// The prime powers next to `n`, for the error message. A fixed list ("8, 9, 16, 25, 27,
+/// 29, 31, 32") would offer 8 for 6 or 10 but neither 7 nor 11.
 fn nearest_prime_powers(n: usize) -> String {
     // Pools are far smaller; the bound keeps the search (trial division) instant.
     const LIMIT: usize = 1 << 20;

@@ -18,8 +18,8 @@
 //!                                       57 reserved (0)     7 bytes
 //!                                       64 image bytes...
 //! ```
-//! The CRC is computed with its own field zero. All integers little endian. The flags byte
-//! was reserved (0) before clean shutdowns were recorded: builds that predate it ignore it.
+//! The CRC is computed with its own field zero. All integers little endian. Builds that do
+//! not record clean shutdowns treat the flags byte as reserved (0) and ignore it.
 
 /// Journal block size: the atomic unit of the journal (a torn block fails its checksum).
 pub const JOURNAL_BLOCK: u64 = 4096;

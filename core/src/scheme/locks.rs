@@ -32,7 +32,7 @@ pub struct BlockLocks<T> {
     queues: FastMap<u64, VecDeque<u64>>,
     /// Emptied queues kept for the next blocks that get waiters (at most `SPARE_QUEUES`):
     /// writes queue behind each other on a few hot blocks all the time, and a fresh queue
-    /// per wait was an allocation and a free each.
+    /// per wait would be an allocation and a free each.
     spare_queues: Vec<VecDeque<u64>>,
     waiters: FastMap<u64, Waiter<T>>,
     next_seq: u64,

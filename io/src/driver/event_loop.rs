@@ -11,9 +11,10 @@
 //! - an NBD connection thread that has just queued commands and is about to wait for its
 //!   client ([`Shared::run_inline`]). Handing each burst of commands to the loop thread
 //!   costs a wake-up and two context switches, which on a small or virtualised machine cost
-//!   more than the engine's own work for a 4 KiB write (docs/BENCHMARKS.md). The connection
-//!   thread runs the turns itself when nobody else is, then tells the loop thread only what
-//!   it must know: work left over, or a deadline earlier than the one it sleeps towards.
+//!   more than the engine's own work for a 4 KiB write (docs/BENCHMARKS-HISTORY.md,
+//!   "connection threads run the turns"). The connection thread runs the turns itself when
+//!   nobody else is, then tells the loop thread only what it must know: work left over, or
+//!   a deadline earlier than the one it sleeps towards.
 //!
 //! Backpressure: commands are only taken off their bounded channel while the engine has
 //! room, so when the engine is full the channel fills and NBD connection threads block in
@@ -66,8 +67,8 @@ pub(crate) fn in_turn() -> bool {
 }
 
 /// A turn panicked (an engine invariant failed) on some thread: no further turn on state
-/// the panic may have left half-changed. Queued and later commands fail, as they did when
-/// the panic ended the only thread that ran turns. A restart recovers from the journal.
+/// the panic may have left half-changed. Queued and later commands fail, whichever thread
+/// the panic ended. A restart recovers from the journal.
 fn stop_after_panic(mut lp: std::sync::MutexGuard<'_, EventLoop>) {
     if !lp.finished {
         tracing::error!("a turn panicked; the engine stops");

@@ -2,6 +2,8 @@
 //! with serde, so the CLI can ship it as JSON to `fusionraid status`.
 
 use fusionraid_core::Engine;
+use fusionraid_core::engine::stats::EngineStats;
+use fusionraid_core::scheme::{MetadataStatus, VolumeStatus};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -211,61 +213,13 @@ pub(crate) fn snapshot(
     uptime_s: f64,
     obs: &Observed,
 ) -> StatusSnapshot {
-    let disks = engine.disks();
     let members = names
         .iter()
         .enumerate()
-        .map(|(i, name)| {
-            let d = disks.get(fusionraid_core::DiskId(i as u32));
-            let m = members[i].as_deref();
-            let state = match (m, d.failed, d.detector.is_unresponsive()) {
-                (None, _, _) => MemberState::Missing,
-                (_, true, _) => MemberState::Failed,
-                (_, _, true) => MemberState::Spiking,
-                _ => MemberState::Healthy,
-            };
-            MemberStatus {
-                index: i,
-                name: name.clone(),
-                state,
-                size_bytes: m.map_or(0, |m| m.size_bytes()),
-                inflight: m.map_or(0, |m| m.inflight() as u64),
-                stragglers: d.detector.stragglers(),
-                spikes: d.detector.transitions(),
-                reads: d.counters.reads,
-                writes: d.counters.writes,
-                bytes_read: d.counters.bytes_read,
-                bytes_written: d.counters.bytes_written,
-                errors: d.counters.errors,
-                notes: m.map_or_else(Vec::new, |m| m.notes()),
-                read_latency: obs.devices.members[i].read.clone(),
-                write_latency: obs.devices.members[i].write.clone(),
-                unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
-                background_bytes: d.counters.background_bytes,
-            }
-        })
+        .map(|(i, name)| member_status(engine, i, name, members[i].as_deref(), obs))
         .collect();
     let volumes = (0..engine.volume_count() as u32)
-        .filter_map(|v| {
-            let s = engine.volume_status(v)?;
-            Some(VolumeView {
-                index: v,
-                name: s.name,
-                level: s.level,
-                size_bytes: s.size_bytes,
-                mapped_bytes: s.mapped_bytes,
-                raid_bytes: s.raid_bytes,
-                replicated_bytes: s.replicated_bytes,
-                free_bytes: s.free_bytes,
-                conversion_backlog: s.conversion_backlog,
-                metadata_bytes: s.metadata_bytes,
-                rebuild: s.rebuild,
-                scrub: s.scrub,
-                io: obs.volumes.get(v as usize).cloned().unwrap_or_default(),
-                rebuild_progress: s.rebuild_progress,
-                scrub_progress: s.scrub_progress,
-            })
-        })
+        .filter_map(|v| Some(volume_view(v, engine.volume_status(v)?, obs)))
         .collect();
     let st = engine.stats();
     StatusSnapshot {
@@ -290,31 +244,96 @@ pub(crate) fn snapshot(
         read_latency: view(&lat.read),
         write_latency: view(&lat.write),
         flush_latency: view(&lat.flush),
-        metadata: engine.scheme().metadata_status().map(|m| MetadataView {
-            commits: m.commits,
-            checkpoints: m.checkpoints,
-            failed_commits: m.failed_commits,
-            journal_blocks_written: m.journal_blocks_written,
-            records: m.records,
-            last_checkpoint_bytes: m.last_checkpoint_bytes,
-            held_stripes: m.held_stripes,
-            recovery: m.recovery,
-            commit_seconds: m.commit_ns as f64 / 1e9,
-            clean_shutdown: m.clean_shutdown,
-        }),
-        counters: PoolCounters {
-            rejected_busy: st.rejected_busy,
-            disk_failures: st.disk_failures,
-            hedged_reads: st.hedged_reads,
-            full_stripe_writes: st.full_stripe_writes,
-            replicated_block_writes: st.replicated_block_writes,
-            relocations: st.relocations,
-            rebuilt_columns: st.rebuilt_columns,
-            write_retries: st.write_retries,
-            user_bytes_written: st.user_bytes_written,
-            device_bytes_written_fg: st.device_bytes_written_fg,
-            device_bytes_written_bg: st.device_bytes_written_bg,
-            device_bytes_read_bg: st.device_bytes_read_bg,
-        },
+        metadata: engine.scheme().metadata_status().map(metadata_view),
+        counters: pool_counters(st),
+    }
+}
+
+/// Member `i` (`m`: `None` when missing) as the engine and the loop see it.
+fn member_status(
+    engine: &Engine,
+    i: usize,
+    name: &str,
+    m: Option<&dyn Member>,
+    obs: &Observed,
+) -> MemberStatus {
+    let d = engine.disks().get(fusionraid_core::DiskId(i as u32));
+    let state = match (m, d.failed, d.detector.is_unresponsive()) {
+        (None, _, _) => MemberState::Missing,
+        (_, true, _) => MemberState::Failed,
+        (_, _, true) => MemberState::Spiking,
+        _ => MemberState::Healthy,
+    };
+    MemberStatus {
+        index: i,
+        name: name.to_string(),
+        state,
+        size_bytes: m.map_or(0, |m| m.size_bytes()),
+        inflight: m.map_or(0, |m| m.inflight() as u64),
+        stragglers: d.detector.stragglers(),
+        spikes: d.detector.transitions(),
+        reads: d.counters.reads,
+        writes: d.counters.writes,
+        bytes_read: d.counters.bytes_read,
+        bytes_written: d.counters.bytes_written,
+        errors: d.counters.errors,
+        notes: m.map_or_else(Vec::new, |m| m.notes()),
+        read_latency: obs.devices.members[i].read.clone(),
+        write_latency: obs.devices.members[i].write.clone(),
+        unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
+        background_bytes: d.counters.background_bytes,
+    }
+}
+
+/// Volume `v` as the engine reports it, with its users' commands as the loop counted them.
+fn volume_view(v: u32, s: VolumeStatus, obs: &Observed) -> VolumeView {
+    VolumeView {
+        index: v,
+        name: s.name,
+        level: s.level,
+        size_bytes: s.size_bytes,
+        mapped_bytes: s.mapped_bytes,
+        raid_bytes: s.raid_bytes,
+        replicated_bytes: s.replicated_bytes,
+        free_bytes: s.free_bytes,
+        conversion_backlog: s.conversion_backlog,
+        metadata_bytes: s.metadata_bytes,
+        rebuild: s.rebuild,
+        scrub: s.scrub,
+        io: obs.volumes.get(v as usize).cloned().unwrap_or_default(),
+        rebuild_progress: s.rebuild_progress,
+        scrub_progress: s.scrub_progress,
+    }
+}
+
+fn metadata_view(m: MetadataStatus) -> MetadataView {
+    MetadataView {
+        commits: m.commits,
+        checkpoints: m.checkpoints,
+        failed_commits: m.failed_commits,
+        journal_blocks_written: m.journal_blocks_written,
+        records: m.records,
+        last_checkpoint_bytes: m.last_checkpoint_bytes,
+        held_stripes: m.held_stripes,
+        recovery: m.recovery,
+        commit_seconds: m.commit_ns as f64 / 1e9,
+        clean_shutdown: m.clean_shutdown,
+    }
+}
+
+fn pool_counters(st: &EngineStats) -> PoolCounters {
+    PoolCounters {
+        rejected_busy: st.rejected_busy,
+        disk_failures: st.disk_failures,
+        hedged_reads: st.hedged_reads,
+        full_stripe_writes: st.full_stripe_writes,
+        replicated_block_writes: st.replicated_block_writes,
+        relocations: st.relocations,
+        rebuilt_columns: st.rebuilt_columns,
+        write_retries: st.write_retries,
+        user_bytes_written: st.user_bytes_written,
+        device_bytes_written_fg: st.device_bytes_written_fg,
+        device_bytes_written_bg: st.device_bytes_written_bg,
+        device_bytes_read_bg: st.device_bytes_read_bg,
     }
 }

@@ -2,8 +2,9 @@
 //! write (MAP_NORESERVE), so a large pool of mostly empty members costs little, and a trim
 //! gives whole pages back. `mem:SIZE,populate` allocates every page when the member opens:
 //! a first write into a page costs a fault and the zeroing of the page, several times the
-//! copy itself, which a storage device does not charge (docs/BENCHMARKS.md). Operations
-//! complete inline; `reap` returns them on the same turn, so no wake-up is needed.
+//! copy itself, which a storage device does not charge (docs/BENCHMARKS-HISTORY.md,
+//! "connection threads run the turns; populated members"). Operations complete inline;
+//! `reap` returns them on the same turn, so no wake-up is needed.
 
 use fusionraid_core::{Data, DevError, DevOp, IoResult, Nanos};
 

@@ -314,11 +314,11 @@ mod tests {
         }
     }
 
-    /// A member whose server stopped answering used to keep its requests pending for good:
-    /// every write with a copy on it waited forever, and a server that also stopped reading
-    /// blocked the loop thread in a send, freezing the whole pool (status included). Now
-    /// the member gives the connection up after the reply timeout: everything it holds
-    /// fails, and the engine fails the member and serves degraded.
+    /// A member whose server stops answering must not keep its requests pending for good
+    /// (every write with a copy on it would wait forever, and a server that also stops
+    /// reading would block the loop thread in a send, freezing the whole pool, status
+    /// included): the member gives the connection up after the reply timeout, everything
+    /// it holds fails, and the engine fails the member and serves degraded.
     #[test]
     fn a_server_that_stops_answering_is_given_up() {
         let dir = tempfile::tempdir().unwrap();

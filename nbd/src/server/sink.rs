@@ -7,10 +7,11 @@
 //! So a completer first tries to send a small reply itself, with a non-blocking send, under
 //! a lock that the writer thread also holds while it writes; replies never interleave. If
 //! the socket buffer is full (a client slow to read) or the writer is busy, the reply goes
-//! to the writer thread as before, so a slow client can stall only its own writer, never
-//! the completing thread. A reply the socket took only in part is left here (with the count
-//! of bytes sent), and the writer thread is told to send the rest before anything else. Replies completed in a
-//! batch (`batch.rs`) take the same path together, in one vectored send.
+//! to the writer thread, so a slow client can stall only its own writer, never the
+//! completing thread. A reply the socket took only in part is left here (with the count of
+//! bytes sent), and the writer thread is told to send the rest before anything else.
+//! Replies completed in a batch (`batch.rs`) take the same path together, in one vectored
+//! send.
 
 use std::io::IoSlice;
 use std::net::Shutdown;
@@ -27,7 +28,8 @@ use super::inflight::Inflight;
 /// Largest read payload sent from the completing thread. For larger ones the copy into
 /// the socket dominates and is better done beside the completing thread (the engine loop,
 /// the serial part of the server) than on it; with 64 KiB inline, 64 KiB sequential reads
-/// ran about 15% slower (docs/BENCHMARKS.md).
+/// ran about 15% slower (docs/BENCHMARKS-HISTORY.md, "the read path after the reply
+/// changes").
 const INLINE_MAX: usize = 16 * 1024;
 /// Replies per send: two pieces each, within IOV_MAX (1024).
 const MAX_REPLIES_PER_SEND: usize = 256;

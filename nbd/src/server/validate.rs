@@ -58,106 +58,20 @@ pub(crate) enum Verdict {
 /// `max_payload` is the server's hard cap on a WRITE payload it is willing
 /// to read; the advertised per-export maximum may be lower.
 pub(crate) fn check(h: &RequestHeader, e: &ExportInfo, max_payload: u32) -> Verdict {
-    let flags_fua = if e.fua { NBD_CMD_FLAG_FUA } else { 0 };
-    let advertised_max = e.block_size.maximum.min(max_payload);
-    let reject = |error| Verdict::Reject { error, skip: 0 };
     match h.typ {
-        NBD_CMD_READ => {
-            if h.flags & !flags_fua != 0 {
-                return reject(ErrorCode::Inval);
-            }
-            if h.len > advertised_max {
-                return reject(ErrorCode::Inval);
-            }
-            if let Some(err) = range_error(h, e, ErrorCode::Inval) {
-                return reject(err);
-            }
-            if h.len == 0 {
-                return Verdict::Noop;
-            }
-            Verdict::Accept(Action::Read {
-                offset: h.offset,
-                len: h.len,
-            })
-        }
-        NBD_CMD_WRITE => {
-            if h.len > max_payload {
-                return Verdict::Fatal {
-                    error: ErrorCode::Inval,
-                    reason: format!(
-                        "write payload of {} bytes exceeds the {max_payload}-byte cap",
-                        h.len
-                    ),
-                };
-            }
-            let skip = |error| Verdict::Reject { error, skip: h.len };
-            if e.read_only {
-                return skip(ErrorCode::Perm);
-            }
-            if h.flags & !flags_fua != 0 || h.len > advertised_max {
-                return skip(ErrorCode::Inval);
-            }
-            if let Some(err) = range_error(h, e, ErrorCode::NoSpc) {
-                return skip(err);
-            }
-            if h.len == 0 {
-                return Verdict::Noop;
-            }
-            Verdict::Accept(Action::Write {
-                offset: h.offset,
-                len: h.len,
-                fua: h.flags & NBD_CMD_FLAG_FUA != 0,
-            })
-        }
+        NBD_CMD_READ => check_read(h, e, e.block_size.maximum.min(max_payload)),
+        NBD_CMD_WRITE => check_write(h, e, max_payload),
         NBD_CMD_DISC => Verdict::Accept(Action::Disconnect),
         NBD_CMD_FLUSH => {
             // Offset and length MUST be zero, but nothing depends on them,
             // so a sloppy client is not punished for it.
-            if !e.flush || h.flags & !flags_fua != 0 {
+            if !e.flush || h.flags & !fua_flag(e) != 0 {
                 return reject(ErrorCode::Inval);
             }
             Verdict::Accept(Action::Flush)
         }
-        NBD_CMD_TRIM => {
-            if e.read_only {
-                return reject(ErrorCode::Perm);
-            }
-            if !e.trim || h.flags & !flags_fua != 0 {
-                return reject(ErrorCode::Inval);
-            }
-            if let Some(err) = range_error(h, e, ErrorCode::Inval) {
-                return reject(err);
-            }
-            if h.len == 0 {
-                return Verdict::Noop;
-            }
-            Verdict::Accept(Action::Trim {
-                offset: h.offset,
-                len: h.len,
-                fua: h.flags & NBD_CMD_FLAG_FUA != 0,
-            })
-        }
-        NBD_CMD_WRITE_ZEROES => {
-            if e.read_only {
-                return reject(ErrorCode::Perm);
-            }
-            // FAST_ZERO is not advertised, so it is an unknown flag here.
-            if !e.write_zeroes || h.flags & !(flags_fua | NBD_CMD_FLAG_NO_HOLE) != 0 {
-                return reject(ErrorCode::Inval);
-            }
-            if let Some(err) = range_error(h, e, ErrorCode::NoSpc) {
-                return reject(err);
-            }
-            if h.len == 0 {
-                return Verdict::Noop;
-            }
-            Verdict::Accept(Action::WriteZeroes {
-                offset: h.offset,
-                len: h.len,
-                no_hole: h.flags & NBD_CMD_FLAG_NO_HOLE != 0,
-                fua: h.flags & NBD_CMD_FLAG_FUA != 0,
-            })
-        }
+        NBD_CMD_TRIM => check_trim(h, e),
+        NBD_CMD_WRITE_ZEROES => check_write_zeroes(h, e),
         // Known commands we do not offer. None carries a payload without
         // negotiation we never do, so the stream stays parseable. Some
         // clients send CACHE unadvertised; the spec allows EINVAL for it.
@@ -167,6 +81,109 @@ pub(crate) fn check(h: &RequestHeader, e: &ExportInfo, max_payload: u32) -> Verd
             reason: format!("unknown command type {other}"),
         },
     }
+}
+
+/// The flags a command may carry beyond its own: FUA, when the export offers it.
+fn fua_flag(e: &ExportInfo) -> u16 {
+    if e.fua { NBD_CMD_FLAG_FUA } else { 0 }
+}
+
+fn reject(error: ErrorCode) -> Verdict {
+    Verdict::Reject { error, skip: 0 }
+}
+
+/// A READ of at most `advertised_max` bytes.
+fn check_read(h: &RequestHeader, e: &ExportInfo, advertised_max: u32) -> Verdict {
+    if h.flags & !fua_flag(e) != 0 {
+        return reject(ErrorCode::Inval);
+    }
+    if h.len > advertised_max {
+        return reject(ErrorCode::Inval);
+    }
+    if let Some(err) = range_error(h, e, ErrorCode::Inval) {
+        return reject(err);
+    }
+    if h.len == 0 {
+        return Verdict::Noop;
+    }
+    Verdict::Accept(Action::Read {
+        offset: h.offset,
+        len: h.len,
+    })
+}
+
+/// A WRITE: a payload beyond `max_payload` can not be skipped and ends the connection; any
+/// other refusal skips the payload so the stream stays in sync.
+fn check_write(h: &RequestHeader, e: &ExportInfo, max_payload: u32) -> Verdict {
+    if h.len > max_payload {
+        return Verdict::Fatal {
+            error: ErrorCode::Inval,
+            reason: format!(
+                "write payload of {} bytes exceeds the {max_payload}-byte cap",
+                h.len
+            ),
+        };
+    }
+    let skip = |error| Verdict::Reject { error, skip: h.len };
+    if e.read_only {
+        return skip(ErrorCode::Perm);
+    }
+    if h.flags & !fua_flag(e) != 0 || h.len > e.block_size.maximum.min(max_payload) {
+        return skip(ErrorCode::Inval);
+    }
+    if let Some(err) = range_error(h, e, ErrorCode::NoSpc) {
+        return skip(err);
+    }
+    if h.len == 0 {
+        return Verdict::Noop;
+    }
+    Verdict::Accept(Action::Write {
+        offset: h.offset,
+        len: h.len,
+        fua: h.flags & NBD_CMD_FLAG_FUA != 0,
+    })
+}
+
+fn check_trim(h: &RequestHeader, e: &ExportInfo) -> Verdict {
+    if e.read_only {
+        return reject(ErrorCode::Perm);
+    }
+    if !e.trim || h.flags & !fua_flag(e) != 0 {
+        return reject(ErrorCode::Inval);
+    }
+    if let Some(err) = range_error(h, e, ErrorCode::Inval) {
+        return reject(err);
+    }
+    if h.len == 0 {
+        return Verdict::Noop;
+    }
+    Verdict::Accept(Action::Trim {
+        offset: h.offset,
+        len: h.len,
+        fua: h.flags & NBD_CMD_FLAG_FUA != 0,
+    })
+}
+
+fn check_write_zeroes(h: &RequestHeader, e: &ExportInfo) -> Verdict {
+    if e.read_only {
+        return reject(ErrorCode::Perm);
+    }
+    // FAST_ZERO is not advertised, so it is an unknown flag here.
+    if !e.write_zeroes || h.flags & !(fua_flag(e) | NBD_CMD_FLAG_NO_HOLE) != 0 {
+        return reject(ErrorCode::Inval);
+    }
+    if let Some(err) = range_error(h, e, ErrorCode::NoSpc) {
+        return reject(err);
+    }
+    if h.len == 0 {
+        return Verdict::Noop;
+    }
+    Verdict::Accept(Action::WriteZeroes {
+        offset: h.offset,
+        len: h.len,
+        no_hole: h.flags & NBD_CMD_FLAG_NO_HOLE != 0,
+        fua: h.flags & NBD_CMD_FLAG_FUA != 0,
+    })
 }
 
 /// Alignment to the advertised minimum block size (EINVAL) and the export

@@ -203,7 +203,7 @@ impl Sim {
             devices,
             data: (!scenario.size_only).then(|| DataMode {
                 // The in-place baselines read never-written blocks from the members: with the
-                // 0xEE fill a run without prefill reported thousands of false mismatches.
+                // 0xEE fill a run without prefill would report thousands of false mismatches.
                 store: if zeroed {
                     Store::with_fill(disks, 0)
                 } else {

@@ -446,8 +446,8 @@ mod tests {
         assert!(no_trace.all_runs().is_empty());
     }
 
-    /// The base seed plus a mix or replicate number wraps around: the largest seed used to
-    /// overflow (a panic of `fusionraid eval --seed 18446744073709551615`).
+    /// The base seed plus a mix or replicate number wraps around, so the largest seed does
+    /// not overflow (a panic of `fusionraid eval --seed 18446744073709551615`).
     #[test]
     fn the_largest_base_seed_wraps() {
         let p = Plan::new(

@@ -94,8 +94,8 @@ pub struct RunSpec {
     pub scheme: String,
     pub load: LoadSpec,
     /// The members' device preset (`fusionraid_devices::list_presets`). Left out of the JSON (and
-    /// so of the id's hash) when it is the default, so runs on `dc` members keep the ids and
-    /// files they had before other presets could be chosen.
+    /// so of the id's hash) when it is the default, so runs on `dc` members have the same ids
+    /// and files as in builds without a choice of preset.
     #[serde(skip_serializing_if = "is_default_device")]
     pub device: String,
     /// Members preconditioned to the paper's aged state (else fresh).

@@ -292,7 +292,7 @@ impl Scenario {
             return Err("duration must be positive".into());
         }
         // Requests arriving before the warm-up ends are left out of the statistics: a warm-up
-        // as long as the run used to give a report of zero latencies and zero IOPS.
+        // as long as the run would give a report of zero latencies and zero IOPS.
         if let Some(d) = self.duration_ns
             && self.warmup_ns >= d
         {
@@ -494,7 +494,7 @@ mod tests {
         let mut s = Scenario::default_mix(1.0);
         s.pool.speed_factors = vec![(29, 2.0)];
         assert!(s.validate().unwrap_err().contains("disk 29"));
-        // Used to overflow the device model's clock (a panic).
+        // Would overflow the device model's clock (a panic).
         let mut s = Scenario::default_mix(1.0);
         s.pool.speed_factors = vec![(0, 1e300)];
         let e = s.validate().unwrap_err();
@@ -512,7 +512,7 @@ mod tests {
         s.warmup_ns = 999_999_999;
         s.validate().unwrap();
         let mut s = Scenario::default_mix(1.0);
-        // The second used to replace the first silently.
+        // The second would replace the first silently.
         s.pool.speed_factors = vec![(3, 2.0), (5, 4.0), (3, 8.0)];
         let e = s.validate().unwrap_err();
         assert!(e.contains("disk 3") && e.contains("two"), "{e}");

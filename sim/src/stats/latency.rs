@@ -93,7 +93,7 @@ impl LatencyHist {
     /// `Histogram::mean`: the same sum in the same order (ascending buckets, each adding its
     /// median value times its count over the total), but walking the buckets from the
     /// lowest recorded value up instead of every bucket from 1 ns. The report takes 15
-    /// means, and the empty buckets below the fastest request were most of their cost.
+    /// means, and the empty buckets below the fastest request would be most of their cost.
     fn mean_ns(&self) -> f64 {
         let h = &self.h;
         let n = h.len();

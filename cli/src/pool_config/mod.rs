@@ -1,0 +1,402 @@
+//! The pool file (TOML): members, geometry, volumes, policies and where to serve.
+//!
+//! ```toml
+//! name = "tank"
+//! members = ["emu:dc:file:d0.img", "emu:dc:file:d1.img", "..."]
+//! member_size = "2G"        # create missing file members (sparse) of this size
+//! spares = ["file:s0.img"]  # hot spares: take a failed member's slot after its rebuild
+//! block_size = "64K"        # stripe unit
+//! # data_offset = "8M"      # reserved at the start of every member (superblock, journal,
+//!                           # checkpoints); default: what the metadata needs, fixed by create
+//! layout = "mols"           # mols | groups | permutation
+//! scheme = "fusionraid"     # fusionraid | fusion-nd | raid50 | 4-raid5 | lograid | ...
+//!
+//! [detector]                # spike detector: preset dc | consumer, and overrides
+//! preset = "dc"
+//!
+//! [conversion]              # in-position conversion policy
+//! enabled = true
+//!
+//! [metadata]                # durable mapping (FusionRAID schemes)
+//! journal = true            # false: mapping in memory only, lost at restart
+//! journal_size = "4M"       # journal ring per member
+//! commit_interval_ms = 20   # commit at least this often while changes are pending
+//!
+//! [[volume]]
+//! name = "vol0"
+//! level = "raid5"
+//! width = 5
+//! size = "4G"
+//!
+//! [serve]
+//! unix = "nbd.sock"         # relative paths are relative to this file
+//! tcp = "127.0.0.1:10809"
+//! ```
+//!
+//! Two kinds of settings: the *geometry* (members, block size, data offset, layout,
+//! volumes) is fixed by `create` and stored in every member's superblock; the *policies*
+//! (scheme, detector, conversion, serve) may change between runs of `serve`.
+
+mod engine_config;
+#[cfg(test)]
+mod tests;
+mod units;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use fusionraid_core::meta::ImageBound;
+use fusionraid_io::{MemberSpec, format_size};
+use serde::{Deserialize, Serialize};
+
+pub use units::{Size, Spare};
+
+use crate::pool_limits;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolFile {
+    #[serde(default = "default_name")]
+    pub name: String,
+    pub members: Vec<String>,
+    /// Hot spares: devices that take the slot of a failed member once the rebuild has moved
+    /// its data onto the others (files are created with `member_size`). A spare that is also
+    /// listed in `members` has been used (replace edits `members`, not this list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spares: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_size: Option<Size>,
+    #[serde(default = "default_block")]
+    pub block_size: Size,
+    /// None: as much as the metadata needs (`resolved_data_offset`); `create` stores the
+    /// resolved value in the superblocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_offset: Option<Size>,
+    #[serde(default = "default_layout")]
+    pub layout: String,
+    #[serde(default = "default_scheme")]
+    pub scheme: String,
+    /// Seeds the engine's random choices and the emulated device models.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// User requests in the engine at once (backpressure beyond).
+    #[serde(default = "default_max_requests")]
+    pub max_requests: usize,
+    /// Re-issue a replicated read to the other copy after this many microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge_us: Option<u64>,
+    /// Blocks of a stripe a write must cover to take the RAID path (default: break-even).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raid_threshold: Option<usize>,
+    #[serde(default)]
+    pub detector: DetectorSection,
+    #[serde(default)]
+    pub conversion: ConversionSection,
+    #[serde(default)]
+    pub metadata: MetadataSection,
+    #[serde(rename = "volume")]
+    pub volumes: Vec<VolumeSection>,
+    #[serde(default)]
+    pub serve: ServeSection,
+    /// How the pool's checkpoint area is sized: not a setting but a fact of the pool,
+    /// taken from its superblocks' version (new pools: the zone rule).
+    #[serde(skip)]
+    pub image_bound: ImageBound,
+}
+
+fn default_name() -> String {
+    "pool".into()
+}
+fn default_block() -> Size {
+    Size(64 << 10)
+}
+fn default_layout() -> String {
+    "mols".into()
+}
+fn default_scheme() -> String {
+    "fusionraid".into()
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_max_requests() -> usize {
+    4096
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectorSection {
+    /// dc (datacenter SSDs) or consumer: the paper's settings for each class.
+    #[serde(default = "default_detector")]
+    pub preset: String,
+    pub slot_us: Option<u64>,
+    pub window_slots: Option<u32>,
+    pub x_high: Option<u32>,
+    pub x_low: Option<u32>,
+}
+
+fn default_detector() -> String {
+    "dc".into()
+}
+
+impl Default for DetectorSection {
+    fn default() -> Self {
+        DetectorSection {
+            preset: default_detector(),
+            slot_us: None,
+            window_slots: None,
+            x_high: None,
+            x_low: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataSection {
+    #[serde(default = "yes")]
+    pub journal: bool,
+    #[serde(default = "default_journal_size")]
+    pub journal_size: Size,
+    #[serde(default = "default_commit_ms")]
+    pub commit_interval_ms: u64,
+}
+
+fn default_journal_size() -> Size {
+    Size(4 << 20)
+}
+fn default_commit_ms() -> u64 {
+    20
+}
+
+impl Default for MetadataSection {
+    fn default() -> Self {
+        MetadataSection {
+            journal: true,
+            journal_size: default_journal_size(),
+            commit_interval_ms: default_commit_ms(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversionSection {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub spare_low_water: Option<f64>,
+    pub replicated_high_water: Option<f64>,
+    /// Convert after this long without user requests; 0 = never on idleness.
+    pub idle_ms: Option<u64>,
+    /// Pause while a disk serves more foreground MB/s than this (paper: 40).
+    pub pause_mb_per_s: Option<f64>,
+    pub max_concurrent: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ConversionSection {
+    fn default() -> Self {
+        ConversionSection {
+            enabled: true,
+            spare_low_water: None,
+            replicated_high_water: None,
+            idle_ms: None,
+            pause_mb_per_s: None,
+            max_concurrent: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeSection {
+    pub name: String,
+    /// raid5 or raid6.
+    pub level: String,
+    /// Blocks per stripe, data and parity.
+    pub width: usize,
+    pub size: Size,
+    #[serde(default = "default_rep")]
+    pub replicated_fraction: f64,
+    /// Spare stripes beyond the data and the replicated area, as a share of the data, or
+    /// "auto" (the default): what the members hold beyond the volumes' needs, shared out.
+    #[serde(default)]
+    pub spare_fraction: Spare,
+    /// Export with byte granularity (read-modify-write at the edge) for clients such as
+    /// nbdfuse that ignore the 4 KiB minimum block size.
+    #[serde(default)]
+    pub allow_unaligned: bool,
+}
+
+fn default_rep() -> f64 {
+    0.10
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeSection {
+    /// NBD Unix socket (default: nbd.sock next to the pool file).
+    pub unix: Option<String>,
+    /// NBD TCP address, e.g. 127.0.0.1:10809 (default: none). Binding beyond loopback
+    /// exposes the volumes to the network without authentication.
+    pub tcp: Option<String>,
+    /// Status socket (default: status.sock next to the pool file).
+    pub status: Option<String>,
+    /// Commands queued between NBD connections and the engine.
+    pub queue_depth: Option<usize>,
+    /// Prometheus endpoint address, e.g. 127.0.0.1:9108 (default: none).
+    pub metrics: Option<String>,
+}
+
+impl PoolFile {
+    pub fn load(path: &Path) -> anyhow::Result<PoolFile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading pool file {}", path.display()))?;
+        PoolFile::parse(&text).with_context(|| format!("pool file {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<PoolFile> {
+        let p: PoolFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a pool file always serialises")
+    }
+
+    /// Checks everything that can be checked without opening members.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.check_members()?;
+        self.check_reserved_area()?;
+        self.layout_kind()?;
+        pool_limits::check_policies(self)?;
+        self.detector_config()?;
+        self.check_volumes()?;
+        // What `create` stores must fit the superblock, or the pool could never be created.
+        let stored = self.to_toml().len();
+        if stored > crate::superblock::MAX_CONFIG_BYTES {
+            bail!(
+                "the pool file is {stored} bytes in canonical form; a superblock holds at most {}",
+                crate::superblock::MAX_CONFIG_BYTES
+            );
+        }
+        Ok(())
+    }
+
+    /// Members and spares parse, and the pool is all in memory or all persistent.
+    fn check_members(&self) -> anyhow::Result<()> {
+        if self.members.is_empty() {
+            bail!("`members`: at least one member is needed");
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            MemberSpec::parse(m).map_err(|e| anyhow::anyhow!("`members[{i}]`: {e}"))?;
+        }
+        for (i, m) in self.spares.iter().enumerate() {
+            MemberSpec::parse(m).map_err(|e| anyhow::anyhow!("`spares[{i}]`: {e}"))?;
+            if m.contains(char::is_whitespace) {
+                bail!("`spares[{i}]`: {m:?} contains spaces");
+            }
+        }
+        let eph = self.specs()?.iter().filter(|s| s.is_ephemeral()).count();
+        if eph != 0 && eph != self.members.len() {
+            bail!(
+                "`members`: {eph} of {} members are in memory (mem:); a pool is either all in \
+                 memory or all persistent, since in-memory members keep no superblock",
+                self.members.len()
+            );
+        }
+        Ok(())
+    }
+
+    /// The block size, the area reserved at the start of every member (superblock, journal,
+    /// checkpoints) and the member size that must exceed it.
+    fn check_reserved_area(&self) -> anyhow::Result<()> {
+        let bs = self.block_size.0;
+        if !bs.is_power_of_two() || !(4096..=(1 << 20)).contains(&bs) {
+            bail!("`block_size`: {bs} must be a power of two from 4K to 1M");
+        }
+        let min_off = crate::superblock::SUPERBLOCK_BYTES;
+        if let Some(off) = self.data_offset
+            && (off.0 < min_off || !off.0.is_multiple_of(4096))
+        {
+            bail!(
+                "`data_offset`: {} must be a multiple of 4K and at least {} (the superblock)",
+                off.0,
+                format_size(min_off)
+            );
+        }
+        let m = &self.metadata;
+        if m.journal_size.0 < 64 << 10 || m.journal_size.0 > 1 << 30 {
+            bail!(
+                "`metadata.journal_size`: {} must be between 64K and 1G",
+                format_size(m.journal_size.0)
+            );
+        }
+        if m.commit_interval_ms == 0 || m.commit_interval_ms > 60_000 {
+            bail!("`metadata.commit_interval_ms` must be between 1 and 60000");
+        }
+        let reserved = self.data_offset.map_or(min_off, |o| o.0);
+        if let Some(m) = self.member_size
+            && (m.0 <= reserved || !m.0.is_multiple_of(4096))
+        {
+            bail!(
+                "`member_size`: {} must be a multiple of 4K larger than `data_offset` ({})",
+                m.0,
+                format_size(reserved)
+            );
+        }
+        Ok(())
+    }
+
+    /// At least one volume, every one within limits, named once and sized in whole blocks.
+    fn check_volumes(&self) -> anyhow::Result<()> {
+        if self.volumes.is_empty() {
+            bail!("`[[volume]]`: at least one volume is needed");
+        }
+        let bs = self.block_size.0;
+        let mut total = 0u64;
+        for (i, v) in self.volumes.iter().enumerate() {
+            let at = format!("`volume[{i}]` ({})", v.name.escape_debug());
+            pool_limits::check_volume(&at, v)?;
+            if self.volumes[..i].iter().any(|w| w.name == v.name) {
+                bail!("{at}: `name` is used twice");
+            }
+            if v.size.0 == 0 || v.size.0 % bs != 0 {
+                bail!(
+                    "{at}: `size` {} must be a positive multiple of the block size {}",
+                    v.size.0,
+                    format_size(bs)
+                );
+            }
+            total = total
+                .checked_add(v.size.0)
+                .ok_or_else(|| anyhow::anyhow!("{at}: the volumes' sizes add up beyond 16E"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Paths of the serve section, resolved against the pool file's directory.
+pub struct ServePaths {
+    pub unix: Option<PathBuf>,
+    pub tcp: Option<String>,
+    pub status: PathBuf,
+}
+
+impl ServeSection {
+    pub fn resolve(&self, base: &Path) -> ServePaths {
+        let at = |p: &str| {
+            let p = PathBuf::from(p);
+            if p.is_relative() { base.join(p) } else { p }
+        };
+        ServePaths {
+            unix: Some(at(self.unix.as_deref().unwrap_or("nbd.sock"))),
+            tcp: self.tcp.clone(),
+            status: at(self.status.as_deref().unwrap_or("status.sock")),
+        }
+    }
+}

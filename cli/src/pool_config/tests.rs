@@ -1,0 +1,146 @@
+//! The pool file's parsing, defaults, validation and spare shares.
+
+use fusionraid_core::scheme::fusion::sizing;
+
+use super::units::SPARE_WARN_BELOW;
+use super::*;
+
+#[test]
+fn small_spare_shares_are_warned_about() {
+    assert!(
+        Spare::Share(0.2)
+            .warning("v")
+            .is_some_and(|w| w.contains("'v'"))
+    );
+    assert!(Spare::Share(0.0).warning("v").is_some());
+    assert!(Spare::Share(SPARE_WARN_BELOW).warning("v").is_none());
+    assert!(Spare::Share(1.0).warning("v").is_none());
+    assert!(
+        Spare::Auto.warning("v").is_none(),
+        "auto is resolved before it is judged"
+    );
+}
+
+#[test]
+fn spare_share_is_a_number_or_auto_and_auto_resolves_to_what_fits() {
+    let with = |line: &str| {
+        PoolFile::parse(&GOOD.replace("size = \"16M\"", &format!("size = \"16M\"\n{line}")))
+            .unwrap()
+            .volumes[0]
+            .spare_fraction
+    };
+    assert_eq!(with(""), Spare::Auto);
+    assert_eq!(with("spare_fraction = \"auto\""), Spare::Auto);
+    assert_eq!(with("spare_fraction = 1"), Spare::Share(1.0));
+    assert_eq!(with("spare_fraction = 0.5"), Spare::Share(0.5));
+
+    // Five 64 MiB members hold far more than one 16 MiB volume: auto takes the cap.
+    let p = PoolFile::parse(GOOD).unwrap();
+    let r = p.with_spare_resolved(64 << 20).unwrap();
+    let Spare::Share(share) = r.volumes[0].spare_fraction else {
+        panic!("unresolved");
+    };
+    assert_eq!(share, sizing::AUTO_SPARE_MAX);
+    // Stored and parsed back, it is the same geometry.
+    let again = PoolFile::parse(&r.to_toml()).unwrap();
+    assert_eq!(again.geometry_key(), r.geometry_key());
+    // On members that only just hold the volume, less.
+    let tight = p.with_spare_resolved(8 << 20).unwrap();
+    assert!(
+        matches!(tight.volumes[0].spare_fraction, Spare::Share(s) if s < share),
+        "{:?}",
+        tight.volumes[0].spare_fraction
+    );
+}
+
+const GOOD: &str = r#"
+name = "t"
+members = ["mem:64M", "mem:64M", "mem:64M", "mem:64M", "mem:64M"]
+[[volume]]
+name = "v0"
+level = "raid5"
+width = 4
+size = "16M"
+"#;
+
+#[test]
+fn defaults_and_round_trip() {
+    let p = PoolFile::parse(GOOD).unwrap();
+    assert_eq!(p.block_size, Size(64 << 10));
+    assert_eq!(p.scheme, "fusionraid");
+    assert!(p.is_ephemeral());
+    let again = PoolFile::parse(&p.to_toml()).unwrap();
+    assert_eq!(again, p);
+}
+
+fn err(patch: &str) -> String {
+    let text = format!("{GOOD}\n{patch}");
+    format!("{:#}", PoolFile::parse(&text).unwrap_err())
+}
+
+#[test]
+fn errors_name_the_field() {
+    assert!(err("[detector]\npreset = \"x\"").contains("detector.preset"));
+    assert!(err("[detector]\nx_high = 0").contains("detector"));
+    assert!(
+        err("[[volume]]\nname = \"v0\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1M\"")
+            .contains("used twice")
+    );
+    assert!(
+        err("[[volume]]\nname = \"w\"\nlevel = \"raid9\"\nwidth = 4\nsize = \"1M\"")
+            .contains("level")
+    );
+    assert!(
+        err("[[volume]]\nname = \"w\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"100K\"")
+            .contains("size")
+    );
+    assert!(
+        err("[[volume]]\nname = \"w\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1Q\"")
+            .contains("unknown unit")
+    );
+    assert!(err("bogus = 1").contains("bogus"));
+    let bad = GOOD.replace("\"mem:64M\", \"mem:64M\"]", "\"mem:64M\", \"disk0\"]");
+    assert!(format!("{:#}", PoolFile::parse(&bad).unwrap_err()).contains("members[4]"));
+    let mixed = GOOD.replace("\"mem:64M\"]", "\"file:/tmp/x\"]");
+    assert!(format!("{:#}", PoolFile::parse(&mixed).unwrap_err()).contains("in memory"));
+}
+
+/// Values the fuzzer found (pool_config_fuzz.rs) that would overflow, allocate without
+/// bound, or fail to round-trip through the superblock if accepted.
+#[test]
+fn hostile_values_are_refused_with_the_field_named() {
+    let top = |line: &str| {
+        let text = format!("{line}\n{GOOD}");
+        format!("{:#}", PoolFile::parse(&text).unwrap_err())
+    };
+    assert!(top("hedge_us = 9223372036854775807").contains("hedge_us"));
+    assert!(top("max_requests = 9223372036854775807").contains("max_requests"));
+    assert!(top("block_size = -1").contains("can not be negative"));
+    assert!(top("block_size = 1.5").contains("whole number"));
+    let esc = GOOD.replace("name = \"t\"", "name = \"a\\u001b[2Jb\"");
+    assert!(format!("{:#}", PoolFile::parse(&esc).unwrap_err()).contains("control"));
+    assert!(top("member_size = \"4K\"").contains("member_size"));
+    assert!(err("[conversion]\nidle_ms = 9223372036854775807").contains("idle_ms"));
+    assert!(err("[conversion]\nspare_low_water = nan").contains("spare_low_water"));
+    assert!(err("[conversion]\npause_mb_per_s = -inf").contains("pause_mb_per_s"));
+    assert!(err("[conversion]\nmax_concurrent = 0").contains("max_concurrent"));
+    assert!(err("[detector]\nslot_us = 9223372036854775807").contains("slot_us"));
+    assert!(err("[serve]\nqueue_depth = 9223372036854775807").contains("queue_depth"));
+    let vol = |extra: &str| {
+        err(&format!(
+            "[[volume]]\nname = \"w\"\nlevel = \"raid6\"\nwidth = 4\nsize = \"1M\"\n{extra}"
+        ))
+    };
+    assert!(vol("replicated_fraction = nan").contains("replicated_fraction"));
+    assert!(vol("spare_fraction = inf").contains("spare_fraction"));
+    assert!(vol("spare_fraction = 5").contains("spare_fraction"));
+    assert!(vol("spare_fraction = \"lots\"").contains("\"auto\""));
+    let narrow = GOOD.replace("width = 4", "width = 2");
+    assert!(format!("{:#}", PoolFile::parse(&narrow).unwrap_err()).contains("width"));
+    let huge = GOOD.replace("size = \"16M\"", "size = \"16777215T\"");
+    let p = PoolFile::parse(&huge).unwrap();
+    let Err(e) = crate::scheme_choice::build_engine(&p, None, 64 << 20) else {
+        panic!("16 EiB of volumes on 64 MiB members was accepted");
+    };
+    assert!(format!("{e:#}").contains("members offer"), "{e:#}");
+}
