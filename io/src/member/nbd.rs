@@ -32,13 +32,25 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Reply = Result<(u64, CommandResult), NbdError>;
 
+/// A request on the wire, by its NBD handle.
+struct Sent {
+    /// The engine's tag of the device operation it serves.
+    tag: u64,
+    what: &'static str,
+    offset: u64,
+    at: Nanos,
+    /// A write asked for FUA on an export that offers FLUSH but not FUA: it completes only
+    /// after a FLUSH that follows it, so "durable" means what the engine asked.
+    flush_after: bool,
+}
+
 pub struct NbdMember {
     name: String,
     info: ExportInfo,
     sender: Option<ClientSender>,
     replies: Receiver<Reply>,
-    /// NBD handle -> (our tag, operation, offset (for error messages), when sent).
-    pending: HashMap<u64, (u64, &'static str, u64, Nanos)>,
+    /// What is on the wire, by NBD handle.
+    pending: HashMap<u64, Sent>,
     waiting: VecDeque<(u64, DevOp)>,
     ready: Vec<Completion>,
     /// Set once the connection is gone: everything fails from then on.
@@ -110,6 +122,7 @@ impl NbdMember {
             return self.fail(tag, m);
         }
         let info = &self.info;
+        let mut flush_after = false;
         let (cmd, what, offset) = match op {
             DevOp::Read { offset, len } => {
                 let Ok(len) = u32::try_from(len) else {
@@ -121,6 +134,7 @@ impl NbdMember {
                 let Some(bytes) = data.into_bytes() else {
                     return self.fail(tag, "size-only write to a real member".into());
                 };
+                flush_after = fua && !info.fua && info.flush;
                 (
                     CommandKind::Write {
                         offset,
@@ -165,14 +179,25 @@ impl NbdMember {
                 )
             }
         };
+        let sent = Sent {
+            tag,
+            what,
+            offset,
+            at: self.clock.now(),
+            flush_after,
+        };
+        self.send(&cmd, sent);
+    }
+
+    fn send(&mut self, cmd: &CommandKind, sent: Sent) {
         let sender = self
             .sender
             .as_mut()
             .expect("sender present while not broken");
-        match sender.send(&cmd) {
+        let (tag, what, offset) = (sent.tag, sent.what, sent.offset);
+        match sender.send(cmd) {
             Ok(handle) => {
-                let sent = self.clock.now();
-                self.pending.insert(handle, (tag, what, offset, sent));
+                self.pending.insert(handle, sent);
             }
             Err(NbdError::InvalidRequest(m)) => self.fail(tag, format!("{what} at {offset}: {m}")),
             Err(e) => {
@@ -188,8 +213,8 @@ impl NbdMember {
         if let Some(mut s) = self.sender.take() {
             s.abort();
         }
-        for (_, (tag, what, offset, _)) in std::mem::take(&mut self.pending) {
-            self.fail(tag, format!("{what} at {offset}: {why}"));
+        for (_, p) in std::mem::take(&mut self.pending) {
+            self.fail(p.tag, format!("{} at {}: {why}", p.what, p.offset));
         }
         for (tag, _) in std::mem::take(&mut self.waiting) {
             self.fail(tag, why.clone());
@@ -198,16 +223,26 @@ impl NbdMember {
     }
 
     fn oldest_sent(&self) -> Option<Nanos> {
-        self.pending.values().map(|p| p.3).min()
+        self.pending.values().map(|p| p.at).min()
     }
 
     fn on_reply(&mut self, reply: Reply) {
         match reply {
             Ok((handle, result)) => {
-                let Some((tag, what, offset, _)) = self.pending.remove(&handle) else {
+                let Some(p) = self.pending.remove(&handle) else {
                     tracing::error!(member = %self.name, handle, "reply for an unknown handle");
                     return;
                 };
+                let (tag, what, offset) = (p.tag, p.what, p.offset);
+                if p.flush_after && result.is_ok() && self.broken.is_none() {
+                    let flush = Sent {
+                        what: "flush after a write asking for FUA",
+                        at: self.clock.now(),
+                        flush_after: false,
+                        ..p
+                    };
+                    return self.send(&CommandKind::Flush, flush);
+                }
                 let result = result
                     .map(|d| d.map(Data::Bytes))
                     .map_err(|e| DevError(format!("{}: {what} at {offset}: {e}", self.name)));
@@ -379,6 +414,75 @@ mod tests {
         assert!(out.last().is_some_and(|c| c.tag == 99 && c.result.is_err()));
         drop(m);
         backend.held.lock().unwrap().clear();
+        server.shutdown();
+    }
+
+    /// Logs the kind of every command, in order, and serves them from memory.
+    struct Logged {
+        mem: MemBackend,
+        log: Mutex<Vec<String>>,
+    }
+
+    impl Backend for Logged {
+        fn exports(&self) -> Vec<ExportInfo> {
+            self.mem.exports()
+        }
+        fn submit(&self, export: usize, cmd: Command, done: Completer) {
+            let what = match &cmd.kind {
+                fusionraid_nbd::CommandKind::Write { fua, .. } => format!("write fua={fua}"),
+                fusionraid_nbd::CommandKind::Flush => "flush".to_string(),
+                other => format!("{other:?}"),
+            };
+            self.log.lock().unwrap().push(what);
+            self.mem.submit(export, cmd, done);
+        }
+    }
+
+    /// An export with FLUSH but no FUA (a volatile cache the server can only flush): a write
+    /// the engine asks to be durable completes only after a FLUSH that follows it, or the
+    /// journal would call a commit durable while it sits in that cache.
+    #[test]
+    fn a_fua_write_to_an_export_without_fua_is_followed_by_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let mut info = ExportInfo::new("m", 8 << 20);
+        info.fua = false;
+        assert!(info.flush, "the test needs an export that offers FLUSH");
+        let backend = Arc::new(Logged {
+            mem: MemBackend::new(info),
+            log: Mutex::new(Vec::new()),
+        });
+        let server = Server::new(backend.clone())
+            .bind_unix(&sock)
+            .unwrap()
+            .start()
+            .unwrap();
+        let waker = Arc::new(Waker::new().unwrap());
+        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        let mut m = NbdMember::connect("nofua", &uri, waker.clone(), crate::Clock::new()).unwrap();
+        for (tag, fua) in [(1, true), (2, false)] {
+            let data = Data::Bytes(vec![tag as u8; 4096]);
+            let op = DevOp::Write {
+                offset: tag * 4096,
+                data,
+                fua,
+            };
+            m.submit(tag, op, 0);
+            let mut out = Vec::new();
+            for _ in 0..1000 {
+                m.reap(0, &mut out);
+                if !out.is_empty() {
+                    break;
+                }
+                waker.prepare_sleep();
+                waker.wait(Some(Duration::from_millis(10)));
+            }
+            assert_eq!(out.len(), 1);
+            assert!(out[0].tag == tag && out[0].result.is_ok(), "{out:?}");
+        }
+        let log = backend.log.lock().unwrap().clone();
+        assert_eq!(log, ["write fua=false", "flush", "write fua=false"]);
+        drop(m);
         server.shutdown();
     }
 
