@@ -1,5 +1,7 @@
 //! The `fusionraid` command. Each subcommand lives in its own module.
 
+#![warn(clippy::too_many_lines)]
+
 use clap::{Parser, Subcommand};
 
 mod assemble;

@@ -12,6 +12,8 @@
 //! eventfd ([`waker::Waker`]) that every source of work signals, with the engine's next
 //! deadline as the timeout.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod clock;
 pub mod driver;
 pub mod member;

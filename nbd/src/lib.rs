@@ -25,6 +25,8 @@
 //! and the oldstyle handshake (an oldstyle client sees the newstyle magic
 //! and gives up; the server just sees it disconnect).
 
+#![warn(clippy::too_many_lines)]
+
 pub mod backend;
 pub mod client;
 pub mod error;
