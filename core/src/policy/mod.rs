@@ -23,11 +23,13 @@ pub use admission::{BackgroundAdmission, ForegroundPause};
 pub use placement::{HealthOnly, SteerAroundSpikes, WritePlacement};
 pub use routing::{FewestStragglers, FirstCopy, ReadRouting};
 
+use crate::types::DiskId;
+
 /// The policies one scheme instance runs with.
 pub struct Policies {
-    pub placement: Box<dyn WritePlacement>,
-    pub routing: Box<dyn ReadRouting>,
-    pub admission: Box<dyn BackgroundAdmission>,
+    pub placement: PlacementPolicy,
+    pub routing: RoutingPolicy,
+    pub admission: AdmissionPolicy,
 }
 
 impl Policies {
@@ -35,9 +37,9 @@ impl Policies {
     /// marks unresponsive; conversion pauses on members busy with foreground I/O.
     pub fn redirecting(pause_fg_bytes_per_sec: f64) -> Self {
         Policies {
-            placement: Box::new(SteerAroundSpikes),
-            routing: Box::new(FewestStragglers),
-            admission: Box::new(ForegroundPause {
+            placement: PlacementPolicy::SteerAroundSpikes(SteerAroundSpikes),
+            routing: RoutingPolicy::FewestStragglers(FewestStragglers),
+            admission: AdmissionPolicy::ForegroundPause(ForegroundPause {
                 limit_bytes_per_sec: pause_fg_bytes_per_sec,
             }),
         }
@@ -47,12 +49,89 @@ impl Policies {
     /// ignored; only failed members are avoided.
     pub fn non_redirecting(pause_fg_bytes_per_sec: f64) -> Self {
         Policies {
-            placement: Box::new(HealthOnly),
-            routing: Box::new(FirstCopy),
-            admission: Box::new(ForegroundPause {
+            placement: PlacementPolicy::HealthOnly(HealthOnly),
+            routing: RoutingPolicy::FirstCopy(FirstCopy),
+            admission: AdmissionPolicy::ForegroundPause(ForegroundPause {
                 limit_bytes_per_sec: pause_fg_bytes_per_sec,
             }),
         }
+    }
+}
+
+/// One policy of a kind: the built-in ones by value, so the engine's hot paths call them
+/// directly (the write path asks placement about every candidate's members; through a
+/// trait object that cost 1% of the engine's instructions per small write), any other one
+/// as a trait object. Each forwards the trait's methods to what it holds.
+macro_rules! dispatch {
+    ($self:ident, $name:ident { $($variant:ident),* }, $p:ident => $call:expr) => {
+        match $self {
+            $($name::$variant($p) => $call,)*
+            $name::Custom($p) => $call,
+        }
+    };
+}
+
+/// A [`WritePlacement`].
+pub enum PlacementPolicy {
+    SteerAroundSpikes(SteerAroundSpikes),
+    HealthOnly(HealthOnly),
+    Custom(Box<dyn WritePlacement>),
+}
+
+impl WritePlacement for PlacementPolicy {
+    fn name(&self) -> &'static str {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.name())
+    }
+    #[inline]
+    fn steer_clear(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.steer_clear(m, d))
+    }
+    #[inline]
+    fn steers(&self) -> bool {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.steers())
+    }
+    fn pair_set_cost(&self, m: &Members, stripes: &[&[DiskId]], dcols: usize) -> usize {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.pair_set_cost(m, stripes, dcols))
+    }
+}
+
+/// A [`ReadRouting`].
+pub enum RoutingPolicy {
+    FewestStragglers(FewestStragglers),
+    FirstCopy(FirstCopy),
+    Custom(Box<dyn ReadRouting>),
+}
+
+impl ReadRouting for RoutingPolicy {
+    fn name(&self) -> &'static str {
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.name())
+    }
+    #[inline]
+    fn pick_copy(&self, m: &Members, copies: &[DiskId]) -> usize {
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.pick_copy(m, copies))
+    }
+    #[inline]
+    fn reconstruct_around(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.reconstruct_around(m, d))
+    }
+    fn may_hedge_to(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.may_hedge_to(m, d))
+    }
+}
+
+/// A [`BackgroundAdmission`].
+pub enum AdmissionPolicy {
+    ForegroundPause(ForegroundPause),
+    Custom(Box<dyn BackgroundAdmission>),
+}
+
+impl BackgroundAdmission for AdmissionPolicy {
+    fn name(&self) -> &'static str {
+        dispatch!(self, AdmissionPolicy { ForegroundPause }, p => p.name())
+    }
+    #[inline]
+    fn may_convert_on(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, AdmissionPolicy { ForegroundPause }, p => p.may_convert_on(m, d))
     }
 }
 

@@ -11,6 +11,7 @@ use super::write::write_columns;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::policy::BackgroundAdmission;
 use crate::space::StripeState;
 use crate::types::{DiskId, Nanos};
 use crate::volume::Loc;
@@ -64,7 +65,7 @@ impl FusionScheme {
     /// `memo` remembers each disk's answer for one scan (0 = not asked yet): a scan looks
     /// at up to 64 candidate sets, mostly on the same few busy disks.
     fn busy_disk(&self, ctx: &Ctx, disks: &[DiskId], memo: &mut [u8]) -> bool {
-        let admission = &*self.policy.admission;
+        let admission = &self.policy.admission;
         let members = ctx.members();
         disks.iter().any(|&d| {
             if memo[d.index()] == 0 {

@@ -6,6 +6,7 @@ use super::jobs::{Job, PartMode};
 use super::read::{DIRECT, PART_STRIDE};
 use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
+use crate::policy::ReadRouting;
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 
@@ -56,7 +57,7 @@ impl FusionScheme {
                     // `cur`, so no new set can contain it).
                     continue;
                 }
-                let routing = &*self.policy.routing;
+                let routing = &self.policy.routing;
                 let other = copies.iter().position(|&(s, c)| {
                     s != cur && routing.may_hedge_to(&ctx.members(), v.zone.disk(s, c))
                 });

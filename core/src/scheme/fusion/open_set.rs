@@ -7,7 +7,7 @@
 use super::pairs::{PairSet, Slot, SlotState, match_columns};
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
-use crate::policy::{Members, WritePlacement};
+use crate::policy::{Members, PlacementPolicy, WritePlacement};
 use crate::space::StripeState;
 use crate::types::DiskId;
 
@@ -21,7 +21,7 @@ pub(super) fn ensure_slots(
     ctx: &mut Ctx,
     v: &mut Vol,
     needed: usize,
-    placement: &dyn WritePlacement,
+    placement: &PlacementPolicy,
 ) -> bool {
     while v.pairs.spare_slots() < needed {
         if !open_pair_set_if_room(ctx, v, placement) {
@@ -42,7 +42,7 @@ pub(super) fn replicated_area_full(v: &Vol) -> bool {
 pub(super) fn open_pair_set_if_room(
     ctx: &mut Ctx,
     v: &mut Vol,
-    placement: &dyn WritePlacement,
+    placement: &PlacementPolicy,
 ) -> bool {
     !replicated_area_full(v) && open_pair_set(ctx, v, placement)
 }
@@ -68,7 +68,7 @@ impl Candidates {
 
 /// Open a new pair set: draw random spare stripes, keep the `copies` the placement policy
 /// finds cheapest, and match their columns into slots.
-fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> bool {
+fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> bool {
     let copies = v.copies();
     let cand = draw_candidates(ctx, v, placement);
     if cand.len < copies {
@@ -107,7 +107,7 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> 
 
 /// Draws up to `CANDIDATES` spare stripes: each away from members to avoid if one is,
 /// else on healthy members, else one whose parity covers the failed members.
-fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &dyn WritePlacement) -> Candidates {
+fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> Candidates {
     let mut cand = Candidates {
         stripes: [0; CANDIDATES],
         steered: [false; CANDIDATES],
@@ -159,7 +159,7 @@ fn cheapest(
     copies: usize,
     dcols: usize,
     members: &Members,
-    placement: &dyn WritePlacement,
+    placement: &PlacementPolicy,
 ) -> [usize; 3] {
     let mut best: Option<(usize, [usize; 3])> = None;
     let n = cand.len;

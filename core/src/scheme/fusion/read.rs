@@ -9,6 +9,7 @@ use super::jobs::{BAD_RAID, BAD_REBUILD, Job, JobId, PartMode, ReadJob, ReadPart
 use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::policy::ReadRouting;
 use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::patch::{Seg, segments};
 use crate::volume::{Loc, PageSums};
@@ -188,7 +189,7 @@ impl FusionScheme {
     /// None: no copy is readable and the part is finished (failed, or lost when every
     /// readable copy failed its checksum).
     fn read_replica(&mut self, ctx: &mut Ctx, at: PartAt, key: u64, count: u16) -> Option<Issued> {
-        let routing = &*self.policy.routing;
+        let routing = &self.policy.routing;
         let v = &mut self.vols[at.vol];
         let r = v
             .pairs
@@ -246,7 +247,7 @@ impl FusionScheme {
     /// member (only while every other column's member is fine). None: more members of the
     /// stripe failed than parity covers, and the part is finished (failed).
     fn read_raid(&mut self, ctx: &mut Ctx, at: PartAt, f: u64) -> Option<Issued> {
-        let routing = &*self.policy.routing;
+        let routing = &self.policy.routing;
         let v = &mut self.vols[at.vol];
         let (s, c) = v.zone.split(f);
         let width = v.zone.width();

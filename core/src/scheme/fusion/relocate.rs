@@ -10,6 +10,7 @@ use super::write::write_columns;
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::policy::WritePlacement;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::patch::{Seg, segments};
@@ -98,7 +99,7 @@ impl FusionScheme {
     /// A free stripe for a move: away from unresponsive members if one is, and clear of
     /// failed members (through their remaps) in any case.
     fn clear_target(&mut self, ctx: &Ctx, vol: usize) -> Option<(u32, usize)> {
-        let placement = &*self.policy.placement;
+        let placement = &self.policy.placement;
         let members = ctx.members();
         let v = &mut self.vols[vol];
         let width = v.zone.width();

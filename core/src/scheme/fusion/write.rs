@@ -126,7 +126,7 @@ impl FusionScheme {
         let mut raw = std::mem::take(&mut bufs.raw);
         let mut planner = Planner {
             v: &mut self.vols[vol],
-            placement: &*self.policy.placement,
+            placement: &self.policy.placement,
             threshold,
             may_wait,
         };

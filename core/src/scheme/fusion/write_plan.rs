@@ -12,7 +12,7 @@ use super::pack;
 use super::pairs::{SlotRef, SlotState};
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
-use crate::policy::WritePlacement;
+use crate::policy::{PlacementPolicy, WritePlacement};
 use crate::types::{DiskId, PAGE_SIZE};
 
 /// The pages of one user block a write covers.
@@ -33,7 +33,7 @@ pub(super) struct PackRun {
 
 /// Whether a member is passed over while other room exists: failed always, and whatever
 /// the placement policy steers clear of.
-pub(super) fn avoid(ctx: &Ctx, placement: &dyn WritePlacement, d: DiskId) -> bool {
+pub(super) fn avoid(ctx: &Ctx, placement: &PlacementPolicy, d: DiskId) -> bool {
     ctx.is_failed(d) || placement.steer_clear(&ctx.members(), d)
 }
 
@@ -82,7 +82,7 @@ enum Path {
 /// One write's planning: the volume, the policy and the settings it plans with.
 pub(super) struct Planner<'a> {
     pub v: &'a mut Vol,
-    pub placement: &'a dyn WritePlacement,
+    pub placement: &'a PlacementPolicy,
     /// Whole blocks a chunk must cover in full to take the RAID path.
     pub threshold: usize,
     /// The write may wait for room (background work can make some).
