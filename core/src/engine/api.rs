@@ -79,6 +79,7 @@ impl SharedBytes {
         }
     }
     /// Bytes `[start, start + len)` of the same buffer.
+    #[inline]
     pub fn range(&self, start: usize, len: usize) -> Self {
         assert!(
             start + len <= self.len,

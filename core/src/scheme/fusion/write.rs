@@ -462,11 +462,13 @@ struct Outgoing<'a> {
 
 impl Outgoing<'_> {
     /// The bytes of piece `p` within the payload: (start, length).
+    #[inline]
     fn range(&self, p: &Piece, bs: u64) -> (usize, usize) {
         let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - self.offset) as usize;
         (start, p.count as usize * PAGE_SIZE as usize)
     }
 
+    #[inline]
     fn write(&self, ctx: &mut Ctx, disk: DiskId, offset: u64, data: Data, part: u32) {
         let op = DevOp::Write {
             offset,

@@ -33,6 +33,7 @@ pub(super) struct PackRun {
 
 /// Whether a member is passed over while other room exists: failed always, and whatever
 /// the placement policy steers clear of.
+#[inline]
 pub(super) fn avoid(ctx: &Ctx, placement: &PlacementPolicy, d: DiskId) -> bool {
     ctx.is_failed(d) || placement.steer_clear(&ctx.members(), d)
 }
