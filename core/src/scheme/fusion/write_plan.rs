@@ -38,6 +38,11 @@ pub(super) fn avoid(ctx: &Ctx, placement: &PlacementPolicy, d: DiskId) -> bool {
     ctx.is_failed(d) || placement.steer_clear(&ctx.members(), d)
 }
 
+/// None of `disks` is to be avoided.
+fn clear_of(ctx: &Ctx, placement: &PlacementPolicy, disks: &[DiskId]) -> bool {
+    disks.iter().all(|&d| !avoid(ctx, placement, d))
+}
+
 /// The byte range of a write: which volume, where, and what kind.
 #[derive(Clone, Copy)]
 pub(super) struct Extent {
@@ -62,14 +67,37 @@ impl Taken {
         for s in self.stripes.drain(..) {
             v.stripes.untake(s);
         }
-        for r in self.slots.drain(..) {
+        self.undo_since(v, Mark::default());
+    }
+
+    /// How far the plan has got: what `undo_since` goes back to.
+    fn mark(&self) -> Mark {
+        Mark {
+            pieces: self.pieces.len(),
+            slots: self.slots.len(),
+            packed: self.packed.len(),
+        }
+    }
+
+    /// Gives back the slots and pack pages taken since `m`, and drops the pieces placed
+    /// since (stripes are not given back: a chunk that takes one is placed).
+    fn undo_since(&mut self, v: &mut Vol, m: Mark) {
+        self.pieces.truncate(m.pieces);
+        for r in self.slots.drain(m.slots..) {
             v.pairs.untake(r);
         }
-        for run in self.packed.drain(..) {
+        for run in self.packed.drain(m.packed..) {
             v.packs.unreserve(run.slot, run.at, run.count);
         }
-        self.pieces.clear();
     }
+}
+
+/// The lengths of a plan's lists at some point (see `Taken::mark`).
+#[derive(Clone, Copy, Default)]
+struct Mark {
+    pieces: usize,
+    slots: usize,
+    packed: usize,
 }
 
 /// The path a chunk takes.
@@ -175,16 +203,10 @@ impl Planner<'_> {
     /// returned: a fresh stripe away from them is then the redirection target (waiting would
     /// wait out the stall).
     fn replicated(&mut self, ctx: &mut Ctx, raw: &[Span], t: &mut Taken) -> bool {
-        let (np, ns, nk) = (t.pieces.len(), t.slots.len(), t.packed.len());
+        let mark = t.mark();
         for &span in raw {
             if !self.replicated_piece(ctx, span, t) {
-                t.pieces.truncate(np);
-                for r in t.slots.drain(ns..) {
-                    self.v.pairs.untake(r);
-                }
-                for run in t.packed.drain(nk..) {
-                    self.v.packs.unreserve(run.slot, run.at, run.count);
-                }
+                t.undo_since(self.v, mark);
                 return false;
             }
         }
@@ -252,15 +274,16 @@ impl Planner<'_> {
         let placement = self.placement;
         let steers = placement.steers();
         let v = &mut *self.v;
-        let preferred = |ds: &[DiskId]| ds.iter().all(|&d| !avoid(ctx, placement, d));
-        let mut strict = v.pairs.take_spare(&v.zone, preferred);
+        let mut strict = v
+            .pairs
+            .take_spare(&v.zone, |ds| clear_of(ctx, placement, ds));
         if strict.is_none() && open_pair_set_if_room(ctx, v, placement) {
             // Every spare slot touches a member to avoid: a fresh pair set, drawn from
             // stripes away from it, is the redirection target.
             *redirected = true;
             strict = v
                 .pairs
-                .take_spare(&v.zone, |ds| ds.iter().all(|&d| !avoid(ctx, placement, d)))
+                .take_spare(&v.zone, |ds| clear_of(ctx, placement, ds))
                 .map(|(r, _)| (r, 0));
         }
         match strict {
@@ -322,11 +345,9 @@ impl Planner<'_> {
         let zone = &v.zone;
         // The stripe's members from the layout table in one lookup, not one per column
         // (each a division by the layout's period).
-        let preferred = v.stripes.take_spare(|s| {
-            zone.stripe_disk_list(s)
-                .iter()
-                .all(|&d| !avoid(ctx, placement, d))
-        });
+        let preferred = v
+            .stripes
+            .take_spare(|s| clear_of(ctx, placement, &zone.stripe_disk_list(s)));
         if let Some((s, skipped)) = preferred {
             if skipped > 0 && placement.steers() {
                 ctx.stats.redirected_writes += 1;
