@@ -334,6 +334,23 @@ mod tests {
     use fusionraid_nbd::{Backend, Command, Completer, MemBackend, Server};
     use std::sync::Mutex;
 
+    /// Serves `backend` on a socket in `dir`; the server, a waker for a member, and the
+    /// member's URI.
+    fn serve(
+        dir: &std::path::Path,
+        backend: Arc<dyn Backend>,
+    ) -> (fusionraid_nbd::ServerHandle, Arc<Waker>, String) {
+        let sock = dir.join("m.sock");
+        let server = Server::new(backend)
+            .bind_unix(&sock)
+            .unwrap()
+            .start()
+            .unwrap();
+        let waker = Arc::new(Waker::new().unwrap());
+        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        (server, waker, uri)
+    }
+
     /// A server whose storage hangs: it takes requests and never answers them.
     struct Hung {
         info: ExportInfo,
@@ -357,18 +374,11 @@ mod tests {
     #[test]
     fn a_server_that_stops_answering_is_given_up() {
         let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("hung.sock");
         let backend = Arc::new(Hung {
             info: ExportInfo::new("m", 8 << 20),
             held: Mutex::new(Vec::new()),
         });
-        let server = Server::new(backend.clone())
-            .bind_unix(&sock)
-            .unwrap()
-            .start()
-            .unwrap();
-        let waker = Arc::new(Waker::new().unwrap());
-        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        let (server, waker, uri) = serve(dir.path(), backend.clone());
         let clock = crate::Clock::new();
         let mut m = NbdMember::connect("hung", &uri, waker.clone(), clock).unwrap();
         m.reply_timeout = 200_000_000;
@@ -444,7 +454,6 @@ mod tests {
     #[test]
     fn a_fua_write_to_an_export_without_fua_is_followed_by_a_flush() {
         let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("m.sock");
         let mut info = ExportInfo::new("m", 8 << 20);
         info.fua = false;
         assert!(info.flush, "the test needs an export that offers FLUSH");
@@ -452,13 +461,7 @@ mod tests {
             mem: MemBackend::new(info),
             log: Mutex::new(Vec::new()),
         });
-        let server = Server::new(backend.clone())
-            .bind_unix(&sock)
-            .unwrap()
-            .start()
-            .unwrap();
-        let waker = Arc::new(Waker::new().unwrap());
-        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        let (server, waker, uri) = serve(dir.path(), backend.clone());
         let mut m = NbdMember::connect("nofua", &uri, waker.clone(), crate::Clock::new()).unwrap();
         for (tag, fua) in [(1, true), (2, false)] {
             let data = Data::Bytes(vec![tag as u8; 4096]);
@@ -489,15 +492,8 @@ mod tests {
     #[test]
     fn pipelined_round_trip_against_our_server() {
         let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("m.sock");
         let info = ExportInfo::new("m", 8 << 20).with_trim(true);
-        let server = Server::new(Arc::new(MemBackend::new(info)))
-            .bind_unix(&sock)
-            .unwrap()
-            .start()
-            .unwrap();
-        let waker = Arc::new(Waker::new().unwrap());
-        let uri = format!("nbd+unix:///m?socket={}", sock.display());
+        let (server, waker, uri) = serve(dir.path(), Arc::new(MemBackend::new(info)));
         let mut m = NbdMember::connect("remote", &uri, waker.clone(), crate::Clock::new()).unwrap();
         assert_eq!(m.size_bytes(), 8 << 20);
         let n = 100u64;
