@@ -15,6 +15,7 @@ pub mod rng;
 pub mod scheme;
 pub mod slab;
 pub mod space;
+pub mod steer;
 pub mod types;
 pub mod volume;
 
