@@ -1,9 +1,11 @@
 //! Per-member state the engine keeps for every scheme: the spike detector, failure, queue
-//! depth and a short-window foreground throughput meter (for the conversion pause).
+//! depth, a short-window foreground throughput meter (for the conversion pause) and a window
+//! of recent completions (rates and latency percentiles, for steering).
 
 use std::cell::Cell;
 
 use crate::detector::{DetectorConfig, SpikeDetector, Ticket};
+use crate::steer::IoWindow;
 use crate::types::{DiskId, Nanos};
 
 /// Width of one bucket of the foreground throughput meter. Two buckets give a rate averaged
@@ -29,6 +31,8 @@ pub struct DiskState {
     /// A write completed since the last `take_dirty`: its data may sit in the member's
     /// volatile cache until a flush.
     pub dirty: bool,
+    /// Completions of the last few milliseconds.
+    pub window: IoWindow,
     meter_start: Nanos,
     meter_cur: u64,
     meter_prev: u64,
@@ -42,6 +46,7 @@ impl DiskState {
             inflight: 0,
             counters: DiskCounters::default(),
             dirty: false,
+            window: IoWindow::new(now),
             meter_start: now,
             meter_cur: 0,
             meter_prev: 0,
@@ -156,10 +161,20 @@ impl Disks {
         ticket
     }
 
-    pub(crate) fn on_complete(&mut self, d: DiskId, ticket: Ticket, now: Nanos, error: bool) {
+    /// An I/O issued at `issued_at` completed. Failed I/Os count as errors, not as latency.
+    pub(crate) fn on_complete(&mut self, d: DiskId, io: Completed, now: Nanos) {
+        let Completed {
+            ticket,
+            issued_at,
+            write,
+            error,
+        } = io;
         let s = &mut self.list[d.index()];
         assert!(s.inflight > 0, "completion on {d} with nothing in flight");
         s.inflight -= 1;
+        if !error {
+            s.window.record(now, now.saturating_sub(issued_at), write);
+        }
         let before = s.detector.next_deadline();
         s.detector.on_complete(ticket, now);
         let after = s.detector.next_deadline();
@@ -224,6 +239,15 @@ impl Disks {
     }
 }
 
+/// What [`Disks::on_complete`] learns of a finished device I/O.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Completed {
+    pub ticket: Ticket,
+    pub issued_at: Nanos,
+    pub write: bool,
+    pub error: bool,
+}
+
 /// The earliest of a set of deadlines and how many of them have that value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct MinDeadline {
@@ -267,7 +291,13 @@ mod tests {
                 }
                 5..=8 if !pending.is_empty() => {
                     let (d, t) = pending.swap_remove(rng.below(pending.len() as u64) as usize);
-                    disks.on_complete(d, t, now, false);
+                    let io = Completed {
+                        ticket: t,
+                        issued_at: 0,
+                        write: false,
+                        error: false,
+                    };
+                    disks.on_complete(d, io, now);
                 }
                 _ => disks.advance(now),
             }

@@ -2,6 +2,7 @@
 //! policies get. New signals (profile weights, rate factors, modes, wear, tier) join here.
 
 use super::disks::Disks;
+use crate::steer::{Recent, Tally};
 use crate::types::{DiskId, Nanos};
 
 #[derive(Clone, Copy)]
@@ -15,6 +16,9 @@ impl<'a> Members<'a> {
         Members { disks, now }
     }
 
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
     pub fn count(&self) -> usize {
         self.disks.len()
     }
@@ -36,5 +40,19 @@ impl<'a> Members<'a> {
     /// Foreground bytes per second over the last 100-200 ms.
     pub fn foreground_rate(&self, d: DiskId) -> f64 {
         self.disks.get(d).foreground_rate(self.now)
+    }
+    /// What the member completed in the last complete window of
+    /// [`crate::steer::WINDOW_NS`]; None when it has been idle longer than that.
+    pub fn recent(&self, d: DiskId) -> Option<&'a Tally> {
+        self.disks.get(d).window.last(self.now)
+    }
+    /// Every member's failure and last window, as steering takes them.
+    pub fn recent_all(&self) -> Recent<'a> {
+        let ids = (0..self.count()).map(|i| DiskId(i as u32));
+        Recent {
+            now: self.now,
+            failed: ids.clone().map(|d| self.failed(d)).collect(),
+            windows: ids.map(|d| self.recent(d)).collect(),
+        }
     }
 }

@@ -182,7 +182,13 @@ impl Engine {
         let io = self.ios.remove(id).ok_or(UnknownIo(id))?;
         self.now = self.now.max(now);
         let failed = result.is_err();
-        self.disks.on_complete(io.disk, io.ticket, self.now, failed);
+        let done = disks::Completed {
+            ticket: io.ticket,
+            issued_at: io.issued_at,
+            write: io.write,
+            error: failed,
+        };
+        self.disks.on_complete(io.disk, done, self.now);
         let (mut ctx, scheme) = self.ctx_parts(now);
         if io.write {
             if !failed {

@@ -1,0 +1,311 @@
+//! [`Steering`]: the per-member weights, modes and rate factors a scheme consults when it
+//! chooses members, recomputed on a short period from the members' recent completions
+//! (what `engine::Members::recent` gives, passed in as [`Recent`]) and their load-latency
+//! curves.
+//!
+//! Each mechanism has its own switch so experiments can take them apart: profile-guided
+//! weights (off: equal shares), read/write segregation (off: every member takes writes) and
+//! congestion control (off: every rate factor stays 1).
+
+use super::congestion::{Aimd, AimdParams};
+use super::curve::{DeviceCurves, LoadCurve, Percentile};
+use super::modes::Segregation;
+use super::weights::{FillParams, water_fill};
+use super::window::{Tally, WINDOW_NS};
+use crate::rng::Rng;
+use crate::types::{DiskId, Nanos};
+
+/// A member's peak when no curve describes it, for sizing the write set only: a mid-range
+/// datacenter NVMe drive under a write-heavy mix (the profiled drives' 1000w peaks are
+/// 90-350 K IOPS). An assumption, stated in `status`-facing docs.
+pub const UNPROFILED_PEAK_IOPS: f64 = 100_000.0;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SteerConfig {
+    pub profile_weights: bool,
+    pub segregation: bool,
+    pub congestion: bool,
+    /// How often weights, modes and rate factors are recomputed.
+    pub recompute_ns: Nanos,
+    /// Write-set rotation period.
+    pub rotate_ns: Nanos,
+    pub fill: FillParams,
+    pub aimd: AimdParams,
+}
+
+impl Default for SteerConfig {
+    fn default() -> Self {
+        SteerConfig {
+            profile_weights: true,
+            segregation: true,
+            congestion: true,
+            recompute_ns: WINDOW_NS,
+            rotate_ns: 300_000_000,
+            fill: FillParams::default(),
+            aimd: AimdParams::default(),
+        }
+    }
+}
+
+/// What the members did in the last window, pool-wide.
+#[derive(Clone, Copy, Debug, Default)]
+struct Observed {
+    read_iops: f64,
+    write_iops: f64,
+    /// Share of writes in what the write-mode members completed.
+    writer_write_share: f64,
+}
+
+/// What every member shows now: whether it failed, and its last window of completions (None
+/// when idle that long).
+pub struct Recent<'a> {
+    pub now: Nanos,
+    pub failed: Vec<bool>,
+    pub windows: Vec<Option<&'a Tally>>,
+}
+
+impl Recent<'_> {
+    fn count(&self) -> usize {
+        self.failed.len()
+    }
+}
+
+pub struct Steering {
+    cfg: SteerConfig,
+    curves: Vec<Option<DeviceCurves>>,
+    read_share: Vec<f64>,
+    write_share: Vec<f64>,
+    seg: Segregation,
+    aimd: Vec<Aimd>,
+    next_at: Nanos,
+    seen: Observed,
+}
+
+impl Steering {
+    /// Steering over members described by `curves` (None: no profile), each write going to
+    /// `replicas` distinct members.
+    pub fn new(cfg: SteerConfig, curves: Vec<Option<DeviceCurves>>, replicas: usize) -> Self {
+        let n = curves.len();
+        Steering {
+            seg: Segregation::new(n, replicas, cfg.rotate_ns),
+            read_share: vec![1.0 / n.max(1) as f64; n],
+            write_share: vec![1.0 / n.max(1) as f64; n],
+            aimd: vec![Aimd::default(); n],
+            next_at: 0,
+            seen: Observed {
+                writer_write_share: 1.0,
+                ..Default::default()
+            },
+            curves,
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &SteerConfig {
+        &self.cfg
+    }
+    pub fn next_deadline(&self) -> Nanos {
+        self.next_at
+    }
+    pub fn is_writer(&self, d: DiskId) -> bool {
+        self.seg.is_writer(d.index())
+    }
+    pub fn rate_factor(&self, d: DiskId) -> f64 {
+        self.aimd[d.index()].factor
+    }
+    /// Share of reads member `d` should get, scaled by its rate factor (not normalised).
+    pub fn read_weight(&self, d: DiskId) -> f64 {
+        self.read_share[d.index()] * self.rate_factor(d)
+    }
+    pub fn write_weight(&self, d: DiskId) -> f64 {
+        self.write_share[d.index()] * self.rate_factor(d)
+    }
+
+    /// Recompute if the period is up. Returns whether the write set changed (open placement
+    /// on members that left it should close).
+    pub fn update(&mut self, m: &Recent) -> bool {
+        let now = m.now;
+        if now < self.next_at {
+            return false;
+        }
+        self.next_at = now + self.cfg.recompute_ns;
+        self.observe(m);
+        let healthy: Vec<bool> = m.failed.iter().map(|f| !f).collect();
+        let changed = self.update_modes(now, &healthy);
+        self.update_shares(&healthy);
+        if self.cfg.congestion {
+            self.update_rates(m);
+        }
+        changed
+    }
+
+    fn observe(&mut self, m: &Recent) {
+        let (mut reads, mut writes, mut wr_reads, mut wr_writes) = (0u64, 0u64, 0u64, 0u64);
+        for i in 0..m.count() {
+            let Some(t) = m.windows[i] else {
+                continue;
+            };
+            reads += t.reads as u64;
+            writes += t.writes as u64;
+            if self.seg.is_writer(i) {
+                wr_reads += t.reads as u64;
+                wr_writes += t.writes as u64;
+            }
+        }
+        let per_sec = 1e9 / WINDOW_NS as f64;
+        // Smoothed over two windows: a single 10 ms window of a bursty load is noisy.
+        let blend = |old: f64, new: f64| 0.5 * old + 0.5 * new;
+        self.seen.read_iops = blend(self.seen.read_iops, reads as f64 * per_sec);
+        self.seen.write_iops = blend(self.seen.write_iops, writes as f64 * per_sec);
+        if wr_reads + wr_writes > 0 {
+            self.seen.writer_write_share = wr_writes as f64 / (wr_reads + wr_writes) as f64;
+        }
+    }
+
+    fn peak(&self, i: usize, write_share: f64) -> f64 {
+        self.curves[i].as_ref().map_or(UNPROFILED_PEAK_IOPS, |c| {
+            c.peak_iops(write_share, self.cfg.fill.percentile)
+        })
+    }
+
+    fn update_modes(&mut self, now: Nanos, healthy: &[bool]) -> bool {
+        if !self.cfg.segregation {
+            let before: Vec<bool> = (0..healthy.len()).map(|i| self.seg.is_writer(i)).collect();
+            self.seg.all_write(healthy);
+            return before != healthy;
+        }
+        let share = self.seen.writer_write_share;
+        let peaks: Vec<Option<f64>> = (0..healthy.len())
+            .map(|i| healthy[i].then(|| self.peak(i, share)))
+            .collect();
+        self.seg.update(now, self.seen.write_iops, &peaks)
+    }
+
+    fn update_shares(&mut self, healthy: &[bool]) {
+        let n = healthy.len();
+        let any_reader = (0..n).any(|i| healthy[i] && !self.seg.is_writer(i));
+        let readers: Vec<bool> = (0..n)
+            .map(|i| healthy[i] && (!self.seg.is_writer(i) || !any_reader))
+            .collect();
+        let writers: Vec<bool> = (0..n)
+            .map(|i| healthy[i] && self.seg.is_writer(i))
+            .collect();
+        let (ri, wi) = (self.seen.read_iops, self.seen.write_iops);
+        let share = self.seen.writer_write_share;
+        self.read_share = self.shares(&readers, 0.0, ri, &self.read_share);
+        self.write_share = self.shares(&writers, share, wi, &self.write_share);
+    }
+
+    /// Shares of `iops` for the `eligible` members under `write_share`: water filling when
+    /// every eligible member has a curve and profile weights are on, else equal.
+    fn shares(&self, eligible: &[bool], write_share: f64, iops: f64, prev: &[f64]) -> Vec<f64> {
+        let count = eligible.iter().filter(|&&e| e).count();
+        let equal = || {
+            eligible
+                .iter()
+                .map(|&e| if e { 1.0 / count.max(1) as f64 } else { 0.0 })
+                .collect()
+        };
+        let profiled = (0..eligible.len()).all(|i| !eligible[i] || self.curves[i].is_some());
+        if !self.cfg.profile_weights || !profiled {
+            return equal();
+        }
+        let curves: Vec<Option<&LoadCurve>> = (0..eligible.len())
+            .map(|i| {
+                self.curves[i]
+                    .as_ref()
+                    .filter(|_| eligible[i])
+                    .map(|c| c.curve_for(write_share))
+            })
+            .collect();
+        water_fill(&curves, iops, prev, &self.cfg.fill)
+    }
+
+    fn update_rates(&mut self, m: &Recent) {
+        let per_sec = 1e9 / WINDOW_NS as f64;
+        for i in 0..m.count() {
+            let t = m.windows[i];
+            let tail = t.and_then(|t| t.quantile_ns(0.99));
+            let predicted = match (t, &self.curves[i]) {
+                (Some(t), Some(c)) if t.completed() > 0 => {
+                    let load = t.completed() as f64 * per_sec;
+                    let ws = t.writes as f64 / t.completed() as f64;
+                    Some(c.predict_us(load, ws, Percentile::P99) * 1000.0)
+                }
+                _ => None,
+            };
+            self.aimd[i].observe(m.now, tail, predicted, &self.cfg.aimd);
+        }
+    }
+
+    /// Up to `k` distinct members for a write, drawn by write weight without replacement
+    /// among write-mode members `allowed` accepts, then (when too few) among the other
+    /// allowed members with equal chances.
+    pub fn pick_writers(
+        &self,
+        rng: &mut Rng,
+        k: usize,
+        allowed: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let n = self.read_share.len();
+        let mut out = Vec::with_capacity(k);
+        let mut pool: Vec<(usize, f64)> = (0..n)
+            .filter(|&i| allowed(i) && self.seg.is_writer(i))
+            .map(|i| (i, self.write_weight(DiskId(i as u32))))
+            .collect();
+        draw(rng, &mut pool, k, &mut out);
+        if out.len() < k {
+            let mut rest: Vec<(usize, f64)> = (0..n)
+                .filter(|&i| allowed(i) && !out.contains(&i))
+                .map(|i| (i, 1.0))
+                .collect();
+            draw(rng, &mut rest, k - out.len(), &mut out);
+        }
+        out
+    }
+
+    /// Which of `copies` (members holding the data, healthy ones only) serves a read: those
+    /// in read mode first, by read weight; write-mode members only when no copy is in read
+    /// mode.
+    pub fn pick_reader(&self, rng: &mut Rng, copies: &[DiskId]) -> Option<DiskId> {
+        let readers: Vec<(usize, f64)> = copies
+            .iter()
+            .filter(|d| !self.is_writer(**d))
+            .map(|&d| (d.index(), self.read_weight(d)))
+            .collect();
+        let mut pool = if readers.is_empty() {
+            copies
+                .iter()
+                .map(|&d| (d.index(), self.read_weight(d)))
+                .collect()
+        } else {
+            readers
+        };
+        let mut out = Vec::with_capacity(1);
+        draw(rng, &mut pool, 1, &mut out);
+        out.first().map(|&i| DiskId(i as u32))
+    }
+}
+
+/// Weighted sampling without replacement of `k` entries of `pool` into `out`; when every
+/// remaining weight is zero, uniform.
+fn draw(rng: &mut Rng, pool: &mut Vec<(usize, f64)>, k: usize, out: &mut Vec<usize>) {
+    for _ in 0..k {
+        if pool.is_empty() {
+            return;
+        }
+        let total: f64 = pool.iter().map(|p| p.1.max(0.0)).sum();
+        let pick = if total > 0.0 {
+            let mut x = rng.unit() * total;
+            pool.iter()
+                .position(|p| {
+                    x -= p.1.max(0.0);
+                    x < 0.0
+                })
+                .unwrap_or(pool.len() - 1)
+        } else {
+            rng.below(pool.len() as u64) as usize
+        };
+        out.push(pool.swap_remove(pick).0);
+    }
+}
