@@ -1,5 +1,5 @@
 //! Model-based integrity test of every baseline scheme (4-RAID5, RAID50, LogRAID, ToleRAID,
-//! NV-RAID, 4-RAIDM, sit-out), in data mode, on the shared deterministic driver: random reads,
+//! NV-RAID, 4-RAIDM, sit-out, Sandook), in data mode, on the shared deterministic driver: random reads,
 //! writes of every size and alignment, overlapping requests, trims, write-zeroes, flushes,
 //! injected latency spikes and member failures up to the scheme's tolerance, with each
 //! scheme's own machinery pushed hard (tiny NV buffers, little log spare so cleaning runs,
@@ -24,6 +24,7 @@ use common::Driver;
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
+use fusionraid_core::steer::{CurvePoint, DeviceCurves, LoadCurve};
 use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, PAGE_SIZE, Reply, Request};
 
 const PS: usize = PAGE_SIZE as usize;
@@ -48,11 +49,8 @@ fn scheme_salt(name: &str) -> u64 {
 fn scenario(scheme: &'static str, seed: u64) -> Scenario {
     let mut r = Rng::new(seed ^ scheme_salt(scheme));
     let groups = 1 + r.below(3) as usize;
-    let nparity = if scheme != "4-raidm" && r.below(4) == 0 {
-        2
-    } else {
-        1
-    };
+    let mirrored = matches!(scheme, "4-raidm" | "sandook");
+    let nparity = if !mirrored && r.below(4) == 0 { 2 } else { 1 };
     let width = nparity + 2 + r.below(3) as usize;
     let disks = groups * width + r.below(2) as usize;
     let block_size = [4096u64, 8192, 16384, 65536][r.below(4) as usize];
@@ -84,7 +82,8 @@ fn scenario(scheme: &'static str, seed: u64) -> Scenario {
     cfg.sitout.sit_out_ns = 500_000 + r.below(5_000_000);
     cfg.sitout.insensitivity = [1.5, 3.0, 50.0][r.below(3) as usize];
     cfg.sitout.min_samples = 2 + r.below(6);
-    let tolerance = if scheme == "4-raidm" { 1 } else { nparity };
+    let tolerance = if mirrored { 1 } else { nparity };
+    steering(&mut cfg, disks, seed);
     let rows = baselines::rows_needed(scheme, &cfg).expect("rows");
     cfg.disk_bytes = cfg.data_offset + rows * block_size;
     Scenario {
@@ -100,6 +99,50 @@ fn scenario(scheme: &'static str, seed: u64) -> Scenario {
             0
         },
     }
+}
+
+/// Sandook's steering, pushed hard: every mechanism on or off, curves for some members only
+/// or all, recomputation and write-set rotation every few hundred microseconds (the runs are
+/// short) and a congestion limit low enough to trigger. Its own generator, so the other
+/// schemes' scenarios do not change with it.
+fn steering(cfg: &mut BaselineConfig, disks: usize, seed: u64) {
+    let mut r = Rng::new(seed ^ 0x5a4d_d00c);
+    let s = &mut cfg.sandook.steer;
+    s.profile_weights = r.below(3) != 0;
+    s.segregation = r.below(3) != 0;
+    s.congestion = r.below(2) == 0;
+    s.recompute_ns = 50_000 + r.below(500_000);
+    s.rotate_ns = 100_000 + r.below(2_000_000);
+    s.aimd.limit_ns = [200_000, 2_500_000][r.below(2) as usize];
+    s.aimd.period_ns = 100_000 + r.below(1_000_000);
+    let profiled = [0, disks / 2, disks][r.below(3) as usize];
+    cfg.sandook.curves = (0..profiled)
+        .map(|i| Some(curves(i, 20_000.0 * (1 + r.below(8)) as f64)))
+        .collect();
+}
+
+/// Made-up curves for member `i`: latency rising from 80 us to 1.5 ms at `peak`, halved peak
+/// under writes.
+fn curves(i: usize, peak: f64) -> DeviceCurves {
+    let curve = |write_permille: u32, peak: f64| LoadCurve {
+        write_permille,
+        points: (1..=8)
+            .map(|k| {
+                let us = 80.0 + 1400.0 * (k as f64 / 8.0).powi(2);
+                CurvePoint {
+                    iops: peak * k as f64 / 8.0,
+                    p50_us: us * 0.6,
+                    p90_us: us,
+                    p99_us: us * 1.8,
+                }
+            })
+            .collect(),
+    };
+    DeviceCurves::new(
+        format!("m{i}"),
+        vec![curve(0, peak), curve(1000, peak / 2.0)],
+    )
+    .unwrap()
 }
 
 fn build(sc: &Scenario) -> Driver {
@@ -388,7 +431,7 @@ impl<'a> Model<'a> {
         let grp_failed = (0..sc.cfg.disks)
             .filter(|&x| x / w == grp && self.d.disks[x].failed)
             .count();
-        let limit = if sc.scheme == "4-raidm" {
+        let limit = if matches!(sc.scheme, "4-raidm" | "sandook") {
             1
         } else {
             sc.cfg.nparity
@@ -690,6 +733,10 @@ fn nvraid_model() {
 #[test]
 fn raidm_model() {
     run_scheme("4-raidm");
+}
+#[test]
+fn sandook_model() {
+    run_scheme("sandook");
 }
 #[test]
 fn sitout_model() {

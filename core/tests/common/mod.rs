@@ -336,7 +336,10 @@ impl Driver {
         while self.engine.inflight_requests() > 0 || self.engine.inflight_ios() > 0 {
             assert!(
                 self.now < limit,
-                "engine did not drain within 60 s of virtual time"
+                "engine did not drain within 60 s of virtual time ({} requests, {} I/Os): {}",
+                self.engine.inflight_requests(),
+                self.engine.inflight_ios(),
+                self.engine.scheme().debug_state()
             );
             let before = self.events.len();
             if before == 0 {

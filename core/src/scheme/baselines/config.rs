@@ -2,6 +2,7 @@
 //! each scheme. It sits below every scheme: they all read it, and its code names none of them.
 
 use super::geom;
+use crate::steer::{DeviceCurves, SteerConfig};
 use crate::types::{Nanos, PAGE_SIZE};
 
 /// Options of the md-like arrays (4-RAID5, RAID50, ToleRAID, sit-out, and the RAID50 under
@@ -38,6 +39,7 @@ pub struct BaselineConfig {
     pub nvraid: NvRaidConfig,
     pub raidm: RaidmConfig,
     pub sitout: SitOutConfig,
+    pub sandook: SandookConfig,
 }
 
 impl BaselineConfig {
@@ -63,6 +65,7 @@ impl BaselineConfig {
             toleraid: TolerConfig::default(),
             nvraid: NvRaidConfig::default(),
             raidm: RaidmConfig::default(),
+            sandook: SandookConfig::default(),
             sitout: SitOutConfig::default(),
         }
     }
@@ -194,6 +197,15 @@ impl Default for RaidmConfig {
             cleaners: 1,
         }
     }
+}
+
+/// Sandook's steering (see [`super::sandook`]); its log takes [`RaidmConfig`]'s knobs.
+#[derive(Debug, Clone, Default)]
+pub struct SandookConfig {
+    pub steer: SteerConfig,
+    /// Each member's load-latency curves, in disk order (None, or a shorter list: members
+    /// without a profile; steering then treats the pool as equals).
+    pub curves: Vec<Option<DeviceCurves>>,
 }
 
 /// When ToleRAID counts a member as busy (see [`super::toleraid`]).

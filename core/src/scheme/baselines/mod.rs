@@ -9,6 +9,7 @@
 //! | `nvraid` | [`nvraid`] | an NVRAM write buffer above RAID50 |
 //! | `4-raidm` / `raidm` | [`raidm`] | four groups, every write mirrored and log-structured round-robin |
 //! | `sitout` | [`sitout`] | 4-RAID5 with OpenZFS-style latency-outlier sit-out |
+//! | `sandook` | [`sandook`] | two replicas in a log over every member, steered by load-latency curves |
 //!
 //! Fusion-ND is [`crate::scheme::fusion::FusionScheme`] with `redirect: false`.
 //!
@@ -29,6 +30,7 @@ pub mod pageset;
 pub mod raid5;
 pub mod raid50;
 pub mod raidm;
+pub mod sandook;
 pub mod sitout;
 pub mod toleraid;
 
@@ -37,14 +39,14 @@ mod tests;
 
 use crate::scheme::Scheme;
 pub use config::{
-    BaselineConfig, LogRaidConfig, NvRaidConfig, Raid5Options, RaidmConfig, SitOutConfig,
-    TolerConfig,
+    BaselineConfig, LogRaidConfig, NvRaidConfig, Raid5Options, RaidmConfig, SandookConfig,
+    SitOutConfig, TolerConfig,
 };
 
 /// Canonical scheme names [`build`] accepts (aliases: `raid5` for `4-raid5`, `raidm` for
 /// `4-raidm`).
 pub const NAMES: &[&str] = &[
-    "4-raid5", "raid50", "lograid", "toleraid", "nvraid", "4-raidm", "sitout",
+    "4-raid5", "raid50", "lograid", "toleraid", "nvraid", "4-raidm", "sitout", "sandook",
 ];
 
 /// Rows (chunks of `block_size`) per member that baseline `name` uses for `cfg`'s volumes, so a
@@ -59,6 +61,7 @@ pub fn rows_needed(name: &str, cfg: &BaselineConfig) -> Result<u64, String> {
         "raid50" | "nvraid" => geom::place_volumes(&geo, &c.volumes, false).1,
         "lograid" => lograid::rows_needed(&c)?,
         "4-raidm" => raidm::rows_needed(&c)?,
+        "sandook" => sandook::rows_needed(&c)?,
         _ => unreachable!(),
     })
 }
@@ -73,6 +76,7 @@ pub fn canonical(name: &str) -> Result<&'static str, String> {
         "nvraid" | "nv-raid" => "nvraid",
         "raidm" | "4-raidm" | "4raidm" => "4-raidm",
         "sitout" | "sit-out" => "sitout",
+        "sandook" => "sandook",
         _ => {
             return Err(format!(
                 "unknown baseline '{name}' (known: {})",
@@ -92,6 +96,7 @@ pub fn build(name: &str, cfg: &BaselineConfig) -> Result<Box<dyn Scheme + Send>,
         "nvraid" => Box::new(nvraid::NvRaid::new(cfg)?),
         "4-raidm" => Box::new(raidm::RaidM::new(cfg)?),
         "sitout" => Box::new(sitout::build(cfg)?),
+        "sandook" => Box::new(sandook::build(cfg)?),
         _ => unreachable!(),
     })
 }

@@ -74,7 +74,7 @@ impl Log {
         chunk_pages: u32,
         size_only: bool,
     ) -> Option<Victim> {
-        if self.cleaning >= cleaners.max(1) || self.space.free_count() >= self.low_water {
+        if self.cleaning >= cleaners.max(1) || self.usable_free() >= self.low_water {
             return None;
         }
         let seg = self.space.pick_victim()?;

@@ -123,6 +123,9 @@ pub struct Log {
     pub waiters: VecDeque<u64>,
     /// Cleaner jobs waiting for a free segment.
     pub gc_waiters: VecDeque<u64>,
+    /// Free segments that cannot be used now (a log that places segments as they open: their
+    /// room sits on failed members, or on too few members); 0 otherwise.
+    pub unusable: usize,
 }
 
 impl Log {
@@ -151,6 +154,7 @@ impl Log {
             low_water: shape.low_water,
             waiters: Default::default(),
             gc_waiters: Default::default(),
+            unusable: 0,
         }
     }
 
@@ -259,19 +263,23 @@ impl Log {
     /// Whether a segment may be opened now: user writes leave the reserve to the cleaner.
     pub fn can_open(&self, cleaner: bool) -> bool {
         let floor = if cleaner { 0 } else { self.reserve };
-        self.space.free_count() > floor
+        self.usable_free() > floor
     }
 
     /// Whether space runs low and the cleaner has something to do about it.
     pub fn cleaning_wanted(&self) -> bool {
-        self.space.free_count() < self.low_water
-            && (self.cleaning > 0 || self.space.cleanable() > 0)
+        self.usable_free() < self.low_water && (self.cleaning > 0 || self.space.cleanable() > 0)
     }
 
     /// Whether user writes may still get space without more I/O finishing: a free segment
     /// beyond the reserve, or cleaning under way or possible.
     pub fn may_free_space(&self) -> bool {
-        self.space.free_count() > self.reserve || self.cleaning > 0 || self.space.cleanable() > 0
+        self.usable_free() > self.reserve || self.cleaning > 0 || self.space.cleanable() > 0
+    }
+
+    /// Free segments that can be opened.
+    pub fn usable_free(&self) -> usize {
+        self.space.free_count().saturating_sub(self.unusable)
     }
 
     pub fn used_segments(&self) -> u64 {

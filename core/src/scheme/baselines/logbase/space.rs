@@ -39,6 +39,9 @@ pub struct SegSpace {
     free: VecDeque<u32>,
     buckets: Vec<BTreeSet<u32>>,
     live_pages: u64,
+    /// Segments freed since the last [`SegSpace::take_freed`], for a log that places each
+    /// segment when it opens and must give its places back (None: not kept).
+    freed: Option<Vec<u32>>,
 }
 
 impl SegSpace {
@@ -56,7 +59,18 @@ impl SegSpace {
             free: (0..segments).collect(),
             buckets: (0..=seg_pages).map(|_| BTreeSet::new()).collect(),
             live_pages: 0,
+            freed: None,
         }
+    }
+
+    /// Keep the segments freed from now on until [`SegSpace::take_freed`] takes them (at most
+    /// every segment once: a freed segment is not freed again before it is allocated).
+    pub fn track_freed(&mut self) {
+        self.freed.get_or_insert_with(Vec::new);
+    }
+
+    pub fn take_freed(&mut self) -> Vec<u32> {
+        self.freed.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     pub fn segments(&self) -> u32 {
@@ -210,6 +224,9 @@ impl SegSpace {
             self.victim[i] = false;
             self.summary[i] = None;
             self.free.push_back(s);
+            if let Some(f) = &mut self.freed {
+                f.push(s);
+            }
             true
         } else {
             false

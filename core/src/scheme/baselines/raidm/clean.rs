@@ -24,7 +24,7 @@ impl RaidM {
                 copies: Copies::default(),
             });
             for i in 0..reads {
-                self.issue_clean_read(ctx, h, i, 0);
+                self.issue_clean_read(ctx, h, i, None);
             }
         }
     }
@@ -36,14 +36,14 @@ impl RaidM {
         }
     }
 
-    /// Read `i` of the victim from the first live copy at or after `from`; with none left the
-    /// victim is given up.
-    fn issue_clean_read(&mut self, ctx: &mut Ctx, h: u64, i: usize, from: u8) {
+    /// Read `i` of the victim from a live copy other than `tried`; with none left the victim
+    /// is given up.
+    fn issue_clean_read(&mut self, ctx: &mut Ctx, h: u64, i: usize, tried: Option<u8>) {
         let Some(Job::Clean { grp, victim, .. }) = self.jobs.get(h) else {
             unreachable!()
         };
         let (grp, mu, read) = (*grp, victim.seg, victim.reads[i]);
-        let copy = (from..2).find(|&c| !ctx.is_failed(self.locate(grp, mu, c, read.slot).0));
+        let copy = self.pick_copy(ctx, grp, mu, read.slot, tried);
         let victim = self.victim(h);
         let Some(c) = copy else {
             victim.failed = true;
@@ -92,8 +92,8 @@ impl RaidM {
             Ok(_) => victim.pending -= 1,
             // That copy's disk failed: read the other one (or give up on this victim).
             Err(_) => {
-                let next = victim.reads[i].copy + 1;
-                self.issue_clean_read(ctx, h, i, next);
+                let tried = Some(victim.reads[i].copy);
+                self.issue_clean_read(ctx, h, i, tried);
             }
         }
         self.clean_reads_done(ctx, h, grp);
@@ -120,7 +120,7 @@ impl RaidM {
         // head per run could open a fresh MU at every head for one victim: with the user
         // writes held at the reserve, each victim then took more free MUs than it gave back,
         // until the cleaner found none and the group stalled for good.
-        let turn = self.groups[grp].heads.turn();
+        let turn = self.groups[grp].heads.cleaner_turn();
         if let Some(Job::Clean { head, .. }) = self.jobs.get_mut(h) {
             *head = turn;
         }

@@ -21,9 +21,11 @@
 //!   that is what Fusion-ND and FusionRAID add). Trim and write-zeroes unmap.
 
 mod clean;
+mod extents;
 mod place;
 mod read;
 mod scheme;
+mod steered;
 mod write;
 
 use std::collections::VecDeque;
@@ -35,6 +37,7 @@ use crate::engine::ctx::Ctx;
 use crate::scheme::locks::BlockLocks;
 use crate::slab::Slab;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
+use steered::Steered;
 
 /// One device read of a user read: `count` pages from `slot` of MU `mu`, landing at `buf_off`
 /// of the result, from copy `copy`.
@@ -82,6 +85,15 @@ struct Group {
     heads: Heads,
 }
 
+/// Where a mirror unit's two copies sit.
+enum Layout {
+    /// 4-RAIDM: unit `m` at positions `2m` and `2m + 1` of its group.
+    Neighbours,
+    /// Sandook: one group over every member; each unit placed when it opens, on members
+    /// steering picks.
+    Steered(Box<Steered>),
+}
+
 /// Where a volume lives: its group, and its index among the volumes of the group's log.
 #[derive(Clone, Copy)]
 struct VolAt {
@@ -90,7 +102,9 @@ struct VolAt {
 }
 
 pub struct RaidM {
+    name: &'static str,
     cfg: RaidmConfig,
+    layout: Layout,
     groups: Vec<Group>,
     vols: Vec<VolAt>,
     locks: Vec<BlockLocks<u64>>,
@@ -143,6 +157,10 @@ pub fn rows_needed(cfg: &BaselineConfig) -> Result<u64, String> {
 
 impl RaidM {
     pub fn new(cfg: &BaselineConfig) -> Result<Self, String> {
+        Self::build(cfg, "4-raidm")
+    }
+
+    fn build(cfg: &BaselineConfig, name: &'static str) -> Result<Self, String> {
         let geo = cfg.geometry()?;
         let rc = cfg.raidm.clone();
         let (width, ppb) = (geo.width, geo.ppb as u32);
@@ -155,7 +173,7 @@ impl RaidM {
             let want = group_units(&rc, lp, ppb, width);
             if want > capacity {
                 return Err(format!(
-                    "raidm: group {g} needs {want} mirror units but holds {capacity}"
+                    "{name}: group {g} needs {want} mirror units but holds {capacity}"
                 ));
             }
             if want * ppb as u64 >= NONE as u64 {
@@ -183,6 +201,8 @@ impl RaidM {
             })
             .collect();
         Ok(RaidM {
+            name,
+            layout: Layout::Neighbours,
             locks: vols.iter().map(|_| BlockLocks::default()).collect(),
             vols,
             groups,
@@ -204,12 +224,46 @@ impl RaidM {
 
     /// Disk and byte offset of copy `copy` of page `slot` of MU `mu` in group `grp`.
     fn locate(&self, grp: usize, mu: u32, copy: u8, slot: u32) -> (DiskId, u64) {
-        let pos = 2 * mu as u64 + copy as u64;
-        let w = self.width as u64;
+        let (member, row) = match &self.layout {
+            Layout::Neighbours => {
+                let pos = 2 * mu as u64 + copy as u64;
+                let w = self.width as u64;
+                ((pos % w) as usize, pos / w)
+            }
+            Layout::Steered(s) => s.extents.locate(mu, copy),
+        };
         (
-            self.groups[grp].disks[(pos % w) as usize],
-            self.data_offset + (pos / w) * self.block_size + slot as u64 * PAGE_SIZE,
+            self.groups[grp].disks[member],
+            self.data_offset + row * self.block_size + slot as u64 * PAGE_SIZE,
         )
+    }
+
+    /// Which copy of page `slot` of MU `mu` a read uses: a copy on a healthy member other
+    /// than `tried` (the copy whose read just failed); the first one for 4-RAIDM, the one
+    /// steering picks for Sandook.
+    fn pick_copy(
+        &self,
+        ctx: &mut Ctx,
+        grp: usize,
+        mu: u32,
+        slot: u32,
+        tried: Option<u8>,
+    ) -> Option<u8> {
+        let live: Vec<u8> = (0..2u8)
+            .filter(|&c| Some(c) != tried && !ctx.is_failed(self.locate(grp, mu, c, slot).0))
+            .collect();
+        match &self.layout {
+            Layout::Steered(s) if live.len() > 1 => {
+                let disks: Vec<DiskId> = live
+                    .iter()
+                    .map(|&c| self.locate(grp, mu, c, slot).0)
+                    .collect();
+                let d = s.steer.pick_reader(ctx.rng, &disks)?;
+                live.into_iter()
+                    .find(|&c| self.locate(grp, mu, c, slot).0 == d)
+            }
+            _ => live.first().copied(),
+        }
     }
 
     fn kick(&mut self, ctx: &mut Ctx, grp: usize) {

@@ -1,6 +1,6 @@
 //! Placing pages in a head's mirror unit, both copies issued, and settling each run.
 
-use super::{Job, RaidM};
+use super::{Job, Layout, RaidM};
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
@@ -34,14 +34,22 @@ impl RaidM {
     pub(super) fn place(&mut self, ctx: &mut Ctx, h: u64, p: Placement) -> Option<Run> {
         let cleaner = p.src.is_some();
         let (ppb, w) = (self.ppb, self.width as u64);
+        let steered = matches!(self.layout, Layout::Steered(_));
         let g = &mut self.groups[p.grp];
         let healthy: Vec<bool> = g.disks.iter().map(|&d| !ctx.is_failed(d)).collect();
-        let room = g
-            .heads
-            .room(&mut g.log, p.head, cleaner, 2 * w as usize, |m| {
-                let q = 2 * m as u64;
-                healthy[(q % w) as usize] && healthy[((q + 1) % w) as usize]
-            })?;
+        // A steered unit is placed once opened, so any free one will do.
+        let scan = if steered { 1 } else { 2 * w as usize };
+        let room = g.heads.room(&mut g.log, p.head, cleaner, scan, |m| {
+            let q = 2 * m as u64;
+            steered || (healthy[(q % w) as usize] && healthy[((q + 1) % w) as usize])
+        })?;
+        if room.fresh && !self.place_unit(ctx, room.seg) {
+            let g = &mut self.groups[p.grp];
+            g.heads.abandon(&mut g.log, p.head);
+            self.reclaim(ctx);
+            return None;
+        }
+        let g = &mut self.groups[p.grp];
         let count = p.count.min(room.free);
         let slot = g.heads.append(&mut g.log, p.head, p.lpa, count);
         let run = Run {

@@ -31,15 +31,15 @@ impl RaidM {
             parts,
         });
         for i in 0..n {
-            self.issue_read(ctx, h, i, 0);
+            self.issue_read(ctx, h, i, None);
         }
         if n == 0 {
             self.finish_read(ctx, h);
         }
     }
 
-    /// Read part `i` from the first live copy at or after `from`.
-    fn issue_read(&mut self, ctx: &mut Ctx, h: u64, i: usize, from: u8) {
+    /// Read part `i` from a live copy other than `tried` (see [`RaidM::pick_copy`]).
+    fn issue_read(&mut self, ctx: &mut Ctx, h: u64, i: usize, tried: Option<u8>) {
         let (grp, mu, slot, count) = match self.jobs.get(h) {
             Some(Job::Read { grp, parts, .. }) => {
                 let p = &parts[i];
@@ -47,7 +47,7 @@ impl RaidM {
             }
             _ => unreachable!(),
         };
-        let copy = (from..2).find(|&c| !ctx.is_failed(self.locate(grp, mu, c, slot).0));
+        let copy = self.pick_copy(ctx, grp, mu, slot, tried);
         let Some(Job::Read { g, parts, .. }) = self.jobs.get_mut(h) else {
             unreachable!()
         };
@@ -88,7 +88,7 @@ impl RaidM {
         let freed = self.groups[grp].log.space.unpin(mu);
         if !ok {
             // That copy's disk failed: try the other one.
-            self.issue_read(ctx, h, i, copy + 1);
+            self.issue_read(ctx, h, i, Some(copy));
         } else if let Some(Job::Read { g, .. }) = self.jobs.get_mut(h) {
             g.pending -= 1;
         }

@@ -10,7 +10,7 @@ use crate::types::{DiskId, Nanos, PAGE_SIZE};
 
 impl Scheme for RaidM {
     fn name(&self) -> &str {
-        "4-raidm"
+        self.name
     }
     fn volume_count(&self) -> usize {
         self.vols.len()
@@ -66,6 +66,7 @@ impl Scheme for RaidM {
     }
 
     fn on_tick(&mut self, ctx: &mut Ctx) {
+        self.steer_tick(ctx);
         for g in 0..self.groups.len() {
             self.kick(ctx, g);
         }
@@ -73,10 +74,14 @@ impl Scheme for RaidM {
     }
 
     fn next_deadline(&self, _now: Nanos) -> Option<Nanos> {
-        None
+        self.steer_deadline()
     }
 
     fn on_disk_failed(&mut self, ctx: &mut Ctx, _disk: DiskId) {
+        self.reclaim(ctx);
+        for g in 0..self.groups.len() {
+            self.kick(ctx, g);
+        }
         self.pump(ctx);
     }
 
@@ -88,7 +93,7 @@ impl Scheme for RaidM {
         Some(VolumeStatus {
             name: vol.name.clone(),
             size_bytes: vol.size,
-            level: format!("mirrored log over {} disks", self.width),
+            level: self.level_name(),
             raid_bytes: 0,
             replicated_bytes: log.used_segments() * mu_bytes,
             free_bytes: log.space.free_count() as u64 * mu_bytes,
@@ -107,6 +112,7 @@ impl Scheme for RaidM {
     }
 
     fn check_invariants(&self) {
+        self.check_extents();
         for g in &self.groups {
             g.log.check();
             if self.jobs.is_empty() {
@@ -130,7 +136,44 @@ impl Scheme for RaidM {
                 )
             })
             .collect();
-        format!("4-raidm: jobs {} groups {:?}", self.jobs.len(), groups)
+        format!(
+            "{}: jobs {:?} groups {:?}",
+            self.name,
+            self.job_states(),
+            groups
+        )
+    }
+}
+
+impl RaidM {
+    /// One line per job in flight, for debugging a stuck log.
+    fn job_states(&self) -> Vec<String> {
+        let state = |job: &Job| match job {
+            Job::Read { g, .. } => format!("read pending {}", g.pending),
+            Job::Write { placed, copies, .. } => {
+                format!("write placed {placed} copies pending {}", copies.pending)
+            }
+            Job::Clean {
+                victim,
+                reading,
+                copies,
+                ..
+            } => format!(
+                "clean {} reading {reading} pending {} moved {}/{} copies {} failed {}",
+                victim.seg,
+                victim.pending,
+                victim.moved,
+                victim.pages.len(),
+                copies.pending,
+                victim.failed
+            ),
+            Job::Flush { pending, .. } => format!("flush pending {pending}"),
+        };
+        self.jobs
+            .handles()
+            .into_iter()
+            .filter_map(|h| self.jobs.get(h).map(state))
+            .collect()
     }
 }
 
