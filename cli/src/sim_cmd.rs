@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     fusionraid sim --bench --duration 30s")]
 pub struct Args {
     /// Scheme: fusionraid, fusion-nd, 4-raid5 (raid5), raid50, lograid, toleraid, nvraid,
-    /// 4-raidm, sitout.
+    /// 4-raidm, sitout, sandook.
     #[arg(long, default_value = "fusionraid")]
     scheme: String,
     /// Table-4 workloads, one volume each: ycsb-load, ycsb-a, ycsb-b, tpcc, tf, vd, exchange,

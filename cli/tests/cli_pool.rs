@@ -309,6 +309,7 @@ fn every_scheme_serves() {
         "nvraid",
         "4-raidm",
         "sitout",
+        "sandook",
     ] {
         let s = Serve::start(&p, &["--scheme", scheme]);
         write_read(&s.uri("a"), 9);

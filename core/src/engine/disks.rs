@@ -168,12 +168,14 @@ impl Disks {
             issued_at,
             write,
             error,
+            bytes,
         } = io;
         let s = &mut self.list[d.index()];
         assert!(s.inflight > 0, "completion on {d} with nothing in flight");
         s.inflight -= 1;
         if !error {
-            s.window.record(now, now.saturating_sub(issued_at), write);
+            s.window
+                .record(now, now.saturating_sub(issued_at), write, bytes);
         }
         let before = s.detector.next_deadline();
         s.detector.on_complete(ticket, now);
@@ -246,6 +248,7 @@ pub(crate) struct Completed {
     pub issued_at: Nanos,
     pub write: bool,
     pub error: bool,
+    pub bytes: u64,
 }
 
 /// The earliest of a set of deadlines and how many of them have that value.
@@ -296,6 +299,7 @@ mod tests {
                         issued_at: 0,
                         write: false,
                         error: false,
+                        bytes: 4096,
                     };
                     disks.on_complete(d, io, now);
                 }

@@ -187,6 +187,7 @@ impl Engine {
             issued_at: io.issued_at,
             write: io.write,
             error: failed,
+            bytes: io.len,
         };
         self.disks.on_complete(io.disk, done, self.now);
         let (mut ctx, scheme) = self.ctx_parts(now);

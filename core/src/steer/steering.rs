@@ -47,7 +47,8 @@ impl Default for SteerConfig {
     }
 }
 
-/// What the members did in the last window, pool-wide.
+/// What the members did in the last window, pool-wide, in 4 KiB units (see
+/// [`Tally::pages`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Observed {
     read_iops: f64,
@@ -145,11 +146,12 @@ impl Steering {
             let Some(t) = m.windows[i] else {
                 continue;
             };
-            reads += t.reads as u64;
-            writes += t.writes as u64;
+            let (r, w) = t.pages();
+            reads += r;
+            writes += w;
             if self.seg.is_writer(i) {
-                wr_reads += t.reads as u64;
-                wr_writes += t.writes as u64;
+                wr_reads += r;
+                wr_writes += w;
             }
         }
         let per_sec = 1e9 / WINDOW_NS as f64;
@@ -228,8 +230,9 @@ impl Steering {
             let tail = t.and_then(|t| t.quantile_ns(0.99));
             let predicted = match (t, &self.curves[i]) {
                 (Some(t), Some(c)) if t.completed() > 0 => {
-                    let load = t.completed() as f64 * per_sec;
-                    let ws = t.writes as f64 / t.completed() as f64;
+                    let (r, w) = t.pages();
+                    let load = (r + w) as f64 * per_sec;
+                    let ws = w as f64 / (r + w) as f64;
                     Some(c.predict_us(load, ws, Percentile::P99) * 1000.0)
                 }
                 _ => None,

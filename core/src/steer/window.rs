@@ -2,7 +2,7 @@
 //! writes, and their latencies on a log scale, so a policy can ask for the member's recent
 //! percentile latency and its read and write rates without keeping every sample.
 
-use crate::types::Nanos;
+use crate::types::{Nanos, PAGE_SIZE};
 
 /// Window length: Sandook judges congestion on 10 ms of completions.
 pub const WINDOW_NS: Nanos = 10_000_000;
@@ -14,6 +14,8 @@ const BUCKETS: usize = 112;
 pub struct Tally {
     pub reads: u32,
     pub writes: u32,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
     buckets: [u32; BUCKETS],
 }
 
@@ -22,6 +24,8 @@ impl Default for Tally {
         Tally {
             reads: 0,
             writes: 0,
+            read_bytes: 0,
+            write_bytes: 0,
             buckets: [0; BUCKETS],
         }
     }
@@ -49,6 +53,15 @@ fn bucket_top(b: usize) -> Nanos {
 impl Tally {
     pub fn completed(&self) -> u32 {
         self.reads + self.writes
+    }
+
+    /// Reads and writes in 4 KiB units: the load-latency curves are measured with 4 KiB
+    /// requests, and a larger request costs the drive about its size in such units.
+    pub fn pages(&self) -> (u64, u64) {
+        (
+            self.read_bytes.div_ceil(PAGE_SIZE).max(self.reads as u64),
+            self.write_bytes.div_ceil(PAGE_SIZE).max(self.writes as u64),
+        )
     }
 
     /// The latency below which `q` (0..1) of the window's completions finished, rounded up to
@@ -100,12 +113,14 @@ impl IoWindow {
         self.start += windows * WINDOW_NS;
     }
 
-    pub fn record(&mut self, now: Nanos, latency: Nanos, write: bool) {
+    pub fn record(&mut self, now: Nanos, latency: Nanos, write: bool, bytes: u64) {
         self.roll(now);
         if write {
             self.cur.writes += 1;
+            self.cur.write_bytes += bytes;
         } else {
             self.cur.reads += 1;
+            self.cur.read_bytes += bytes;
         }
         self.cur.buckets[bucket(latency)] += 1;
     }
@@ -152,12 +167,13 @@ mod tests {
         let mut w = IoWindow::new(0);
         for i in 0..100u64 {
             let lat = if i < 98 { 100_000 } else { 5_000_000 };
-            w.record(i * 50_000, lat, i % 10 == 0);
+            w.record(i * 50_000, lat, i % 10 == 0, 8192);
         }
         // Still in the first window: nothing complete yet.
         assert_eq!(w.last(5_000_000).unwrap().completed(), 0);
         let t = w.last(WINDOW_NS + 1).unwrap();
         assert_eq!((t.reads, t.writes), (90, 10));
+        assert_eq!(t.pages(), (180, 20));
         assert!(t.quantile_ns(0.9).unwrap() < 130_000);
         assert!(t.quantile_ns(0.99).unwrap() >= 5_000_000);
         // Two windows later with no I/O the member is idle.

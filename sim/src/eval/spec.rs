@@ -206,6 +206,7 @@ impl RunSpec {
         sc.scheme_options = SchemeOptions {
             conversion: self.conversion,
             nvram_bytes: self.nvram_bytes,
+            ..Default::default()
         };
         sc.pool.device = self.device.clone();
         sc.pool.aged = self.aged;

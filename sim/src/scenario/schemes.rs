@@ -2,12 +2,13 @@
 //!
 //! This is the single place where schemes are registered for the simulator: FusionRAID and
 //! Fusion-ND here, the baselines (4-RAID5, RAID50, LogRAID, ToleRAID, NV-RAID, 4-RAIDM,
-//! sit-out) through `core/src/scheme/baselines/` (`baselines::build`), all from the same
+//! sit-out, Sandook) through `core/src/scheme/baselines/` (`baselines::build`), all from the same
 //! [`SchemeParams`].
 
 use fusionraid_core::scheme::Scheme;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
 use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, PoolGeometry, VolumeConfig};
+use fusionraid_core::steer::{DeviceCurves, SteerConfig};
 
 /// The FusionRAID variants, built here.
 pub const FUSION_SCHEMES: &[&str] = &["fusionraid", "fusion-nd"];
@@ -40,6 +41,11 @@ pub struct SchemeOptions {
     pub conversion: bool,
     /// NV-RAID: size of the NVRAM write buffer (paper Fig. 11b); `None` = the scheme's default.
     pub nvram_bytes: Option<u64>,
+    /// Sandook: which steering mechanisms run, and how.
+    pub steer: SteerConfig,
+    /// Each member's load-latency curves, in disk order, for schemes that steer by them
+    /// (empty: none known).
+    pub curves: Vec<Option<DeviceCurves>>,
 }
 
 impl Default for SchemeOptions {
@@ -47,6 +53,8 @@ impl Default for SchemeOptions {
         SchemeOptions {
             conversion: true,
             nvram_bytes: None,
+            steer: SteerConfig::default(),
+            curves: Vec::new(),
         }
     }
 }
@@ -125,6 +133,8 @@ fn baseline_config(p: &SchemeParams) -> Result<BaselineConfig, String> {
     if let Some(b) = p.options.nvram_bytes {
         cfg.nvraid.buffer_bytes = b;
     }
+    cfg.sandook.steer = p.options.steer.clone();
+    cfg.sandook.curves = p.options.curves.clone();
     Ok(cfg)
 }
 
