@@ -312,3 +312,105 @@ fn draw(rng: &mut Rng, pool: &mut Vec<(usize, f64)>, k: usize, out: &mut Vec<usi
         out.push(pool.swap_remove(pick).0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steer::curve::CurvePoint;
+    use crate::steer::window::IoWindow;
+
+    fn curves(peak: f64) -> DeviceCurves {
+        let curve = |write_permille, peak: f64| LoadCurve {
+            write_permille,
+            points: (1..=10)
+                .map(|k| {
+                    let us = 50.0 + 1000.0 * (k as f64 / 10.0).powi(2);
+                    CurvePoint {
+                        iops: peak * k as f64 / 10.0,
+                        p50_us: us / 2.0,
+                        p90_us: us,
+                        p99_us: us * 2.0,
+                    }
+                })
+                .collect(),
+        };
+        DeviceCurves::new("t", vec![curve(0, peak), curve(1000, peak / 4.0)]).unwrap()
+    }
+
+    /// Windows in which every member completed `reads` and `writes` 4 KiB I/Os at 100 us.
+    fn busy(n: usize, reads: u32, writes: u32, now: Nanos) -> Vec<IoWindow> {
+        (0..n)
+            .map(|_| {
+                let mut w = IoWindow::new(0);
+                for k in 0..reads + writes {
+                    w.record(now - WINDOW_NS + 1 + k as u64, 100_000, k >= reads, 4096);
+                }
+                w
+            })
+            .collect()
+    }
+
+    fn recent(ws: &[IoWindow], now: Nanos) -> Recent<'_> {
+        Recent {
+            now,
+            failed: vec![false; ws.len()],
+            windows: ws.iter().map(|w| w.last(now)).collect(),
+        }
+    }
+
+    #[test]
+    fn writes_go_to_the_write_set_and_reads_to_read_mode_copies() {
+        let n = 8;
+        let mut s = Steering::new(SteerConfig::default(), vec![Some(curves(400_000.0)); n], 2);
+        let now = 2 * WINDOW_NS;
+        let ws = busy(n, 500, 50, now);
+        s.update(&recent(&ws, now));
+        let writers: Vec<usize> = (0..n).filter(|&i| s.is_writer(DiskId(i as u32))).collect();
+        assert!(writers.len() >= 2 && writers.len() < n, "{writers:?}");
+        let mut rng = Rng::new(1);
+        for _ in 0..200 {
+            let pick = s.pick_writers(&mut rng, 2, |_| true);
+            assert_eq!(pick.len(), 2);
+            assert_ne!(pick[0], pick[1]);
+            assert!(pick.iter().all(|p| writers.contains(p)), "{pick:?}");
+        }
+        let reader = (0..n).find(|i| !writers.contains(i)).unwrap();
+        let copies = [DiskId(writers[0] as u32), DiskId(reader as u32)];
+        for _ in 0..50 {
+            assert_eq!(s.pick_reader(&mut rng, &copies), Some(DiskId(reader as u32)));
+        }
+        // Both copies in write mode: one of them serves.
+        let both = [DiskId(writers[0] as u32), DiskId(writers[1] as u32)];
+        assert!(s.pick_reader(&mut rng, &both).is_some());
+        // Too few writers allowed: the rest come from other members.
+        let only = writers[0];
+        let pick = s.pick_writers(&mut rng, 2, |i| i == only || !writers.contains(&i));
+        assert_eq!(pick.len(), 2);
+        assert!(pick.contains(&only));
+    }
+
+    #[test]
+    fn a_faster_member_gets_more_reads_and_a_congested_one_less() {
+        let cfg = SteerConfig {
+            segregation: false,
+            ..SteerConfig::default()
+        };
+        let mut fleet = vec![Some(curves(100_000.0)); 3];
+        fleet[0] = Some(curves(400_000.0));
+        let mut s = Steering::new(cfg, fleet, 2);
+        let now = 100 * WINDOW_NS;
+        let ws = busy(3, 800, 0, now);
+        s.update(&recent(&ws, now));
+        let w: Vec<f64> = (0..3).map(|i| s.read_weight(DiskId(i))).collect();
+        assert!(w[0] > 1.5 * w[1] && w[0] > 1.5 * w[2], "{w:?}");
+        // Member 2's tail at 5 ms: congested, its factor halves.
+        let mut slow = busy(3, 800, 0, now + WINDOW_NS);
+        slow[2] = IoWindow::new(0);
+        for k in 0..100 {
+            slow[2].record(now + 1 + k, 5_000_000, false, 4096);
+        }
+        s.update(&recent(&slow, now + WINDOW_NS));
+        assert!(s.rate_factor(DiskId(2)) < 1.0);
+        assert_eq!(s.rate_factor(DiskId(1)), 1.0);
+    }
+}
