@@ -86,6 +86,10 @@ impl Ctx<'_> {
     pub fn members(&self) -> Members<'_> {
         Members::new(self.disks, self.now)
     }
+    /// The per-member signals and the random generator at once (a policy draw by weight).
+    pub fn members_and_rng(&mut self) -> (Members<'_>, &mut Rng) {
+        (Members::new(self.disks, self.now), self.rng)
+    }
     /// Mark a member failed: nothing is issued to it any more by well-behaved schemes.
     pub fn fail_disk(&mut self, d: DiskId) {
         let s = self.disks.get_mut(d);

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 
 use crate::detector::{DetectorConfig, SpikeDetector, Ticket};
-use crate::steer::IoWindow;
+use crate::steer::{IoWindow, Recent, Steering};
 use crate::types::{DiskId, Nanos};
 
 /// Width of one bucket of the foreground throughput meter. Two buckets give a rate averaged
@@ -89,6 +89,9 @@ pub struct Disks {
     /// changes one detector, and detectors mostly share a deadline (a timeout advances them
     /// all to the same slot), so counting the holders keeps the minimum valid.
     deadline: Cell<Option<MinDeadline>>,
+    /// Profile-guided steering, when the scheme runs it: weights, modes and rate factors every
+    /// policy can read, kept current from these members' windows.
+    steering: Option<Steering>,
 }
 
 impl Disks {
@@ -96,7 +99,34 @@ impl Disks {
         Disks {
             list: (0..count).map(|_| DiskState::new(cfg, now)).collect(),
             deadline: Cell::new(Some(MinDeadline::default())),
+            steering: None,
         }
+    }
+
+    pub(crate) fn adopt_steering(&mut self, s: Steering) {
+        assert_eq!(s.members(), self.len(), "steering for another pool size");
+        self.steering = Some(s);
+    }
+
+    pub fn steering(&self) -> Option<&Steering> {
+        self.steering.as_ref()
+    }
+
+    /// Recompute steering from the members' last windows if it is due.
+    pub(crate) fn update_steering(&mut self, now: Nanos) {
+        let Some(s) = &mut self.steering else {
+            return;
+        };
+        let recent = Recent {
+            now,
+            failed: self.list.iter().map(|d| d.failed).collect(),
+            windows: self.list.iter().map(|d| d.window.last(now)).collect(),
+        };
+        s.update(&recent);
+    }
+
+    pub(crate) fn steering_deadline(&self) -> Option<Nanos> {
+        self.steering.as_ref().map(Steering::next_deadline)
     }
 
     pub fn len(&self) -> usize {

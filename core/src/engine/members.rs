@@ -2,7 +2,7 @@
 //! policies get. New signals (profile weights, rate factors, modes, wear, tier) join here.
 
 use super::disks::Disks;
-use crate::steer::{Recent, Tally};
+use crate::steer::{Steering, Tally};
 use crate::types::{DiskId, Nanos};
 
 #[derive(Clone, Copy)]
@@ -46,13 +46,13 @@ impl<'a> Members<'a> {
     pub fn recent(&self, d: DiskId) -> Option<&'a Tally> {
         self.disks.get(d).window.last(self.now)
     }
-    /// Every member's failure and last window, as steering takes them.
-    pub fn recent_all(&self) -> Recent<'a> {
-        let ids = (0..self.count()).map(|i| DiskId(i as u32));
-        Recent {
-            now: self.now,
-            failed: ids.clone().map(|d| self.failed(d)).collect(),
-            windows: ids.map(|d| self.recent(d)).collect(),
-        }
+    /// Steering, when the scheme runs it.
+    pub fn steering(&self) -> Option<&'a Steering> {
+        self.disks.steering()
+    }
+    /// Whether the member takes writes now: always, unless steering segregates reads and
+    /// writes and the member is in read mode.
+    pub fn takes_writes(&self, d: DiskId) -> bool {
+        self.steering().is_none_or(|s| s.is_writer(d))
     }
 }

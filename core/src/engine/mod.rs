@@ -75,11 +75,15 @@ pub struct Engine {
 pub struct UnknownIo(pub IoId);
 
 impl Engine {
-    pub fn new(cfg: EngineConfig, scheme: Box<dyn Scheme + Send>, now: Nanos) -> Self {
+    pub fn new(cfg: EngineConfig, mut scheme: Box<dyn Scheme + Send>, now: Nanos) -> Self {
         assert!(cfg.disks > 0);
         assert!(cfg.max_requests > 0);
+        let mut disks = Disks::new(cfg.disks, cfg.detector, now);
+        if let Some(s) = scheme.take_steering() {
+            disks.adopt_steering(s);
+        }
         Engine {
-            disks: Disks::new(cfg.disks, cfg.detector, now),
+            disks,
             rng: Rng::new(cfg.seed),
             cfg,
             scheme,
@@ -218,6 +222,7 @@ impl Engine {
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.now = self.now.max(now);
         self.disks.advance(self.now);
+        self.disks.update_steering(self.now);
         let (mut ctx, scheme) = self.ctx_parts(now);
         scheme.on_tick(&mut ctx);
     }
@@ -301,12 +306,14 @@ impl Engine {
     /// When `handle_timeout` should be called next, if ever.
     #[must_use = "the engine needs `handle_timeout` at this time"]
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        let d = self.disks.next_deadline();
-        let s = self.scheme.next_deadline(self.now);
-        match (d, s) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.disks.next_deadline(),
+            self.disks.steering_deadline(),
+            self.scheme.next_deadline(self.now),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     pub fn scheme(&self) -> &dyn Scheme {

@@ -97,6 +97,13 @@ pub trait Scheme {
         false
     }
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
+
+    /// Steering the scheme runs (see [`crate::steer`]), handed to the engine once at its
+    /// start: the engine keeps it current from every member's completions, and the scheme and
+    /// its policies read it through [`crate::engine::Members::steering`].
+    fn take_steering(&mut self) -> Option<crate::steer::Steering> {
+        None
+    }
     /// Quiescent: no scheme-internal work in flight or waiting (used by tests and shutdown).
     fn is_idle(&self) -> bool;
     /// The driver stops cleanly; every user request has been answered. Start no new

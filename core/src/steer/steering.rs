@@ -71,6 +71,7 @@ impl Recent<'_> {
     }
 }
 
+#[derive(Debug)]
 pub struct Steering {
     cfg: SteerConfig,
     curves: Vec<Option<DeviceCurves>>,
@@ -80,6 +81,7 @@ pub struct Steering {
     aimd: Vec<Aimd>,
     next_at: Nanos,
     seen: Observed,
+    epoch: u64,
 }
 
 impl Steering {
@@ -99,9 +101,18 @@ impl Steering {
             },
             curves,
             cfg,
+            epoch: 0,
         }
     }
 
+    pub fn members(&self) -> usize {
+        self.curves.len()
+    }
+    /// Bumped whenever the write set changes, so a scheme can close what it had open on
+    /// members that left it.
+    pub fn modes_epoch(&self) -> u64 {
+        self.epoch
+    }
     pub fn config(&self) -> &SteerConfig {
         &self.cfg
     }
@@ -133,6 +144,7 @@ impl Steering {
         self.observe(m);
         let healthy: Vec<bool> = m.failed.iter().map(|f| !f).collect();
         let changed = self.update_modes(now, &healthy);
+        self.epoch += changed as u64;
         self.update_shares(&healthy);
         if self.cfg.congestion {
             self.update_rates(m);
@@ -377,7 +389,10 @@ mod tests {
         let reader = (0..n).find(|i| !writers.contains(i)).unwrap();
         let copies = [DiskId(writers[0] as u32), DiskId(reader as u32)];
         for _ in 0..50 {
-            assert_eq!(s.pick_reader(&mut rng, &copies), Some(DiskId(reader as u32)));
+            assert_eq!(
+                s.pick_reader(&mut rng, &copies),
+                Some(DiskId(reader as u32))
+            );
         }
         // Both copies in write mode: one of them serves.
         let both = [DiskId(writers[0] as u32), DiskId(writers[1] as u32)];

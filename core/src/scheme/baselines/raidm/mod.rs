@@ -253,12 +253,16 @@ impl RaidM {
             .filter(|&c| Some(c) != tried && !ctx.is_failed(self.locate(grp, mu, c, slot).0))
             .collect();
         match &self.layout {
-            Layout::Steered(s) if live.len() > 1 => {
+            Layout::Steered(_) if live.len() > 1 => {
                 let disks: Vec<DiskId> = live
                     .iter()
                     .map(|&c| self.locate(grp, mu, c, slot).0)
                     .collect();
-                let d = s.steer.pick_reader(ctx.rng, &disks)?;
+                let (members, rng) = ctx.members_and_rng();
+                let steer = members
+                    .steering()
+                    .expect("the engine runs a steered scheme's steering");
+                let d = steer.pick_reader(rng, &disks)?;
                 live.into_iter()
                     .find(|&c| self.locate(grp, mu, c, slot).0 == d)
             }

@@ -74,7 +74,11 @@ impl Scheme for RaidM {
     }
 
     fn next_deadline(&self, _now: Nanos) -> Option<Nanos> {
-        self.steer_deadline()
+        None
+    }
+
+    fn take_steering(&mut self) -> Option<crate::steer::Steering> {
+        RaidM::take_steering(self)
     }
 
     fn on_disk_failed(&mut self, ctx: &mut Ctx, _disk: DiskId) {

@@ -8,8 +8,11 @@ use crate::scheme::baselines::logbase::Heads;
 use crate::steer::Steering;
 
 pub(in crate::scheme::baselines) struct Steered {
-    pub steer: Steering,
+    /// Until the engine adopts it ([`crate::scheme::Scheme::take_steering`]).
+    pub handover: Option<Steering>,
     pub extents: Extents,
+    /// The write set's epoch the heads were last checked against.
+    pub epoch: u64,
 }
 
 impl RaidM {
@@ -28,7 +31,11 @@ impl RaidM {
         let log = &mut m.groups[0].log;
         log.space.track_freed();
         let extents = Extents::new(m.width, rows, log.space.segments());
-        m.layout = Layout::Steered(Box::new(Steered { steer, extents }));
+        m.layout = Layout::Steered(Box::new(Steered {
+            handover: Some(steer),
+            extents,
+            epoch: 0,
+        }));
         Ok(m)
     }
 
@@ -60,9 +67,11 @@ impl RaidM {
             .collect();
         let usable = |m: usize| room[m];
         let mut pick = s.extents.must_use(usable);
-        let more = s
-            .steer
-            .pick_writers(ctx.rng, 2 - pick.len(), |m| usable(m) && !pick.contains(&m));
+        let (members, rng) = ctx.members_and_rng();
+        let steer = members
+            .steering()
+            .expect("the engine runs a steered scheme's steering");
+        let more = steer.pick_writers(rng, 2 - pick.len(), |m| usable(m) && !pick.contains(&m));
         pick.extend(more);
         if pick.len() == 1 {
             // One healthy member with room: the other copy goes to a failed member's chunk
@@ -78,18 +87,21 @@ impl RaidM {
         true
     }
 
-    /// Recompute steering when due; when the write set changed, close the heads whose unit
-    /// sits on a member that left it.
+    /// When the write set changed, close the heads whose unit sits on a member that left it.
     pub(super) fn steer_tick(&mut self, ctx: &mut Ctx) {
         let Layout::Steered(s) = &mut self.layout else {
             return;
         };
         let members = ctx.members();
-        if !s.steer.update(&members.recent_all()) {
+        let steer = members
+            .steering()
+            .expect("the engine runs a steered scheme's steering");
+        if steer.modes_epoch() == s.epoch {
             return;
         }
+        s.epoch = steer.modes_epoch();
         let g = &mut self.groups[0];
-        let (steer, extents) = (&s.steer, &s.extents);
+        let extents = &s.extents;
         let disks = &g.disks;
         g.heads.close_if(&mut g.log, |mu| {
             extents
@@ -97,6 +109,13 @@ impl RaidM {
                 .is_some_and(|ms| ms.iter().any(|&m| !steer.is_writer(disks[m])))
         });
         self.reclaim(ctx);
+    }
+
+    pub(super) fn take_steering(&mut self) -> Option<Steering> {
+        match &mut self.layout {
+            Layout::Steered(s) => s.handover.take(),
+            Layout::Neighbours => None,
+        }
     }
 
     /// Every row of every member is free or holds exactly one placed unit, and every used
@@ -120,13 +139,6 @@ impl RaidM {
         match &self.layout {
             Layout::Neighbours => format!("mirrored log over {} disks", self.width),
             Layout::Steered(_) => format!("2 replicas, steered log over {} disks", self.width),
-        }
-    }
-
-    pub(super) fn steer_deadline(&self) -> Option<crate::types::Nanos> {
-        match &self.layout {
-            Layout::Steered(s) => Some(s.steer.next_deadline()),
-            Layout::Neighbours => None,
         }
     }
 }
