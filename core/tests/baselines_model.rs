@@ -24,7 +24,6 @@ use common::Driver;
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
-use fusionraid_core::steer::{CurvePoint, DeviceCurves, LoadCurve};
 use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, PAGE_SIZE, Reply, Request};
 
 const PS: usize = PAGE_SIZE as usize;
@@ -101,48 +100,12 @@ fn scenario(scheme: &'static str, seed: u64) -> Scenario {
     }
 }
 
-/// Sandook's steering, pushed hard: every mechanism on or off, curves for some members only
-/// or all, recomputation and write-set rotation every few hundred microseconds (the runs are
-/// short) and a congestion limit low enough to trigger. Its own generator, so the other
+/// Sandook's steering pushed hard ([`common::steering`]), with its own generator so the other
 /// schemes' scenarios do not change with it.
 fn steering(cfg: &mut BaselineConfig, disks: usize, seed: u64) {
-    let mut r = Rng::new(seed ^ 0x5a4d_d00c);
-    let s = &mut cfg.sandook.steer;
-    s.profile_weights = r.below(3) != 0;
-    s.segregation = r.below(3) != 0;
-    s.congestion = r.below(2) == 0;
-    s.recompute_ns = 50_000 + r.below(500_000);
-    s.rotate_ns = 100_000 + r.below(2_000_000);
-    s.aimd.limit_ns = [200_000, 2_500_000][r.below(2) as usize];
-    s.aimd.period_ns = 100_000 + r.below(1_000_000);
-    let profiled = [0, disks / 2, disks][r.below(3) as usize];
-    cfg.sandook.curves = (0..profiled)
-        .map(|i| Some(curves(i, 20_000.0 * (1 + r.below(8)) as f64)))
-        .collect();
-}
-
-/// Made-up curves for member `i`: latency rising from 80 us to 1.5 ms at `peak`, halved peak
-/// under writes.
-fn curves(i: usize, peak: f64) -> DeviceCurves {
-    let curve = |write_permille: u32, peak: f64| LoadCurve {
-        write_permille,
-        points: (1..=8)
-            .map(|k| {
-                let us = 80.0 + 1400.0 * (k as f64 / 8.0).powi(2);
-                CurvePoint {
-                    iops: peak * k as f64 / 8.0,
-                    p50_us: us * 0.6,
-                    p90_us: us,
-                    p99_us: us * 1.8,
-                }
-            })
-            .collect(),
-    };
-    DeviceCurves::new(
-        format!("m{i}"),
-        vec![curve(0, peak), curve(1000, peak / 2.0)],
-    )
-    .unwrap()
+    let (steer, curves) = common::steering(seed, disks);
+    cfg.sandook.steer = steer;
+    cfg.sandook.curves = curves;
 }
 
 fn build(sc: &Scenario) -> Driver {

@@ -124,6 +124,12 @@ fn config(sc: &Scenario) -> FusionConfig {
         commit_interval_ns: sc.commit_interval_ns,
         ..Default::default()
     });
+    // Sandook's policies on a third of the seeds (their own generator).
+    if sc.seed % 3 == 1 {
+        let (steer, curves) = common::steering(sc.seed, sc.disks);
+        cfg.steer = Some(steer);
+        cfg.curves = curves;
+    }
     let end = meta_layout(&cfg).expect("journaled").end();
     cfg.pool.data_offset = end.div_ceil(4096) * 4096;
     cfg

@@ -104,6 +104,13 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.redirect = sc.redirect;
     cfg.hedge_ns = sc.hedge.then_some(400_000);
+    // Sandook's policies on a third of the seeds (their own generator: the rest of the
+    // scenario stays as it was).
+    if sc.seed % 3 == 1 {
+        let (steer, curves) = common::steering(sc.seed, sc.disks);
+        cfg.steer = Some(steer);
+        cfg.curves = curves;
+    }
     cfg.conversion.idle_ns = Some(2_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
     cfg.max_request_bytes = 8 * sc.block_size;

@@ -10,6 +10,11 @@ pub trait BackgroundAdmission: Send {
 
     /// Whether conversion may read from and write to `d` now.
     fn may_convert_on(&self, m: &Members, d: DiskId) -> bool;
+
+    /// Whether conversion may write parity to `d` now (beyond [`Self::may_convert_on`]).
+    fn may_write_on(&self, _m: &Members, _d: DiskId) -> bool {
+        true
+    }
 }
 
 /// The paper's pause (its evaluation, §5, at 40 MB/s, the per-drive load it observed): no
@@ -25,5 +30,26 @@ impl BackgroundAdmission for ForegroundPause {
     }
     fn may_convert_on(&self, m: &Members, d: DiskId) -> bool {
         m.foreground_rate(d) <= self.limit_bytes_per_sec
+    }
+}
+
+/// The paper's pause, and parity written only to members in write mode: a pair set converts
+/// keeping a copy whose parity members take writes now. Since the write set rotates, every
+/// member takes writes in turn and every set finds such a moment; conversion forced by writes
+/// waiting for space does not ask.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteSetPause {
+    pub pause: ForegroundPause,
+}
+
+impl BackgroundAdmission for WriteSetPause {
+    fn name(&self) -> &'static str {
+        "write-set-pause"
+    }
+    fn may_convert_on(&self, m: &Members, d: DiskId) -> bool {
+        self.pause.may_convert_on(m, d)
+    }
+    fn may_write_on(&self, m: &Members, d: DiskId) -> bool {
+        m.takes_writes(d)
     }
 }

@@ -19,9 +19,9 @@ pub mod placement;
 pub mod routing;
 
 pub use crate::engine::members::Members;
-pub use admission::{BackgroundAdmission, ForegroundPause};
-pub use placement::{HealthOnly, SteerAroundSpikes, WritePlacement};
-pub use routing::{FewestStragglers, FirstCopy, ReadRouting};
+pub use admission::{BackgroundAdmission, ForegroundPause, WriteSetPause};
+pub use placement::{HealthOnly, SteerAroundSpikes, WritePlacement, WriteSetOnly};
+pub use routing::{FewestStragglers, FirstCopy, ReadModeFirst, ReadRouting};
 
 use crate::types::DiskId;
 
@@ -42,6 +42,21 @@ impl Policies {
             admission: AdmissionPolicy::ForegroundPause(ForegroundPause {
                 limit_bytes_per_sec: pause_fg_bytes_per_sec,
             }),
+        }
+    }
+
+    /// FusionRAID with Sandook's steering (issue 20): writes and parity go to members in
+    /// write mode, reads to copies in read mode, around spikes and congestion as well. Needs
+    /// the scheme to hand the engine a [`crate::steer::Steering`]; without one it behaves as
+    /// [`Policies::redirecting`].
+    pub fn steered(pause_fg_bytes_per_sec: f64) -> Self {
+        let pause = ForegroundPause {
+            limit_bytes_per_sec: pause_fg_bytes_per_sec,
+        };
+        Policies {
+            placement: PlacementPolicy::WriteSetOnly(WriteSetOnly),
+            routing: RoutingPolicy::ReadModeFirst(ReadModeFirst),
+            admission: AdmissionPolicy::WriteSetPause(WriteSetPause { pause }),
         }
     }
 
@@ -75,23 +90,24 @@ macro_rules! dispatch {
 pub enum PlacementPolicy {
     SteerAroundSpikes(SteerAroundSpikes),
     HealthOnly(HealthOnly),
+    WriteSetOnly(WriteSetOnly),
     Custom(Box<dyn WritePlacement>),
 }
 
 impl WritePlacement for PlacementPolicy {
     fn name(&self) -> &'static str {
-        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.name())
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.name())
     }
     #[inline]
     fn steer_clear(&self, m: &Members, d: DiskId) -> bool {
-        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.steer_clear(m, d))
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.steer_clear(m, d))
     }
     #[inline]
     fn steers(&self) -> bool {
-        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.steers())
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.steers())
     }
     fn pair_set_cost(&self, m: &Members, stripes: &[&[DiskId]], dcols: usize) -> usize {
-        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly }, p => p.pair_set_cost(m, stripes, dcols))
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.pair_set_cost(m, stripes, dcols))
     }
 }
 
@@ -99,39 +115,44 @@ impl WritePlacement for PlacementPolicy {
 pub enum RoutingPolicy {
     FewestStragglers(FewestStragglers),
     FirstCopy(FirstCopy),
+    ReadModeFirst(ReadModeFirst),
     Custom(Box<dyn ReadRouting>),
 }
 
 impl ReadRouting for RoutingPolicy {
     fn name(&self) -> &'static str {
-        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.name())
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy, ReadModeFirst }, p => p.name())
     }
     #[inline]
     fn pick_copy(&self, m: &Members, copies: &[DiskId]) -> usize {
-        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.pick_copy(m, copies))
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy, ReadModeFirst }, p => p.pick_copy(m, copies))
     }
     #[inline]
     fn reconstruct_around(&self, m: &Members, d: DiskId) -> bool {
-        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.reconstruct_around(m, d))
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy, ReadModeFirst }, p => p.reconstruct_around(m, d))
     }
     fn may_hedge_to(&self, m: &Members, d: DiskId) -> bool {
-        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy }, p => p.may_hedge_to(m, d))
+        dispatch!(self, RoutingPolicy { FewestStragglers, FirstCopy, ReadModeFirst }, p => p.may_hedge_to(m, d))
     }
 }
 
 /// A [`BackgroundAdmission`].
 pub enum AdmissionPolicy {
     ForegroundPause(ForegroundPause),
+    WriteSetPause(WriteSetPause),
     Custom(Box<dyn BackgroundAdmission>),
 }
 
 impl BackgroundAdmission for AdmissionPolicy {
     fn name(&self) -> &'static str {
-        dispatch!(self, AdmissionPolicy { ForegroundPause }, p => p.name())
+        dispatch!(self, AdmissionPolicy { ForegroundPause, WriteSetPause }, p => p.name())
     }
     #[inline]
     fn may_convert_on(&self, m: &Members, d: DiskId) -> bool {
-        dispatch!(self, AdmissionPolicy { ForegroundPause }, p => p.may_convert_on(m, d))
+        dispatch!(self, AdmissionPolicy { ForegroundPause, WriteSetPause }, p => p.may_convert_on(m, d))
+    }
+    fn may_write_on(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, AdmissionPolicy { ForegroundPause, WriteSetPause }, p => p.may_write_on(m, d))
     }
 }
 

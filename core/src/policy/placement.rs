@@ -63,3 +63,38 @@ impl WritePlacement for HealthOnly {
         false
     }
 }
+
+/// Sandook's segregation and congestion control on FusionRAID's placement: new data also
+/// stays off members in read mode and members whose congestion control has cut their rate
+/// below half, and a pair set costs more for each data column on such a member. Without
+/// steering in the engine it is [`SteerAroundSpikes`].
+#[derive(Debug, Clone, Copy)]
+pub struct WriteSetOnly;
+
+/// Rate factor below which a member counts as congested for placement.
+const CONGESTED: f64 = 0.5;
+
+fn shuns_writes(m: &Members, d: DiskId) -> bool {
+    m.steering()
+        .is_some_and(|s| !s.is_writer(d) || s.rate_factor(d) < CONGESTED)
+}
+
+impl WritePlacement for WriteSetOnly {
+    fn name(&self) -> &'static str {
+        "write-set-only"
+    }
+    fn steer_clear(&self, m: &Members, d: DiskId) -> bool {
+        m.unresponsive(d) || shuns_writes(m, d)
+    }
+    fn steers(&self) -> bool {
+        true
+    }
+    fn pair_set_cost(&self, m: &Members, stripes: &[&[DiskId]], dcols: usize) -> usize {
+        let shared = SteerAroundSpikes.pair_set_cost(m, stripes, dcols);
+        let shunned: usize = stripes
+            .iter()
+            .map(|s| s[..dcols].iter().filter(|&&d| shuns_writes(m, d)).count())
+            .sum();
+        shared + shunned
+    }
+}

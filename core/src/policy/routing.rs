@@ -62,3 +62,35 @@ impl ReadRouting for FirstCopy {
         false
     }
 }
+
+/// Sandook's read side on FusionRAID's rule: a replicated read prefers a copy on a member in
+/// read mode, then the paper's order (spike, stragglers), then the shortest queue scaled by
+/// the member's rate factor; a RAID read of a member in write mode that congestion control
+/// has cut is rebuilt from the stripe's other columns, as one in a spike is. Without steering
+/// in the engine it is [`FewestStragglers`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReadModeFirst;
+
+impl ReadRouting for ReadModeFirst {
+    fn name(&self) -> &'static str {
+        "read-mode-first"
+    }
+    fn pick_copy(&self, m: &Members, copies: &[DiskId]) -> usize {
+        let Some(s) = m.steering() else {
+            return FewestStragglers.pick_copy(m, copies);
+        };
+        (0..copies.len())
+            .min_by_key(|&i| {
+                let d = copies[i];
+                // Queue depth per unit of rate: a member cut to a quarter counts four times.
+                let load = ((m.queue_depth(d) + 1) as f64 / s.rate_factor(d) * 16.0) as u64;
+                (m.unresponsive(d), s.is_writer(d), m.stragglers(d), load)
+            })
+            .expect("at least one copy")
+    }
+    fn reconstruct_around(&self, m: &Members, d: DiskId) -> bool {
+        m.unresponsive(d)
+            || m.steering()
+                .is_some_and(|s| s.is_writer(d) && s.rate_factor(d) < 1.0)
+    }
+}

@@ -446,3 +446,57 @@ pub fn convert_when_idle(c: &mut FusionConfig) {
     c.conversion.replicated_high_water = 100.0; // only the idle trigger
     c.conversion.pause_fg_bytes_per_sec = 1e15;
 }
+
+/// Steering pushed hard for a model or crash test: every mechanism on or off, curves for no
+/// member, half or all, recomputation and write-set rotation every few hundred microseconds
+/// (the runs are short) and a congestion limit low enough to trigger. From its own generator
+/// (salted `seed`), so adding it leaves a test's other random choices as they were.
+pub fn steering(
+    seed: u64,
+    disks: usize,
+) -> (
+    fusionraid_core::steer::SteerConfig,
+    Vec<Option<fusionraid_core::steer::DeviceCurves>>,
+) {
+    let mut r = fusionraid_core::rng::Rng::new(seed ^ 0x5a4d_d00c);
+    let mut s = fusionraid_core::steer::SteerConfig {
+        profile_weights: r.below(3) != 0,
+        segregation: r.below(3) != 0,
+        congestion: r.below(2) == 0,
+        recompute_ns: 50_000 + r.below(500_000),
+        rotate_ns: 100_000 + r.below(2_000_000),
+        ..Default::default()
+    };
+    s.aimd.limit_ns = [200_000, 2_500_000][r.below(2) as usize];
+    s.aimd.period_ns = 100_000 + r.below(1_000_000);
+    let profiled = [0, disks / 2, disks][r.below(3) as usize];
+    let curves = (0..profiled)
+        .map(|i| Some(made_up_curves(i, 20_000.0 * (1 + r.below(8)) as f64)))
+        .collect();
+    (s, curves)
+}
+
+/// Made-up curves for member `i`: latency rising from 80 us to 1.5 ms at `peak`, half the
+/// peak under writes.
+pub fn made_up_curves(i: usize, peak: f64) -> fusionraid_core::steer::DeviceCurves {
+    use fusionraid_core::steer::{CurvePoint, DeviceCurves, LoadCurve};
+    let curve = |write_permille: u32, peak: f64| LoadCurve {
+        write_permille,
+        points: (1..=8)
+            .map(|k| {
+                let us = 80.0 + 1400.0 * (k as f64 / 8.0).powi(2);
+                CurvePoint {
+                    iops: peak * k as f64 / 8.0,
+                    p50_us: us * 0.6,
+                    p90_us: us,
+                    p99_us: us * 1.8,
+                }
+            })
+            .collect(),
+    };
+    DeviceCurves::new(
+        format!("m{i}"),
+        vec![curve(0, peak), curve(1000, peak / 2.0)],
+    )
+    .unwrap()
+}

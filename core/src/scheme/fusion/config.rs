@@ -183,6 +183,12 @@ pub struct FusionConfig {
     /// paper's battery-backed DRAM would: right for simulations of the paper's setting, not
     /// for a pool that must survive a restart.
     pub journal: Option<crate::meta::JournalConfig>,
+    /// Sandook's steering (issue 20) as FusionRAID policies: writes and parity on members in
+    /// write mode, reads on copies in read mode, weights and rate factors from the members'
+    /// curves. None = the paper's policies. Only with `redirect`.
+    pub steer: Option<crate::steer::SteerConfig>,
+    /// Each member's load-latency curves, in disk order (shorter: the rest unknown).
+    pub curves: Vec<Option<crate::steer::DeviceCurves>>,
 }
 
 impl FusionConfig {
@@ -196,6 +202,8 @@ impl FusionConfig {
             raid_threshold: None,
             max_request_bytes: 32 << 20,
             journal: None,
+            steer: None,
+            curves: Vec::new(),
         }
     }
 }

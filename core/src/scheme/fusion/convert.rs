@@ -75,6 +75,33 @@ impl FusionScheme {
         })
     }
 
+    /// The copy a conversion keeps so that admission lets it write the parity: `keep` when
+    /// its parity members may take writes now (always, for the paper's policies), else another
+    /// healthy copy whose members may; None to wait. `force` takes `keep` as it is.
+    fn parity_admitted(
+        &self,
+        ctx: &Ctx,
+        v: &Vol,
+        set: &super::pairs::PairSet,
+        keep: usize,
+        force: bool,
+    ) -> Option<usize> {
+        let admission = &self.policy.admission;
+        let members = ctx.members();
+        let dcols = v.zone.dcols();
+        let writable = |k: usize| {
+            let disks = v.zone.stripe_disk_list(set.stripes[k]);
+            disks[dcols..]
+                .iter()
+                .all(|&d| admission.may_write_on(&members, d))
+                && (k == keep || disks.iter().all(|&d| !ctx.is_failed(d)))
+        };
+        if force || writable(keep) {
+            return Some(keep);
+        }
+        (0..set.copies as usize).find(|&k| k != keep && writable(k))
+    }
+
     /// `force`: ignore the foreground pause; `close_open`: with no settled set, close a
     /// partly used one (writes wait for space, or the volume is idle and nothing else
     /// would ever settle it).
@@ -131,6 +158,9 @@ impl FusionScheme {
                 kept_stripe(ctx, v, set)
             };
             let Some(keep) = keep else { continue };
+            let Some(keep) = self.parity_admitted(ctx, v, set, keep, force) else {
+                continue;
+            };
             let disks = v.zone.stripe_disk_list(set.stripes[keep]);
             if !force && self.busy_disk(ctx, &disks, &mut memo) {
                 continue; // paper: conversion pauses while a disk is busy with foreground I/O

@@ -82,6 +82,8 @@ pub struct FusionScheme {
     /// copy). A bad copy is one error however often it is read before its block is moved
     /// off it (the scrub or a read finds it, then the repair's own read meets it again).
     counted_bad: crate::fasthash::FastSet<(usize, u64, crate::volume::Loc, u8)>,
+    /// Steering to hand to the engine at its start (see `Scheme::take_steering`).
+    steering: Option<crate::steer::Steering>,
 }
 
 /// Every volume's zone, laid out one after the other on the members; refused when a
@@ -179,11 +181,17 @@ impl FusionScheme {
         }
         let vols = build_volumes(&cfg)?;
         let pause = cfg.conversion.pause_fg_bytes_per_sec;
-        let (name, policy) = if cfg.redirect {
-            ("fusionraid", Policies::redirecting(pause))
-        } else {
-            ("fusion-nd", Policies::non_redirecting(pause))
+        let (name, policy) = match (cfg.redirect, &cfg.steer) {
+            (true, Some(_)) => ("fusionraid", Policies::steered(pause)),
+            (true, None) => ("fusionraid", Policies::redirecting(pause)),
+            (false, _) => ("fusion-nd", Policies::non_redirecting(pause)),
         };
+        let steering = cfg.steer.clone().filter(|_| cfg.redirect).map(|sc| {
+            let mut curves = cfg.curves.clone();
+            curves.resize(cfg.pool.disks, None);
+            let copies = cfg.volumes.iter().map(|v| v.level.nparity() + 1).max();
+            crate::steer::Steering::new(sc, curves, copies.unwrap_or(2))
+        });
         let name = name.to_string();
         let layout = durable_state::meta_layout(&cfg);
         check_metadata_room(&cfg, layout.as_ref())?;
@@ -202,6 +210,7 @@ impl FusionScheme {
             cleared: std::cell::Cell::new(None),
             failed_members: Default::default(),
             counted_bad: Default::default(),
+            steering,
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -407,6 +416,10 @@ impl Scheme for FusionScheme {
         self.begin_rebalance(ctx.now);
         self.kick_background(ctx);
         self.after_event(ctx);
+    }
+
+    fn take_steering(&mut self) -> Option<crate::steer::Steering> {
+        self.steering.take()
     }
 
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus> {
