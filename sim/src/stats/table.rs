@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::latency::LatencySummary;
 use super::report::Report;
-use crate::scenario::SourceSummary;
+use crate::scenario::{SourceSummary, TenantSummary};
 
 fn bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -32,6 +32,22 @@ fn lat(us: f64) -> String {
     } else {
         format!("{us:.0}us")
     }
+}
+
+/// `name (90% reads, 4 KiB, 200000 IOPS, 8.0 GiB)`.
+fn tenant(t: &TenantSummary) -> String {
+    let size = if t.read_kib == t.write_kib {
+        format!("{} KiB", t.read_kib)
+    } else {
+        format!("reads {} KiB, writes {} KiB", t.read_kib, t.write_kib)
+    };
+    format!(
+        "{} ({:.0}% reads, {size}, {:.0} IOPS, {})",
+        t.name,
+        t.read_share * 100.0,
+        t.iops,
+        bytes(t.footprint)
+    )
 }
 
 /// " at Nx load" after a list of workloads, nothing at the nominal load.
@@ -88,6 +104,10 @@ impl Report {
                     format!(" + workloads {}{scale}", workloads.join("+"))
                 };
                 format!("trace {path} ({format}, {mode}){with}")
+            }
+            SourceSummary::Synthetic { tenants } => {
+                let each: Vec<String> = tenants.iter().map(tenant).collect();
+                format!("synthetic {}", each.join(" + "))
             }
         };
         let _ = writeln!(
