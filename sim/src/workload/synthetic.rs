@@ -283,7 +283,10 @@ mod tests {
         assert!((share - 0.9).abs() < 0.01, "read share {share}");
         let rate = recs.len() as f64 / secs;
         assert!((rate / 20_000.0 - 1.0).abs() < 0.02, "rate {rate}");
-        assert!(recs.iter().all(|r| r.len == 8192 && r.offset + r.len <= 1 << 30));
+        assert!(
+            recs.iter()
+                .all(|r| r.len == 8192 && r.offset + r.len <= 1 << 30)
+        );
         assert_ne!(synthetic_seed(1, 0), synthetic_seed(1, 1));
     }
 }
