@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use target::{SloOps, SloTarget};
 
 use crate::driver::{Detailed, Sim, SimError, build_fleet};
-use crate::scenario::{Load, Scenario};
+use crate::scenario::{Load, Scenario, ScenarioSummary};
 
 /// How the search runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,6 +109,8 @@ impl Probe {
 /// What the search found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SloResult {
+    /// The scenario at its own load (every run scales its tenants' rates).
+    pub scenario: ScenarioSummary,
     pub target: SloTarget,
     pub min_answered: f64,
     /// Every run, in the order run.
@@ -125,6 +127,11 @@ pub struct SloResult {
 }
 
 impl SloResult {
+    /// Pretty JSON; deterministic for a given scenario, seed and commit.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a result always serializes")
+    }
+
     /// The offered IOPS at the target, if a load met it.
     pub fn max_iops(&self) -> Option<f64> {
         self.best.as_ref().map(|p| p.offered_iops)
@@ -333,6 +340,7 @@ impl Search<'_> {
             .zip(self.opts.ideal_iops)
             .map(|(b, ideal)| b.achieved_iops / ideal);
         SloResult {
+            scenario: self.base.summary(),
             target: *self.target,
             min_answered: self.opts.min_answered,
             probes: self.probes,

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::target::latency;
 use super::{Probe, SloResult, Verdict};
+use crate::stats::{pool_line, source_text};
 
 impl Verdict {
     /// One word for the table.
@@ -21,6 +22,16 @@ impl SloResult {
     /// The runs, one line each, then what the search found.
     pub fn to_table(&self) -> String {
         let mut o = String::new();
+        let s = &self.scenario;
+        let _ = writeln!(o, "{}", pool_line(s));
+        let _ = writeln!(
+            o,
+            "{}, rates scaled together | {:.3} s of arrivals per run, the first {:.3} s not \
+             measured",
+            source_text(&s.source),
+            s.duration_s.unwrap_or(0.0),
+            s.warmup_s
+        );
         let _ = writeln!(
             o,
             "SLO {}; a run also fails it when it drops requests or answers fewer than {:.0}% \

@@ -31,4 +31,6 @@ pub use member::{MemberGeometry, MemberIo, member_load};
 pub use mix::Mix;
 pub use sizes::{SizeClass, SizeMix};
 pub use spec::{Table4Row, UnknownWorkload, Workload, WorkloadSpec};
-pub use synthetic::{SYNTHETIC_BS, SYNTHETIC_FOOTPRINT, parse_synthetic, synthetic_seed};
+pub use synthetic::{
+    SYNTHETIC_BS, SYNTHETIC_FOOTPRINT, parse_iops, parse_synthetic, synthetic_seed,
+};

@@ -77,7 +77,7 @@ pub fn parse_synthetic(text: &str, default_name: &str) -> Result<WorkloadSpec, S
         match key {
             "read" => read = parse_share(key, value)?,
             "bs" => bs = parse_bs(value)?,
-            "iops" => t.iops = parse_iops(value)?,
+            "iops" => t.iops = parse_iops(value).map_err(|e| format!("iops: {e}"))?,
             "footprint" => t.footprint = parse_size(value)?,
             "seq" => t.read_seq = parse_share(key, value)?,
             "hot" => t.hotspot = Some(parse_hot(value)?),
@@ -128,8 +128,8 @@ fn parse_share(key: &str, v: &str) -> Result<f64, String> {
 }
 
 /// Requests per second: `200000`, `200k`, `1.5M`; positive.
-fn parse_iops(v: &str) -> Result<f64, String> {
-    let bad = || format!("iops={v}: expected a positive rate (e.g. 200000, 200k, 1.5M)");
+pub fn parse_iops(v: &str) -> Result<f64, String> {
+    let bad = || format!("'{v}' is not a positive rate (e.g. 200000, 200k, 1.5M)");
     let (num, scale) = match v.chars().last() {
         Some('k' | 'K') => (&v[..v.len() - 1], 1e3),
         Some('m' | 'M') => (&v[..v.len() - 1], 1e6),
