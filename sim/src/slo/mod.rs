@@ -159,7 +159,7 @@ pub fn offered_iops(sc: &Scenario) -> Option<f64> {
 pub fn at_offered(sc: &Scenario, iops: f64) -> Result<Scenario, String> {
     let base = offered_iops(sc)
         .ok_or("the SLO search scales generated load (Table-4 or synthetic tenants), not traces")?;
-    if !(base > 0.0) {
+    if base.is_nan() || base <= 0.0 {
         return Err("the scenario offers no load to scale".into());
     }
     let factor = iops / base;

@@ -154,7 +154,7 @@ fn parse_latency(b: &str) -> Result<Nanos, String> {
         .map(|x| (x * scale).round())
         .map_err(|_| not_latency())?;
     // An hour: the histograms' top (longer latencies are all recorded as an hour).
-    if !(ns >= 1.0 && ns <= 3.6e12) {
+    if !(1.0..=3.6e12).contains(&ns) {
         return Err(format!("latency bound '{b}' must be from 1 ns to an hour"));
     }
     Ok(ns as Nanos)
