@@ -358,3 +358,84 @@ fn window_s(sc: &Scenario) -> f64 {
     let d: Nanos = sc.duration_ns.unwrap_or(0);
     (d.saturating_sub(sc.warmup_ns)).max(1) as f64 / 1e9
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{Workload, parse_synthetic};
+
+    #[test]
+    fn loads_scale_every_tenant_together() {
+        let mix = Scenario::default_mix(1.0);
+        let table4: f64 = [
+            Workload::Tpcc,
+            Workload::YcsbA,
+            Workload::TensorFlow,
+            Workload::VirtualDesktop,
+        ]
+        .iter()
+        .map(|w| w.table4().iops)
+        .sum();
+        assert_eq!(offered_iops(&mix), Some(table4));
+        let doubled = at_offered(&mix, 2.0 * table4).unwrap();
+        assert!(matches!(doubled.load, Load::Workloads { scale, .. } if scale == 2.0));
+        let mut syn = mix.clone();
+        syn.load = Load::Synthetic {
+            tenants: vec![
+                parse_synthetic("iops=300", "a").unwrap(),
+                parse_synthetic("iops=100", "b").unwrap(),
+            ],
+        };
+        let Load::Synthetic { tenants } = at_offered(&syn, 1000.0).unwrap().load else {
+            panic!("still synthetic");
+        };
+        assert_eq!((tenants[0].iops, tenants[1].iops), (750.0, 250.0));
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let ok = SloOptions::default();
+        assert_eq!(ok.problem(), None);
+        let cases = [
+            (
+                SloOptions {
+                    start_iops: Some(0.0),
+                    ..ok.clone()
+                },
+                "start load",
+            ),
+            (
+                SloOptions {
+                    ideal_iops: Some(f64::NAN),
+                    ..ok.clone()
+                },
+                "ideal",
+            ),
+            (
+                SloOptions {
+                    precision: 1.0,
+                    ..ok.clone()
+                },
+                "precision",
+            ),
+            (
+                SloOptions {
+                    max_runs: 1,
+                    ..ok.clone()
+                },
+                "at least 2 runs",
+            ),
+            (
+                SloOptions {
+                    min_answered: 0.0,
+                    ..ok.clone()
+                },
+                "answered share",
+            ),
+        ];
+        for (o, want) in cases {
+            let p = o.problem().unwrap();
+            assert!(p.contains(want), "{p}");
+        }
+    }
+}
