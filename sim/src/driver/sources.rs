@@ -1,5 +1,5 @@
-//! Request sources: generators (Table-4 or synthetic tenants) and trace replay, both paced by a [`Replayer`] and
-//! folded into their volume by a [`VolumeRemap`].
+//! Request sources: generators (Table-4 or synthetic tenants) and trace replay, both paced
+//! by a [`Replayer`] and folded into their volume by a [`VolumeRemap`].
 //!
 //! A source has at most one arrival scheduled at a time (timestamp pacing), or keeps up to
 //! its queue depth of requests outstanding (closed loop), so the event queue never holds
