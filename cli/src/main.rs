@@ -45,7 +45,8 @@ struct Cli {
 enum Command {
     /// Simulate a pool in virtual time (deterministic) and report latency, write
     /// amplification, space, spikes and redirection.
-    Sim(sim_cmd::Args),
+    // Boxed: its many options made it the one large variant.
+    Sim(Box<sim_cmd::Args>),
     /// Run the FusionRAID paper's experiments in the simulator and write a report (Markdown,
     /// SVG charts, JSON per run).
     Eval(eval_cmd::Args),
@@ -101,7 +102,7 @@ fn run() -> anyhow::Result<()> {
             println!("fusionraid: see --help");
             Ok(())
         }
-        Some(Command::Sim(args)) => sim_cmd::run(args),
+        Some(Command::Sim(args)) => sim_cmd::run(*args),
         Some(Command::Eval(args)) => eval_cmd::run(args),
         Some(Command::Create(args)) => create_cmd::run(args),
         Some(Command::Serve(args)) => serve_cmd::run(args),

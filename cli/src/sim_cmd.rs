@@ -7,8 +7,9 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Args as ClapArgs;
 use fusionraid_core::scheme::fusion::{LayoutKind, Level};
+use fusionraid_sim::slo::{self, SloOptions, SloTarget};
 use fusionraid_sim::trace::{ReplayMode, TraceFormat};
-use fusionraid_sim::workload::Workload;
+use fusionraid_sim::workload::{Workload, parse_iops, parse_synthetic};
 use fusionraid_sim::{Load, Progress, Scenario, Sim};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -22,7 +23,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     fusionraid sim --scheme fusion-nd --workload tpcc,vd --duration 20s --seed 7\n  \
     fusionraid sim --trace trace.txt --format disksim --speed 2\n  \
     fusionraid sim --trace trace.txt --format msr --qd 32 --json\n  \
-    fusionraid sim --bench --duration 30s")]
+    fusionraid sim --bench --duration 30s\n  \
+    fusionraid sim --disks 12 --synthetic read=0.9,bs=4k,iops=200k --duration 1s --slo p90:1ms")]
 pub struct Args {
     /// Scheme: fusionraid, fusion-nd, 4-raid5 (raid5), raid50, lograid, toleraid, nvraid,
     /// 4-raidm, sitout, sandook.
@@ -32,7 +34,14 @@ pub struct Args {
     /// proxy. Repeat the option or give a comma-separated list.
     #[arg(long, value_delimiter = ',', conflicts_with = "trace")]
     workload: Vec<String>,
-    /// Multiply every workload's Table-4 IOPS by this.
+    /// A synthetic tenant, one volume each: iops=RATE[,read=SHARE][,bs=SIZE][,footprint=SIZE]
+    /// [,seq=P][,hot=DATA/ACCESS][,burst=ON_MS/OFF_MS/OFF_RATIO][,name=NAME]: Poisson
+    /// arrivals, uniform random offsets (defaults: all reads, bs 4k, footprint 8G, named
+    /// syn0, syn1, ...). Repeatable.
+    #[arg(long, value_name = "SPEC", value_parser = check_synthetic,
+          conflicts_with_all = ["trace", "workload"])]
+    synthetic: Vec<String>,
+    /// Multiply every workload's Table-4 IOPS (or synthetic tenant's IOPS) by this.
     // A trace's rate is its own (--speed): refused with --trace rather than ignored.
     #[arg(long, default_value_t = 1.0, conflicts_with = "trace")]
     load: f64,
@@ -118,6 +127,27 @@ pub struct Args {
     /// stderr.
     #[arg(long)]
     bench: bool,
+    /// Find the highest load meeting a latency target, [read:|write:]PERCENTILE:LATENCY
+    /// (p90:1ms, p99.9:500us, read:p99:2ms): runs at loads scaled from the workloads' or
+    /// tenants' own (every rate together), doubling then bisecting. Dropping requests or
+    /// answering under 95% of them before arrivals stop fails the target too.
+    #[arg(long, value_name = "TARGET", value_parser = parse_slo,
+          conflicts_with_all = ["trace", "bench"])]
+    slo: Option<SloTarget>,
+    /// With --slo: offered IOPS of the first run, e.g. 500k (default: the load as given).
+    #[arg(long, value_name = "IOPS", value_parser = parse_iops, requires = "slo")]
+    slo_start: Option<f64>,
+    /// With --slo: stop when the lowest failing load is within this share above the highest
+    /// passing one.
+    #[arg(long, default_value_t = 0.02, requires = "slo")]
+    slo_precision: f64,
+    /// With --slo: at most this many simulation runs.
+    #[arg(long, default_value_t = 20, requires = "slo")]
+    slo_max_runs: usize,
+    /// With --slo: a reference rate (e.g. the sum of the members' peak IOPS) to print
+    /// achieved / ideal against.
+    #[arg(long, value_name = "IOPS", value_parser = parse_iops, requires = "slo")]
+    ideal_iops: Option<f64>,
 }
 
 impl Args {
@@ -144,38 +174,11 @@ impl Args {
         sc.seed = self.seed;
         sc.size_only = !self.data;
         sc.max_requests = self.max_requests;
-        if let Some(path) = &self.trace {
-            let format: TraceFormat = self.format.parse()?;
-            let mode = match (self.speed, self.qd) {
-                (_, Some(queue_depth)) => ReplayMode::ClosedLoop { queue_depth },
-                (speed, None) => ReplayMode::Timestamp {
-                    speed: speed.unwrap_or(1.0),
-                },
-            };
-            sc.load = Load::Trace {
-                path: path.clone(),
-                format,
-                mode,
-            };
+        if let Some(load) = self.load_choice(&sc.load)? {
+            sc.load = load;
+        }
+        if self.trace.is_some() {
             sc.duration_ns = self.duration;
-        } else if !self.workload.is_empty() || self.load != 1.0 {
-            let list = if self.workload.is_empty() {
-                match &sc.load {
-                    Load::Workloads { list, .. } => list.clone(),
-                    Load::Trace { .. } | Load::TraceMix { .. } => {
-                        unreachable!("default is a workload mix")
-                    }
-                }
-            } else {
-                self.workload
-                    .iter()
-                    .map(|w| w.parse::<Workload>())
-                    .collect::<Result<Vec<_>, _>>()?
-            };
-            sc.load = Load::Workloads {
-                list,
-                scale: self.load,
-            };
         }
         // The scenario needs two (one data and one redundant member at the least); this said
         // "at least 1", and --disks 1 then failed with "need at least 2 disks".
@@ -184,10 +187,61 @@ impl Args {
         }
         Ok(sc)
     }
+
+    /// The load the options ask for; `None` keeps the default mix.
+    fn load_choice(&self, default: &Load) -> anyhow::Result<Option<Load>> {
+        if let Some(path) = &self.trace {
+            let format: TraceFormat = self.format.parse()?;
+            let mode = match (self.speed, self.qd) {
+                (_, Some(queue_depth)) => ReplayMode::ClosedLoop { queue_depth },
+                (speed, None) => ReplayMode::Timestamp {
+                    speed: speed.unwrap_or(1.0),
+                },
+            };
+            return Ok(Some(Load::Trace {
+                path: path.clone(),
+                format,
+                mode,
+            }));
+        }
+        if !self.synthetic.is_empty() {
+            let mut tenants = Vec::with_capacity(self.synthetic.len());
+            for (i, text) in self.synthetic.iter().enumerate() {
+                let mut t =
+                    parse_synthetic(text, &format!("syn{i}")).map_err(anyhow::Error::msg)?;
+                t.iops *= self.load;
+                tenants.push(t);
+            }
+            return Ok(Some(Load::Synthetic { tenants }));
+        }
+        if self.workload.is_empty() && self.load == 1.0 {
+            return Ok(None);
+        }
+        let list = if self.workload.is_empty() {
+            match default {
+                Load::Workloads { list, .. } => list.clone(),
+                Load::Synthetic { .. } | Load::Trace { .. } | Load::TraceMix { .. } => {
+                    unreachable!("default is a workload mix")
+                }
+            }
+        } else {
+            self.workload
+                .iter()
+                .map(|w| w.parse::<Workload>())
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        Ok(Some(Load::Workloads {
+            list,
+            scale: self.load,
+        }))
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let sc = args.scenario()?;
+    if let Some(target) = args.slo {
+        return run_slo(&args, &sc, &target);
+    }
     let t0 = Instant::now();
     let sim = Sim::new(&sc).context("setting up the simulation")?;
     let setup = t0.elapsed();
@@ -225,6 +279,49 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--slo`: the search, a line per run on stderr when it is a terminal, then the table (or
+/// JSON) on stdout.
+fn run_slo(args: &Args, sc: &Scenario, target: &SloTarget) -> anyhow::Result<()> {
+    let opts = SloOptions {
+        start_iops: args.slo_start,
+        precision: args.slo_precision,
+        max_runs: args.slo_max_runs,
+        ideal_iops: args.ideal_iops,
+        ..SloOptions::default()
+    };
+    let show = !args.json && std::io::stderr().is_terminal();
+    let mut runs = 0;
+    let result = slo::search(sc, target, &opts, &mut |p| {
+        runs += 1;
+        if show {
+            eprintln!(
+                "run {runs}: {:.0} IOPS offered, {:.0} achieved: {}",
+                p.offered_iops,
+                p.achieved_iops,
+                p.verdict.word()
+            );
+        }
+    })
+    .context("searching for the highest load at the SLO")?;
+    if args.json {
+        println!("{}", result.to_json());
+    } else {
+        print!("{}", result.to_table());
+    }
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// `--synthetic`: checked here so a bad tenant is refused with the option's name; the
+/// scenario parses it again with its default name.
+fn check_synthetic(s: &str) -> Result<String, String> {
+    parse_synthetic(s, "syn").map(|_| s.to_string())
+}
+
+fn parse_slo(s: &str) -> Result<SloTarget, String> {
+    s.parse()
 }
 
 /// CPU time this thread has used (s). On a shared machine wall time also counts the time
@@ -364,10 +461,14 @@ mod tests {
         args: Args,
     }
 
-    fn parse(argv: &[&str]) -> Result<Scenario, String> {
+    fn args(argv: &[&str]) -> Result<Args, String> {
         let cli = Cli::try_parse_from(std::iter::once("sim").chain(argv.iter().copied()))
             .map_err(|e| e.to_string())?;
-        cli.args.scenario().map_err(|e| e.to_string())
+        Ok(cli.args)
+    }
+
+    fn parse(argv: &[&str]) -> Result<Scenario, String> {
+        args(argv)?.scenario().map_err(|e| e.to_string())
     }
 
     #[test]
@@ -407,7 +508,9 @@ mod tests {
                 list,
                 vec![Workload::Tpcc, Workload::VirtualDesktop, Workload::Proxy]
             ),
-            Load::Trace { .. } | Load::TraceMix { .. } => panic!("expected workloads"),
+            Load::Synthetic { .. } | Load::Trace { .. } | Load::TraceMix { .. } => {
+                panic!("expected workloads")
+            }
         }
         let sc = parse(&["--trace", "x.trace", "--format", "msr", "--qd", "8"]).unwrap();
         assert!(matches!(
@@ -462,6 +565,61 @@ mod tests {
         assert!(long.unwrap_err().contains("year"));
         let huge = parse(&["--volume-size", "2000000TiB"]).unwrap().validate();
         assert!(huge.unwrap_err().contains("EiB"));
+    }
+
+    #[test]
+    fn synthetic_tenants_and_the_slo_search_are_options() {
+        let argv = [
+            "--synthetic",
+            "read=0.9,iops=200k",
+            "--synthetic",
+            "iops=1k,bs=16k,footprint=1G,name=db",
+            "--load",
+            "2",
+        ];
+        let Load::Synthetic { tenants } = parse(&argv).unwrap().load else {
+            panic!("expected synthetic tenants");
+        };
+        let got: Vec<(&str, f64)> = tenants.iter().map(|t| (&*t.name, t.iops)).collect();
+        assert_eq!(got, vec![("syn0", 400_000.0), ("db", 2_000.0)]);
+        assert_eq!(tenants[1].footprint, 1 << 30);
+        let a = args(&["--slo", "read:p99.9:500us", "--slo-start", "1.5M"]).unwrap();
+        let t = a.slo.unwrap();
+        assert_eq!((t.percentile, t.limit_ns), (99.9, 500_000));
+        assert_eq!(a.slo_start, Some(1.5e6));
+        assert_eq!(
+            (a.slo_precision, a.slo_max_runs, a.ideal_iops),
+            (0.02, 20, None)
+        );
+    }
+
+    #[test]
+    fn bad_synthetic_and_slo_values_are_explained() {
+        let cases: [(&[&str], &[&str]); 8] = [
+            (&["--synthetic", "read=0.9"], &["--synthetic", "no iops"]),
+            (
+                &["--synthetic", "iops=1k,bs=5k"],
+                &["--synthetic", "multiple of 4 KiB"],
+            ),
+            (
+                &["--synthetic", "iops=1k", "--workload", "tpcc"],
+                &["--workload"],
+            ),
+            (&["--synthetic", "iops=1k", "--trace", "x"], &["--trace"]),
+            (&["--slo", "p90"], &["--slo", "PERCENTILE:LATENCY"]),
+            (&["--slo", "p90:1min"], &["unknown latency unit 'min'"]),
+            (&["--slo-start", "1k"], &["--slo"]),
+            (
+                &["--slo", "p90:1ms", "--ideal-iops", "many"],
+                &["--ideal-iops", "rate"],
+            ),
+        ];
+        for (argv, want) in cases {
+            let e = parse(argv).unwrap_err();
+            assert!(want.iter().all(|w| e.contains(w)), "{argv:?}: {e}");
+        }
+        let e = parse(&["--slo", "p90:1ms", "--trace", "x"]).unwrap_err();
+        assert!(e.contains("--slo") && e.contains("--trace"), "{e}");
     }
 
     proptest::proptest! {

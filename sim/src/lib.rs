@@ -5,6 +5,7 @@
 pub mod driver;
 pub mod eval;
 pub mod scenario;
+pub mod slo;
 pub mod spike_probe;
 pub mod stats;
 pub mod trace;

@@ -36,10 +36,12 @@ impl Sim {
         self.run_loop(progress)?;
         let workloads = self.hists.clone();
         let all = self.all.clone();
+        let answered_in_window = self.answered_in_window;
         Ok(Detailed {
             report: self.finish(),
             workloads,
             all,
+            answered_in_window,
         })
     }
 
@@ -380,6 +382,10 @@ impl Sim {
             let lat = self.now - m.arrival;
             self.hists[m.source as usize].record(write, lat);
             self.all.record(write, lat);
+            let arrivals_end = self.scenario.duration_ns.map(|d| self.start + d);
+            if arrivals_end.is_none_or(|e| self.now < e) {
+                self.answered_in_window += 1;
+            }
             let b = &mut self.source_bytes[m.source as usize];
             match m.kind {
                 IoKind::Read => b.0 += m.len,

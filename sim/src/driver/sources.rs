@@ -1,5 +1,5 @@
-//! Request sources: Table-4 generators and trace replay, both paced by a [`Replayer`] and
-//! folded into their volume by a [`VolumeRemap`].
+//! Request sources: generators (Table-4 or synthetic tenants) and trace replay, both paced
+//! by a [`Replayer`] and folded into their volume by a [`VolumeRemap`].
 //!
 //! A source has at most one arrival scheduled at a time (timestamp pacing), or keeps up to
 //! its queue depth of requests outstanding (closed loop), so the event queue never holds
@@ -14,7 +14,7 @@ use crate::scenario::{Load, MAX_VIRTUAL_NS, Scenario};
 use crate::trace::{
     Arrival, IoRecord, Looped, ReplayMode, Replayer, TraceError, VolumeRemap, open_trace,
 };
-use crate::workload::{Generator, Workload};
+use crate::workload::{Generator, Workload, WorkloadSpec, synthetic_seed};
 
 type Records = Box<dyn Iterator<Item = IoRecord> + Send>;
 
@@ -142,6 +142,18 @@ fn trace_source(
     })
 }
 
+/// Table-4 workloads as generator inputs, their IOPS multiplied by `scale`, each seeded by
+/// [`Workload::seed_for`].
+fn table4(list: &[Workload], scale: f64, seed: u64) -> Vec<(String, WorkloadSpec, u64)> {
+    list.iter()
+        .map(|w| {
+            let mut spec = w.spec();
+            spec.iops *= scale;
+            (w.name().to_string(), spec, w.seed_for(seed))
+        })
+        .collect()
+}
+
 /// The sources a scenario describes, starting at virtual time `start`.
 pub fn build_sources(
     sc: &Scenario,
@@ -151,23 +163,21 @@ pub fn build_sources(
     let errors = TraceErrors::default();
     let mut out = Vec::new();
     let remap = |v: usize| VolumeRemap::new(volume_sizes[v]).map_err(|e| e.to_string());
-    // Table-4 generators, the first in volume `first`.
-    let generators = |out: &mut Vec<Source>, list: &[Workload], scale: f64, first: usize| {
+    // Generators, the first in volume `first`: (name, spec, seed) each.
+    let generators = |out: &mut Vec<Source>, tenants: Vec<(String, WorkloadSpec, u64)>, first| {
         let duration = sc
             .duration_ns
             .ok_or("workload generators need a duration")?;
-        for (j, w) in list.iter().enumerate() {
+        for (j, (name, spec, seed)) in tenants.into_iter().enumerate() {
             let i = first + j;
-            let mut spec = w.spec();
-            spec.iops *= scale;
-            let gen_ = Generator::new(spec, w.seed_for(sc.seed), i as u32)
+            let gen_ = Generator::new(spec, seed, i as u32)
                 .map_err(|e| e.to_string())?
                 .with_duration(duration);
             let mode = ReplayMode::Timestamp { speed: 1.0 };
             let replayer =
                 Replayer::new(mode, Box::new(gen_) as Records, start).map_err(|e| e.to_string())?;
             out.push(Source {
-                name: w.name().to_string(),
+                name,
                 volume: i as VolumeId,
                 remap: remap(i)?,
                 replayer,
@@ -184,7 +194,15 @@ pub fn build_sources(
         Ok::<(), String>(())
     };
     match &sc.load {
-        Load::Workloads { list, scale } => generators(&mut out, list, *scale, 0)?,
+        Load::Workloads { list, scale } => generators(&mut out, table4(list, *scale, sc.seed), 0)?,
+        Load::Synthetic { tenants } => {
+            let named = tenants
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.name.clone(), t.clone(), synthetic_seed(sc.seed, i)))
+                .collect();
+            generators(&mut out, named, 0)?;
+        }
         Load::TraceMix {
             path,
             format,
@@ -211,7 +229,7 @@ pub fn build_sources(
                 sc.duration_ns.map(|d| start + d),
                 &remap,
             )?);
-            generators(&mut out, list, *scale, 1)?;
+            generators(&mut out, table4(list, *scale, sc.seed), 1)?;
         }
         Load::Trace { path, format, mode } => {
             let iter = open_trace(path, *format).map_err(|e| e.to_string())?;

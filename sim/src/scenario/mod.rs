@@ -16,7 +16,7 @@ use fusionraid_core::scheme::fusion::{LayoutKind, Level, PoolGeometry, VolumeCon
 use serde::Serialize;
 
 use crate::trace::{ReplayMode, TraceFormat};
-use crate::workload::Workload;
+use crate::workload::{Workload, WorkloadSpec};
 
 pub use schemes::{
     FUSION_SCHEMES, SchemeError, SchemeOptions, SchemeParams, build_scheme, is_fusion,
@@ -74,6 +74,9 @@ pub enum Load {
     /// Table-4 generators, one volume each (the paper's multi-tenant mixes). `scale`
     /// multiplies every workload's IOPS (1.0 = Table 4).
     Workloads { list: Vec<Workload>, scale: f64 },
+    /// Tenants described by their knobs ([`WorkloadSpec::uniform`],
+    /// [`crate::workload::parse_synthetic`]), one volume each, named after the tenant.
+    Synthetic { tenants: Vec<WorkloadSpec> },
     /// A trace file replayed into one volume (addresses folded into it).
     Trace {
         path: PathBuf,
@@ -201,6 +204,10 @@ impl Scenario {
                 .iter()
                 .map(|w| vol(w.name(), self.volume_bytes.unwrap_or(w.spec().footprint)))
                 .collect(),
+            Load::Synthetic { tenants } => tenants
+                .iter()
+                .map(|t| vol(&t.name, self.volume_bytes.unwrap_or(t.footprint)))
+                .collect(),
             Load::Trace { .. } => vec![vol("trace", self.volume_bytes.unwrap_or(TRACE_VOLUME))],
             Load::TraceMix { list, .. } => {
                 std::iter::once(vol("trace", self.volume_bytes.unwrap_or(TRACE_VOLUME)))
@@ -265,6 +272,7 @@ impl Scenario {
                     return Err("workload generators need a duration".into());
                 }
             }
+            Load::Synthetic { tenants } => validate_tenants(tenants, self.duration_ns)?,
             Load::Trace { .. } => {}
             Load::TraceMix {
                 list, scale, speed, ..
@@ -330,6 +338,9 @@ impl Scenario {
             Load::Workloads { list, scale } => SourceSummary::Workloads {
                 workloads: list.iter().map(|w| w.name().to_string()).collect(),
                 load_scale: *scale,
+            },
+            Load::Synthetic { tenants } => SourceSummary::Synthetic {
+                tenants: tenants.iter().map(TenantSummary::of).collect(),
             },
             Load::Trace { path, format, mode } => SourceSummary::Trace {
                 path: path.display().to_string(),
@@ -416,6 +427,26 @@ impl Scenario {
     }
 }
 
+/// The synthetic tenants' own checks: at least one, each valid, names distinct (they name
+/// the volumes and the report's rows).
+fn validate_tenants(tenants: &[WorkloadSpec], duration: Option<Nanos>) -> Result<(), String> {
+    if tenants.is_empty() {
+        return Err("no synthetic tenants given".into());
+    }
+    if duration.is_none() {
+        return Err("synthetic tenants need a duration".into());
+    }
+    for (i, t) in tenants.iter().enumerate() {
+        if let Some(p) = t.problem() {
+            return Err(format!("synthetic tenant {i}: {p}"));
+        }
+        if tenants[..i].iter().any(|u| u.name == t.name) {
+            return Err(format!("two synthetic tenants are named '{}'", t.name));
+        }
+    }
+    Ok(())
+}
+
 fn layout_name(l: LayoutKind) -> &'static str {
     match l {
         LayoutKind::Mols => "mols",
@@ -470,6 +501,34 @@ pub enum SourceSummary {
         workloads: Vec<String>,
         load_scale: f64,
     },
+    Synthetic {
+        tenants: Vec<TenantSummary>,
+    },
+}
+
+/// A synthetic tenant as a report prints it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TenantSummary {
+    pub name: String,
+    pub iops: f64,
+    pub read_share: f64,
+    /// Mean request sizes.
+    pub read_kib: f64,
+    pub write_kib: f64,
+    pub footprint: u64,
+}
+
+impl TenantSummary {
+    fn of(t: &WorkloadSpec) -> Self {
+        TenantSummary {
+            name: t.name.clone(),
+            iops: t.iops,
+            read_share: 1.0 - t.write_ratio,
+            read_kib: t.read_sizes.mean_bytes() / 1024.0,
+            write_kib: t.write_sizes.mean_bytes() / 1024.0,
+            footprint: t.footprint,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ pub mod report;
 pub mod spikes;
 mod table;
 
+pub(crate) use table::{pool_line, source_text};
+
 pub use latency::{LatencyHist, LatencySummary, OpHists, OpLatency};
 pub use report::{
     DiskReport, EngineCounters, Latency, Redirection, Report, Requests, Space, Spikes,

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::latency::LatencySummary;
 use super::report::Report;
-use crate::scenario::SourceSummary;
+use crate::scenario::{ScenarioSummary, SourceSummary, TenantSummary};
 
 fn bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -34,6 +34,22 @@ fn lat(us: f64) -> String {
     }
 }
 
+/// `name (90% reads, 4 KiB, 200000 IOPS, 8.0 GiB)`.
+fn tenant(t: &TenantSummary) -> String {
+    let size = if t.read_kib == t.write_kib {
+        format!("{} KiB", t.read_kib)
+    } else {
+        format!("reads {} KiB, writes {} KiB", t.read_kib, t.write_kib)
+    };
+    format!(
+        "{} ({:.0}% reads, {size}, {:.0} IOPS, {})",
+        t.name,
+        t.read_share * 100.0,
+        t.iops,
+        bytes(t.footprint)
+    )
+}
+
 /// " at Nx load" after a list of workloads, nothing at the nominal load.
 fn load_suffix(load_scale: f64) -> String {
     if load_scale == 1.0 {
@@ -57,51 +73,64 @@ fn row(out: &mut String, name: &str, iops: Option<f64>, s: &LatencySummary) {
     );
 }
 
+/// The load of a run in words: its workloads, trace or tenants.
+pub(crate) fn source_text(source: &SourceSummary) -> String {
+    match source {
+        SourceSummary::Workloads {
+            workloads,
+            load_scale,
+        } => {
+            let scale = load_suffix(*load_scale);
+            format!("workloads {}{scale}", workloads.join("+"))
+        }
+        SourceSummary::Trace { path, format, mode } => {
+            format!("trace {path} ({format}, {mode})")
+        }
+        SourceSummary::TraceMix {
+            path,
+            format,
+            mode,
+            workloads,
+            load_scale,
+        } => {
+            let scale = load_suffix(*load_scale);
+            let with = if workloads.is_empty() {
+                String::new()
+            } else {
+                format!(" + workloads {}{scale}", workloads.join("+"))
+            };
+            format!("trace {path} ({format}, {mode}){with}")
+        }
+        SourceSummary::Synthetic { tenants } => {
+            let each: Vec<String> = tenants.iter().map(tenant).collect();
+            format!("synthetic {}", each.join(" + "))
+        }
+    }
+}
+
+/// Scheme, members, layout and seed of a run, on one line.
+pub(crate) fn pool_line(s: &ScenarioSummary) -> String {
+    format!(
+        "scheme {} | {} x {} ({}) | {} {} layout, {} KiB blocks | seed {}",
+        s.scheme,
+        s.disks,
+        s.device,
+        if s.aged { "aged" } else { "clean" },
+        s.level,
+        s.layout,
+        s.block_size / 1024,
+        s.seed
+    )
+}
+
 impl Report {
     /// A readable summary: scenario, a latency table per workload and operation, then write
     /// amplification, space, spikes, redirection and backpressure.
     pub fn to_table(&self) -> String {
         let s = &self.scenario;
         let mut o = String::new();
-        let source = match &s.source {
-            SourceSummary::Workloads {
-                workloads,
-                load_scale,
-            } => {
-                let scale = load_suffix(*load_scale);
-                format!("workloads {}{scale}", workloads.join("+"))
-            }
-            SourceSummary::Trace { path, format, mode } => {
-                format!("trace {path} ({format}, {mode})")
-            }
-            SourceSummary::TraceMix {
-                path,
-                format,
-                mode,
-                workloads,
-                load_scale,
-            } => {
-                let scale = load_suffix(*load_scale);
-                let with = if workloads.is_empty() {
-                    String::new()
-                } else {
-                    format!(" + workloads {}{scale}", workloads.join("+"))
-                };
-                format!("trace {path} ({format}, {mode}){with}")
-            }
-        };
-        let _ = writeln!(
-            o,
-            "scheme {} | {} x {} ({}) | {} {} layout, {} KiB blocks | seed {}",
-            s.scheme,
-            s.disks,
-            s.device,
-            if s.aged { "aged" } else { "clean" },
-            s.level,
-            s.layout,
-            s.block_size / 1024,
-            s.seed
-        );
+        let source = source_text(&s.source);
+        let _ = writeln!(o, "{}", pool_line(s));
         let _ = writeln!(
             o,
             "{source} | {:.3} s virtual | {} | {} events",

@@ -1,6 +1,7 @@
 //! Synthetic workloads: the eight applications of FusionRAID's Table 4 as deterministic,
-//! bursty record generators, a time-ordered merge of several of them, and the paper's
-//! "instantaneous complementarity" measure of such mixes.
+//! bursty record generators, tenants described by their knobs alone (`synthetic.rs`), a
+//! time-ordered merge of several of them, and the paper's "instantaneous complementarity"
+//! measure of such mixes.
 //!
 //! ```
 //! use fusionraid_sim::workload::{Mix, Workload};
@@ -17,6 +18,7 @@ mod member;
 mod mix;
 mod sizes;
 mod spec;
+mod synthetic;
 
 pub use address::Hotspot;
 pub use arrivals::Burst;
@@ -29,3 +31,6 @@ pub use member::{MemberGeometry, MemberIo, member_load};
 pub use mix::Mix;
 pub use sizes::{SizeClass, SizeMix};
 pub use spec::{Table4Row, UnknownWorkload, Workload, WorkloadSpec};
+pub use synthetic::{
+    SYNTHETIC_BS, SYNTHETIC_FOOTPRINT, parse_iops, parse_synthetic, synthetic_seed,
+};
