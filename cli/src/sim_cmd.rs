@@ -26,10 +26,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     fusionraid sim --bench --duration 30s\n  \
     fusionraid sim --disks 12 --synthetic read=0.9,bs=4k,iops=200k --duration 1s --slo p90:1ms")]
 pub struct Args {
-    /// Scheme: fusionraid, fusion-nd, 4-raid5 (raid5), raid50, lograid, toleraid, nvraid,
-    /// 4-raidm, sitout, sandook.
+    /// Scheme: fusionraid, fusionraid+ (with Sandook's steering), fusion-nd, 4-raid5 (raid5),
+    /// raid50, lograid, toleraid, nvraid, 4-raidm, sitout, sandook.
     #[arg(long, default_value = "fusionraid")]
     scheme: String,
+    /// Steering mechanisms sandook and fusionraid+ run: a comma-separated list of weights
+    /// (profile-guided; else equal), segregation (read/write modes), congestion (AIMD), or
+    /// none.
+    #[arg(long, default_value = "weights,segregation,congestion", value_parser = parse_steer)]
+    steer: fusionraid_core::steer::SteerConfig,
     /// Table-4 workloads, one volume each: ycsb-load, ycsb-a, ycsb-b, tpcc, tf, vd, exchange,
     /// proxy. Repeat the option or give a comma-separated list.
     #[arg(long, value_delimiter = ',', conflicts_with = "trace")]
@@ -150,11 +155,36 @@ pub struct Args {
     ideal_iops: Option<f64>,
 }
 
+/// `--steer`: which of steering's mechanisms run.
+fn parse_steer(s: &str) -> Result<fusionraid_core::steer::SteerConfig, String> {
+    let mut c = fusionraid_core::steer::SteerConfig {
+        profile_weights: false,
+        segregation: false,
+        congestion: false,
+        ..Default::default()
+    };
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part {
+            "weights" => c.profile_weights = true,
+            "segregation" => c.segregation = true,
+            "congestion" => c.congestion = true,
+            "none" => {}
+            _ => {
+                return Err(format!(
+                    "unknown steering mechanism '{part}' (known: weights, segregation, congestion, none)"
+                ));
+            }
+        }
+    }
+    Ok(c)
+}
+
 impl Args {
     fn scenario(&self) -> anyhow::Result<Scenario> {
         let secs = self.duration.map_or(5.0, |d| d as f64 / 1e9);
         let mut sc = Scenario::default_mix(secs);
         sc.scheme = self.scheme.clone();
+        sc.scheme_options.steer = self.steer.clone();
         sc.pool.disks = self.disks;
         sc.pool.device = self.device.clone();
         sc.pool.aged = !self.clean;

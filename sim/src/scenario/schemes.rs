@@ -11,14 +11,14 @@ use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, PoolGeometry, 
 use fusionraid_core::steer::{DeviceCurves, SteerConfig};
 
 /// The FusionRAID variants, built here.
-pub const FUSION_SCHEMES: &[&str] = &["fusionraid", "fusion-nd"];
+pub const FUSION_SCHEMES: &[&str] = &["fusionraid", "fusionraid+", "fusion-nd"];
 
 /// Whether `name` is one of the FusionRAID variants (which use the pool's declustering
 /// layout; the baselines use fixed groups).
 pub fn is_fusion(name: &str) -> bool {
     matches!(
         name.trim().to_ascii_lowercase().as_str(),
-        "fusionraid" | "fusion" | "fusion-nd" | "fusionnd"
+        "fusionraid" | "fusion" | "fusionraid+" | "fusion+" | "fusion-nd" | "fusionnd"
     )
 }
 
@@ -90,9 +90,11 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
         reason,
     };
     match key.as_str() {
-        "fusionraid" | "fusion" => fusion(p, true).map_err(|e| config_err(e.to_string())),
+        "fusionraid" | "fusion" => fusion(p, true, false).map_err(|e| config_err(e.to_string())),
+        // FusionRAID with every policy the pool offers (Sandook's steering so far).
+        "fusionraid+" | "fusion+" => fusion(p, true, true).map_err(|e| config_err(e.to_string())),
         // The paper's Fusion-ND: FusionRAID without redirection around slow disks.
-        "fusion-nd" | "fusionnd" => fusion(p, false).map_err(|e| config_err(e.to_string())),
+        "fusion-nd" | "fusionnd" => fusion(p, false, false).map_err(|e| config_err(e.to_string())),
         _ => {
             if baselines::canonical(&key).is_err() {
                 return Err(SchemeError::Unknown { name: key });
@@ -105,9 +107,14 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
 fn fusion(
     p: &SchemeParams,
     redirect: bool,
+    steer: bool,
 ) -> Result<Box<dyn Scheme + Send>, fusionraid_core::scheme::fusion::ConfigError> {
     let mut cfg = FusionConfig::new(p.pool.clone(), p.volumes.clone());
     cfg.redirect = redirect;
+    if steer {
+        cfg.steer = Some(p.options.steer.clone());
+        cfg.curves = p.options.curves.clone();
+    }
     cfg.conversion.enabled = p.options.conversion;
     Ok(Box::new(FusionScheme::new(cfg)?))
 }
