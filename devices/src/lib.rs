@@ -34,9 +34,11 @@
 
 pub mod age;
 pub mod config;
+pub mod curves;
 pub mod dist;
 pub mod fit;
 pub mod fitted;
+pub mod fitted_fleet;
 pub mod flash_state;
 pub mod footprint;
 pub mod gc;
@@ -58,7 +60,10 @@ pub use config::SsdConfig;
 pub use dist::LatencyDist;
 pub use gc::GcPolicy;
 pub use hdd::{HddConfig, HddModel};
-pub use presets::{build, hdd_preset, list_hdd_presets, list_presets, preset};
+pub use presets::{
+    build, fleet, hdd_preset, is_consumer_class, list_fleets, list_hdd_presets, list_presets,
+    preset,
+};
 pub use ssd::SsdModel;
 
 /// The kind of a block request.
