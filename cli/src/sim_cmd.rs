@@ -432,7 +432,10 @@ mod tests {
         let sc = parse(&["--device", "sandook12"]).unwrap();
         assert_eq!((sc.pool.disks, sc.pool.device.as_str()), (12, "sandook12"));
         let names = sc.pool.member_devices().unwrap();
-        assert_eq!((names[0].as_str(), names[11].as_str()), ("s39wna0kb01161", "sdm000024db4"));
+        assert_eq!(
+            (names[0].as_str(), names[11].as_str()),
+            ("s39wna0kb01161", "sdm000024db4")
+        );
         let sc = parse(&["--device", "sandook12", "--disks", "24"]).unwrap();
         assert_eq!(sc.pool.member_devices().unwrap()[23], "sdm000024db4");
         let sc = parse(&["--device", "pm1725a,sn200"]).unwrap();

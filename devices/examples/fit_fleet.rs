@@ -25,7 +25,7 @@ fn grouped(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push('_');
         }
         out.push(c);
@@ -51,7 +51,7 @@ fn last_load(p: &Profile) -> f64 {
 fn params_src(p: &FitParams, r_last: f64, w_last: f64) -> String {
     let cap = [1.01, 1.03, 1.06, 1.1, 1.2];
     let wcap = [1.01, 1.03, 1.06, 1.1, 1.3, 1.7, 2.5];
-    let unit = if p.program_unit_bytes % 1024 == 0 {
+    let unit = if p.program_unit_bytes.is_multiple_of(1024) {
         format!("{} * KIB", p.program_unit_bytes / 1024)
     } else {
         p.program_unit_bytes.to_string()

@@ -133,7 +133,10 @@ fn refit_reproduces_frozen_presets() {
         assert_eq!(r.config, preset(name).unwrap(), "refreeze {name}");
         checked += 1;
     }
-    assert!(checked > 0, "FUSIONRAID_REFIT={only} names no fitted preset");
+    assert!(
+        checked > 0,
+        "FUSIONRAID_REFIT={only} names no fitted preset"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

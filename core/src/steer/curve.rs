@@ -59,7 +59,9 @@ impl LoadCurve {
         let mut last = 0.0;
         for p in &self.points {
             let lat = [p.p50_us, p.p90_us, p.p99_us];
-            if !(p.iops.is_finite() && p.iops > last) || lat.iter().any(|l| !l.is_finite() || *l <= 0.0) {
+            if !(p.iops.is_finite() && p.iops > last)
+                || lat.iter().any(|l| !l.is_finite() || *l <= 0.0)
+            {
                 return Err(format!(
                     "curve {}w: point {p:?} is not finite and positive, or not above the load before it",
                     self.write_permille

@@ -84,10 +84,7 @@ mod tests {
         for t in 0..50u64 {
             let (x, y) = (t * 7_000, (t % 9) * 4096);
             let kind = fusionraid_devices::OpKind::Read;
-            assert_eq!(
-                a[2].submit(x, kind, y, 4096),
-                b[2].submit(x, kind, y, 4096)
-            );
+            assert_eq!(a[2].submit(x, kind, y, 4096), b[2].submit(x, kind, y, 4096));
         }
         pool.device = "sandook12".into();
         pool.disks = 12;

@@ -317,7 +317,10 @@ mod tests {
             id.starts_with("fusionraid_tpcc+tf_sandook12+consumer_aged_"),
             "{id}"
         );
-        assert!(id.chars().all(|ch| ch.is_ascii_graphic() && ch != '/' && ch != ','));
+        assert!(
+            id.chars()
+                .all(|ch| ch.is_ascii_graphic() && ch != '/' && ch != ',')
+        );
         let sc = c.scenario();
         assert_eq!(sc.pool.device, "sandook12, consumer");
         assert_eq!(sc.pool.member_devices().unwrap()[12], "consumer");

@@ -114,7 +114,9 @@ impl PoolSpec {
         let mut names = device_list(&self.device).unwrap_or_default();
         names.sort();
         names.dedup();
-        names.iter().any(|d| fusionraid_devices::is_consumer_class(d))
+        names
+            .iter()
+            .any(|d| fusionraid_devices::is_consumer_class(d))
     }
 }
 
@@ -223,11 +225,12 @@ impl Scenario {
     /// catches the consumer members' 3-12 ms flush stalls; on datacenter members it only
     /// steers a little earlier around long queues.
     pub fn detector_config(&self) -> DetectorConfig {
-        self.detector.unwrap_or(if self.pool.has_consumer_members() {
-            DetectorConfig::paper_consumer()
-        } else {
-            DetectorConfig::paper_dc()
-        })
+        self.detector
+            .unwrap_or(if self.pool.has_consumer_members() {
+                DetectorConfig::paper_consumer()
+            } else {
+                DetectorConfig::paper_dc()
+            })
     }
 
     /// The layout in force: the configured one, or MOLS when the geometry allows it.
@@ -551,7 +554,10 @@ mod tests {
         s.pool.disks = 14;
         s.pool.device = "sandook12,consumer".into();
         let m = s.pool.member_devices().unwrap();
-        assert_eq!((m.len(), m[0].as_str(), m[12].as_str()), (14, "s39wna0kb01161", "consumer"));
+        assert_eq!(
+            (m.len(), m[0].as_str(), m[12].as_str()),
+            (14, "s39wna0kb01161", "consumer")
+        );
         assert_eq!(m[13], "s39wna0kb01161");
         // One consumer-class member is enough for the consumer setting.
         assert_eq!(s.detector_config(), DetectorConfig::paper_consumer());
