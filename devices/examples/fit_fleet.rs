@@ -4,12 +4,15 @@
 //!
 //! `cargo run --release -p fusionraid-devices --example fit_fleet [SERIAL...]`
 //!
+//! With `--report` first, fits nothing and prints instead how close each frozen preset is to
+//! its curves (a Markdown table row per drive, as in docs/DEVICE_MODELS.md).
+//!
 //! Profiles: `FUSIONRAID_PROFILES`, or the shared data directory next to the checkout.
 
 use std::path::{Path, PathBuf};
 
 use fusionraid_devices::fit::{self, FitOptions, FitParams};
-use fusionraid_devices::fitted_fleet::model_of;
+use fusionraid_devices::fitted_fleet::{PROFILED, ProfiledDrive, model_of};
 use fusionraid_devices::profile::{Profile, list_serials, load_device};
 
 fn profiles_dir() -> PathBuf {
@@ -77,9 +80,59 @@ fn params_src(p: &FitParams, r_last: f64, w_last: f64) -> String {
     )
 }
 
+/// One table row: mixes, model/measured P99 agreement on the fit's rows, peaks.
+fn report(d: &ProfiledDrive, dir: &Path) -> Result<(), String> {
+    let profiles = load_device(dir, d.serial)?;
+    let all: Vec<&Profile> = profiles.iter().collect();
+    let points = fit::evaluate(&d.config(), &all, &FitOptions::default());
+    let near = points
+        .iter()
+        .filter(|p| (p.ratio() - 1.0).abs() <= 0.35)
+        .count();
+    let mixes: Vec<String> = profiles
+        .iter()
+        .map(|p| match p.write_permille {
+            0 => "100r".to_string(),
+            m => format!("{m}w"),
+        })
+        .collect();
+    let p = &d.params;
+    println!(
+        "| `{}` | {} | {} | {:.0}K / {:.0}K | {} x {} us | {} us, {} KiB{} | {:.2} | {}/{} |",
+        d.name,
+        d.model,
+        mixes.join(" "),
+        p.read_cap_iops / 1e3,
+        p.write_cap_iops / 1e3,
+        p.dies,
+        p.die_read_ns / 1000,
+        p.program_ns / 1000,
+        p.program_unit_bytes / 1024,
+        p.suspend.map_or(String::new(), |s| format!(
+            ", suspend {} us x {}",
+            s.suspend_ns / 1000,
+            s.max_per_program
+        )),
+        fit::robust_log_error(&points),
+        near,
+        points.len()
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), String> {
     let dir = profiles_dir();
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--report") {
+        args.remove(0);
+        for d in PROFILED
+            .iter()
+            .filter(|d| args.is_empty() || args.contains(&d.serial.to_string()))
+        {
+            report(d, &dir)?;
+        }
+        return Ok(());
+    }
     let serials = if args.is_empty() {
         list_serials(&dir)?
     } else {

@@ -92,8 +92,8 @@ mod tests {
         assert_eq!(fleet[0].name(), "s39wna0kb01161");
         assert_eq!(fleet[11].name(), "sdm000024db4");
         pool.disks = 11;
-        assert!(build_fleet(&pool, 1).unwrap_err().contains("12 devices"));
+        assert!(build_fleet(&pool, 1).err().unwrap().contains("12 devices"));
         pool.device = "dc,nope".into();
-        assert!(build_fleet(&pool, 1).unwrap_err().contains("'nope'"));
+        assert!(build_fleet(&pool, 1).err().unwrap().contains("'nope'"));
     }
 }
