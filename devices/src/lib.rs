@@ -21,10 +21,12 @@
 //! - [`gc`]: garbage-collection policies (blocking passes, background + urgent).
 //! - [`config`] / [`ssd`]: the SSD model. [`hdd`]: the HDD model.
 //! - [`age`]: analytic preconditioning (the paper's "aged" state).
-//! - [`presets`]: named configurations. [`profile`] / [`profile_rows`] / [`fit`] /
-//!   [`fitted`]: measured load-latency curves, which rows count, the routine that fits a
-//!   configuration to them and its frozen results. [`loadgen`]: small drivers used by the
-//!   fit and the calibration tests.
+//! - [`presets`]: named configurations and fleets. [`profile`] / [`profile_rows`] / [`fit`] /
+//!   [`fitted`] / [`fitted_fleet`]: measured load-latency curves, which rows count, the
+//!   routine that fits a configuration to them and its frozen results (two named presets,
+//!   one per profiled serial). [`curves`]: a drive's curves for steering, read from the
+//!   profiles or swept from a model. [`loadgen`]: small drivers used by the fit, the sweeps
+//!   and the calibration tests.
 //!
 //! What needs the simulator stays there: `fusionraid_sim::spike_probe` (one model under the
 //! engine's spike detector) and the member loads of the workload mixes.
