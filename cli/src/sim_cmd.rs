@@ -23,6 +23,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     fusionraid sim --scheme fusion-nd --workload tpcc,vd --duration 20s --seed 7\n  \
     fusionraid sim --trace trace.txt --format disksim --speed 2\n  \
     fusionraid sim --trace trace.txt --format msr --qd 32 --json\n  \
+    fusionraid sim --device sandook12 --width 6 --workload ycsb-a\n  \
+    fusionraid sim --device pm1725a,sn200 --disks 14\n  \
     fusionraid sim --bench --duration 30s\n  \
     fusionraid sim --disks 12 --synthetic read=0.9,bs=4k,iops=200k --duration 1s --slo p90:1ms")]
 pub struct Args {
@@ -62,10 +64,12 @@ pub struct Args {
     /// Replay closed-loop, keeping this many requests outstanding.
     #[arg(long, requires = "trace")]
     qd: Option<u32>,
-    /// Members in the pool.
-    #[arg(long, default_value_t = 29)]
-    disks: usize,
-    /// Device preset: dc, consumer, pm1725a, sn200, hdd7200.
+    /// Members in the pool (default 29, or the fleet's size when --device names one fleet).
+    #[arg(long)]
+    disks: Option<usize>,
+    /// Device preset (dc, consumer, pm1725a, sn200, hdd7200, or a profiled drive's serial in
+    /// lower case such as s39wna0kb01161), a fleet (sandook12: the 12 profiled drives of
+    /// docs/DEVICE_MODELS.md), or a comma-separated list of them, cycled over the members.
     #[arg(long, default_value = "dc")]
     device: String,
     /// Precondition the members to the paper's aged state (default).
@@ -185,7 +189,10 @@ impl Args {
         let mut sc = Scenario::default_mix(secs);
         sc.scheme = self.scheme.clone();
         sc.scheme_options.steer = self.steer.clone();
-        sc.pool.disks = self.disks;
+        sc.pool.disks = self
+            .disks
+            .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))
+            .unwrap_or(sc.pool.disks);
         sc.pool.device = self.device.clone();
         sc.pool.aged = !self.clean;
         sc.pool.spare = self.spare;
@@ -551,6 +558,28 @@ mod tests {
             }
         ));
         assert_eq!(sc.duration_ns, None);
+    }
+
+    #[test]
+    fn device_lists_and_fleets_reach_the_pool() {
+        let sc = parse(&["--device", "sandook12"]).unwrap();
+        assert_eq!((sc.pool.disks, sc.pool.device.as_str()), (12, "sandook12"));
+        let names = sc.pool.member_devices().unwrap();
+        assert_eq!(
+            (names[0].as_str(), names[11].as_str()),
+            ("s39wna0kb01161", "sdm000024db4")
+        );
+        let sc = parse(&["--device", "sandook12", "--disks", "24"]).unwrap();
+        assert_eq!(sc.pool.member_devices().unwrap()[23], "sdm000024db4");
+        let sc = parse(&["--device", "pm1725a,sn200"]).unwrap();
+        assert_eq!(sc.pool.disks, 29);
+        assert_eq!(sc.pool.member_devices().unwrap()[28], "pm1725a");
+        sc.validate().unwrap();
+        let e = parse(&["--device", "sandook12", "--disks", "8"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("12 devices") && e.contains("8 disks"), "{e}");
     }
 
     #[test]

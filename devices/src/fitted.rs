@@ -80,7 +80,7 @@ const PM1725A_WRITE_US: [f64; 5] = [17.0, 19.0, 22.0, 35.0, 39.0]; // S39WNA0KB0
 const SN200_READ_US: [f64; 5] = [85.0, 88.0, 109.0, 141.0, 155.0]; // SDM00001C5D1_100r.csv:2
 const SN200_WRITE_US: [f64; 5] = [18.0, 20.0, 22.0, 25.0, 28.0]; // SDM00001C5D1_1000w.csv:2
 
-fn table(us: [f64; 5]) -> LatencyDist {
+pub(crate) fn table(us: [f64; 5]) -> LatencyDist {
     let q: Vec<(f64, f64)> = PROFILE_QUANTILES
         .iter()
         .zip(us)

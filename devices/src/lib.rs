@@ -21,10 +21,12 @@
 //! - [`gc`]: garbage-collection policies (blocking passes, background + urgent).
 //! - [`config`] / [`ssd`]: the SSD model. [`hdd`]: the HDD model.
 //! - [`age`]: analytic preconditioning (the paper's "aged" state).
-//! - [`presets`]: named configurations. [`profile`] / [`profile_rows`] / [`fit`] /
-//!   [`fitted`]: measured load-latency curves, which rows count, the routine that fits a
-//!   configuration to them and its frozen results. [`loadgen`]: small drivers used by the
-//!   fit and the calibration tests.
+//! - [`presets`]: named configurations and fleets. [`profile`] / [`profile_rows`] / [`fit`] /
+//!   [`fitted`] / [`fitted_fleet`]: measured load-latency curves, which rows count, the
+//!   routine that fits a configuration to them and its frozen results (two named presets,
+//!   one per profiled serial). [`curves`]: a drive's curves for steering, read from the
+//!   profiles or swept from a model. [`loadgen`]: small drivers used by the fit, the sweeps
+//!   and the calibration tests.
 //!
 //! What needs the simulator stays there: `fusionraid_sim::spike_probe` (one model under the
 //! engine's spike detector) and the member loads of the workload mixes.
@@ -34,9 +36,11 @@
 
 pub mod age;
 pub mod config;
+pub mod curves;
 pub mod dist;
 pub mod fit;
 pub mod fitted;
+pub mod fitted_fleet;
 pub mod flash_state;
 pub mod footprint;
 pub mod gc;
@@ -58,7 +62,10 @@ pub use config::SsdConfig;
 pub use dist::LatencyDist;
 pub use gc::GcPolicy;
 pub use hdd::{HddConfig, HddModel};
-pub use presets::{build, hdd_preset, list_hdd_presets, list_presets, preset};
+pub use presets::{
+    build, fleet, hdd_preset, is_consumer_class, list_fleets, list_hdd_presets, list_presets,
+    preset,
+};
 pub use ssd::SsdModel;
 
 /// The kind of a block request.

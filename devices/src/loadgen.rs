@@ -47,11 +47,29 @@ pub struct OpenLoop {
 
 /// Runs `spec` and returns the measured latencies (ns), in submission order.
 pub fn run_open_loop(dev: &mut dyn DeviceModel, spec: &OpenLoop) -> Vec<Nanos> {
+    let mut out = Vec::with_capacity(spec.requests);
+    drive_open_loop(dev, spec, |now, done| out.push(done - now));
+    out
+}
+
+/// Like [`run_open_loop`], keeping each measured request's arrival and completion (for the
+/// throughput a run achieved, not only its latencies).
+pub fn run_open_loop_samples(dev: &mut dyn DeviceModel, spec: &OpenLoop) -> Vec<Sample> {
+    let mut out = Vec::with_capacity(spec.requests);
+    drive_open_loop(dev, spec, |submit, done| out.push(Sample { submit, done }));
+    out
+}
+
+/// Submits `spec`'s requests; `measured(arrival, completion)` sees each one after the warm-up.
+fn drive_open_loop(
+    dev: &mut dyn DeviceModel,
+    spec: &OpenLoop,
+    mut measured: impl FnMut(Nanos, Nanos),
+) {
     let mut rng = Rng::new(spec.seed);
     let pages = (spec.span_bytes / PAGE).max(1);
     let gap = 1e9 / spec.iops;
     let mut t = 0.0f64;
-    let mut out = Vec::with_capacity(spec.requests);
     for i in 0..spec.warmup + spec.requests {
         t += match spec.arrivals {
             Arrivals::Constant => gap,
@@ -66,10 +84,9 @@ pub fn run_open_loop(dev: &mut dyn DeviceModel, spec: &OpenLoop) -> Vec<Nanos> {
         let off = rng.below(pages) * PAGE;
         let done = dev.submit(now, kind, off, spec.io_bytes);
         if i >= spec.warmup {
-            out.push(done - now);
+            measured(now, done);
         }
     }
-    out
 }
 
 /// Access pattern of a closed-loop run.

@@ -2,7 +2,9 @@
 //!
 //! Datasheet-class presets (`dc`, `consumer`) take their latency and bandwidth from the
 //! FusionRAID paper's Table 3 and their spike behaviour from its §2.3 study; profile-fitted
-//! presets (`pm1725a`, `sn200`) come from [`crate::fit`] (frozen in [`crate::fitted`]) run on `data/ssd-profiles/`. Numbers
+//! presets (`pm1725a`, `sn200`, and one per profiled serial named after it in lower case) come
+//! from [`crate::fit`] (frozen in [`crate::fitted`] and [`crate::fitted_fleet`]) run on
+//! `data/ssd-profiles/`. A fleet name ([`fleet`]) stands for a list of presets. Numbers
 //! that no source gives (die counts, program unit, block size) are stated as assumptions;
 //! where a §2.3 or Pitfalls ratio pins a combination of them, the derivation is in the code.
 
@@ -11,6 +13,7 @@ use fusionraid_core::Nanos;
 use crate::DeviceModel;
 use crate::config::SsdConfig;
 use crate::dist::LatencyDist;
+use crate::fitted_fleet::{PROFILED, ProfiledDrive, SANDOOK12, drive};
 use crate::gc::GcPolicy;
 use crate::hdd::{HddConfig, HddModel};
 use crate::ssd::SsdModel;
@@ -27,9 +30,31 @@ fn program_ns_for(dies: u32, unit: u64, mb_s: f64) -> Nanos {
     (dies as f64 * unit as f64 * 1000.0 / mb_s).round() as Nanos
 }
 
-/// Names accepted by [`preset`].
+/// Names accepted by [`preset`]: the named models, then one per profiled serial.
 pub fn list_presets() -> Vec<&'static str> {
-    vec!["dc", "consumer", "pm1725a", "sn200"]
+    let mut v = vec!["dc", "consumer", "pm1725a", "sn200"];
+    v.extend(PROFILED.iter().map(|d| d.name));
+    v
+}
+
+/// Names accepted by [`fleet`].
+pub fn list_fleets() -> Vec<&'static str> {
+    vec!["sandook12"]
+}
+
+/// The member presets of a named fleet, in member order.
+pub fn fleet(name: &str) -> Option<&'static [&'static str]> {
+    match name {
+        "sandook12" => Some(&SANDOOK12),
+        _ => None,
+    }
+}
+
+/// Whether members of this preset want the consumer-class settings (the paper's consumer
+/// spike detector): drives without power-loss protection, whose write buffer flushes show as
+/// short periodic stalls. HDDs and unknown names are not.
+pub fn is_consumer_class(name: &str) -> bool {
+    preset(name).is_ok_and(|c| !c.power_loss_protected)
 }
 
 /// Names accepted by [`hdd_preset`].
@@ -43,10 +68,12 @@ pub fn preset(name: &str) -> Result<SsdConfig, String> {
         "consumer" => Ok(consumer()),
         "pm1725a" => Ok(crate::fitted::pm1725a()),
         "sn200" => Ok(crate::fitted::sn200()),
-        _ => Err(format!(
-            "unknown SSD preset '{name}' (known: {})",
-            list_presets().join(", ")
-        )),
+        _ => drive(name).map(ProfiledDrive::config).ok_or_else(|| {
+            format!(
+                "unknown SSD preset '{name}' (known: {})",
+                list_presets().join(", ")
+            )
+        }),
     }
 }
 
@@ -231,6 +258,21 @@ mod tests {
             assert_eq!(build(name, 1).unwrap().name(), name);
         }
         assert!(build("nope", 1).is_err());
+        assert!(preset("s39wna0kb01161").is_ok() && preset("S39WNA0KB01161").is_err());
+    }
+
+    #[test]
+    fn fleets_name_known_presets_and_classes_follow_power_loss_protection() {
+        for f in list_fleets() {
+            let members = fleet(f).unwrap();
+            assert!(members.iter().all(|m| preset(m).is_ok()), "{f}");
+        }
+        assert_eq!(fleet("sandook12").unwrap().len(), 12);
+        assert!(fleet("dc").is_none());
+        assert!(is_consumer_class("consumer"));
+        for name in ["dc", "pm1725a", "sdm00001c5d1", "hdd7200", "nope"] {
+            assert!(!is_consumer_class(name), "{name}");
+        }
     }
 
     #[test]

@@ -222,6 +222,25 @@ pub fn load_device(dir: &Path, serial: &str) -> Result<Vec<Profile>, String> {
     Ok(out)
 }
 
+/// Serial numbers with at least one profile in `dir`, sorted.
+pub fn list_serials(dir: &Path) -> Result<Vec<String>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for e in entries {
+        let path = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.extension().is_none_or(|x| x != "csv") {
+            continue;
+        }
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        if let Ok((serial, _)) = parse_file_stem(stem) {
+            out.push(serial);
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use fusionraid_core::Nanos;
 use fusionraid_devices::fit::{self, FitOptions};
+use fusionraid_devices::fitted_fleet::PROFILED;
 use fusionraid_devices::loadgen::{
     ClosedLoop, Pattern, Sample, Spike, find_spikes, mean, quantile, run_closed_loop,
 };
@@ -109,10 +110,17 @@ fn fitting_routine_runs_on_device_data() {
     assert!(r.rms_log_error < 0.4, "{}", r.rms_log_error);
 }
 
+/// Every frozen fit: the two named presets and one per profiled serial
+/// (`fitted_fleet::PROFILED`). `FUSIONRAID_REFIT=name,name` re-checks only those presets.
 #[test]
-#[ignore = "full-effort fit, ~25 s: run when the model changes, then refreeze the presets"]
+#[ignore = "full-effort fits, ~10-25 s each in release: run when the model changes, then refreeze the presets"]
 fn refit_reproduces_frozen_presets() {
-    for (name, serial) in [("pm1725a", "S39WNA0KB01161"), ("sn200", "SDM00001C5D1")] {
+    let mut fits = vec![("pm1725a", "S39WNA0KB01161"), ("sn200", "SDM00001C5D1")];
+    fits.extend(PROFILED.iter().map(|d| (d.name, d.serial)));
+    let only = std::env::var("FUSIONRAID_REFIT").unwrap_or_default();
+    let wanted = |name: &str| only.is_empty() || only.split(',').any(|n| n.trim() == name);
+    let mut checked = 0;
+    for (name, serial) in fits.into_iter().filter(|(n, _)| wanted(n)) {
         let profiles = load_device(&profiles_dir(), serial).unwrap();
         let r = fit::fit_profiles(name, &profiles, &FitOptions::default()).unwrap();
         println!("{name}: {:?} rms {:.3}", r.params, r.rms_log_error);
@@ -123,7 +131,12 @@ fn refit_reproduces_frozen_presets() {
             );
         }
         assert_eq!(r.config, preset(name).unwrap(), "refreeze {name}");
+        checked += 1;
     }
+    assert!(
+        checked > 0,
+        "FUSIONRAID_REFIT={only} names no fitted preset"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

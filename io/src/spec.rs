@@ -5,7 +5,8 @@
 //! mem:SIZE[,populate]            memory, e.g. mem:4G (contents lost at exit); pages are
 //!                                allocated on first write, or all up front with populate
 //! emu:PRESET[,OPT...]:INNER      INNER with the latency and stalls of an SSD model
-//!                                PRESET: dc, consumer, pm1725a, sn200, hdd7200
+//!                                PRESET: dc, consumer, pm1725a, sn200, hdd7200, or a
+//!                                profiled serial in lower case (s39wna0kb01161, ...)
 //!                                OPT: aged | seed=N | speed=F
 //! nbd://HOST[:PORT]/EXPORT       a remote NBD export over TCP
 //! nbd+unix:///EXPORT?socket=P    a remote NBD export over a Unix socket

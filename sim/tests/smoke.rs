@@ -203,3 +203,46 @@ fn data_mode_without_prefill_reads_zeros_where_nothing_was_written() {
         assert!(q.reads_verified > 100, "{name}: {q:?}");
     }
 }
+
+/// A pool of the 12 profiled NVMe drives, and one mixing them with consumer members: both run
+/// to the end, the report names each member's preset, and the detector follows the classes.
+#[test]
+fn mixed_device_pools_run_and_report_their_members() {
+    let mut sc = small(0.3);
+    sc.pool.device = "sandook12".into();
+    sc.pool.disks = 12;
+    sc.width = 6;
+    let r = run(&sc);
+    assert_eq!(r.requests.completed, r.requests.arrived);
+    assert!(r.requests.completed > 500, "{:?}", r.requests);
+    assert_eq!(
+        (r.scenario.disks, r.scenario.device.as_str()),
+        (12, "sandook12")
+    );
+    assert!(
+        r.scenario.detector.starts_with("slot 500 us"),
+        "{}",
+        r.scenario.detector
+    );
+    let names: Vec<&str> = r.disks.iter().filter_map(|d| d.device.as_deref()).collect();
+    assert_eq!(names.len(), 12);
+    assert_eq!((names[0], names[11]), ("s39wna0kb01161", "sdm000024db4"));
+    assert!(r.disks.iter().all(|d| d.reads + d.writes > 0));
+    sane("sandook12 read", &r.latency.all.read);
+
+    sc.pool.device = "sandook12,consumer".into();
+    sc.pool.disks = 14;
+    let r = run(&sc);
+    assert_eq!(r.requests.completed, r.requests.arrived);
+    assert_eq!(r.disks[12].device.as_deref(), Some("consumer"));
+    assert!(
+        r.scenario.detector.starts_with("slot 200 us"),
+        "{}",
+        r.scenario.detector
+    );
+    // A single-preset pool's report is unchanged: no per-member preset.
+    let r = run(&small(0.1));
+    assert!(r.disks.iter().all(|d| d.device.is_none()));
+    // The scenario's `device` only.
+    assert_eq!(r.to_json().matches("\"device\"").count(), 1);
+}

@@ -77,6 +77,10 @@ impl Sim {
         let (mut host_written, mut flash_written) = (0u64, 0u64);
         let (mut flush_stalls, mut gc_stalls, mut stall_ns) = (0u64, 0u64, 0u64);
         let mut transitions = 0u64;
+        let mixed = self
+            .devices
+            .iter()
+            .any(|d| d.name() != self.devices[0].name());
         for (i, dev) in self.devices.iter().enumerate() {
             let st = dev.stats();
             host_written += st.bytes_written;
@@ -90,6 +94,7 @@ impl Sim {
             let ops = st.reads + st.writes + st.trims + st.flushes;
             disks.push(DiskReport {
                 disk: i as u32,
+                device: mixed.then(|| dev.name().to_string()),
                 speed_factor: self
                     .scenario
                     .pool

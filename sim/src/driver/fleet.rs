@@ -1,5 +1,6 @@
-//! The pool's members as device models: a preset by name, its own seed per member, optionally
-//! aged and slowed down.
+//! The pool's members as device models: each member's preset by name
+//! ([`PoolSpec::member_devices`]: one preset for all, or a mix), its own seed per member,
+//! optionally aged and slowed down.
 
 use fusionraid_core::rng::Rng;
 use fusionraid_devices::{AgeSpec, DeviceModel, HddModel, SsdModel, hdd_preset, preset};
@@ -15,27 +16,10 @@ fn member_seed(seed: u64, i: usize) -> u64 {
 
 /// One model per member, in disk order.
 pub fn build_fleet(pool: &PoolSpec, seed: u64) -> Result<Vec<Box<dyn DeviceModel>>, String> {
+    let names = pool.member_devices()?;
     let mut out: Vec<Box<dyn DeviceModel>> = Vec::with_capacity(pool.disks);
-    for i in 0..pool.disks {
-        let s = member_seed(seed, i);
-        let mut m: Box<dyn DeviceModel> = match preset(&pool.device) {
-            Ok(mut c) => {
-                if let Some(cap) = pool.capacity_bytes {
-                    c = c.with_capacity(cap);
-                }
-                Box::new(SsdModel::try_new(c.with_seed(s))?)
-            }
-            Err(ssd_err) => match hdd_preset(&pool.device) {
-                Ok(mut c) => {
-                    if let Some(cap) = pool.capacity_bytes {
-                        c.capacity_bytes = cap;
-                    }
-                    c.validate()?;
-                    Box::new(HddModel::new(c))
-                }
-                Err(hdd_err) => return Err(format!("{ssd_err}; {hdd_err}")),
-            },
-        };
+    for (i, name) in names.iter().enumerate() {
+        let mut m = build_member(name, pool.capacity_bytes, member_seed(seed, i))?;
         if pool.aged {
             // with_spare(0) is the paper's state (AgeSpec::paper).
             m.age(&AgeSpec::with_spare(pool.spare));
@@ -46,4 +30,70 @@ pub fn build_fleet(pool: &PoolSpec, seed: u64) -> Result<Vec<Box<dyn DeviceModel
         out[d].set_speed_factor(f);
     }
     Ok(out)
+}
+
+/// A fresh member of preset `name`, with the pool's capacity when it sets one.
+fn build_member(
+    name: &str,
+    capacity: Option<u64>,
+    seed: u64,
+) -> Result<Box<dyn DeviceModel>, String> {
+    match preset(name) {
+        Ok(mut c) => {
+            if let Some(cap) = capacity {
+                c = c.with_capacity(cap);
+            }
+            Ok(Box::new(SsdModel::try_new(c.with_seed(seed))?))
+        }
+        Err(ssd_err) => match hdd_preset(name) {
+            Ok(mut c) => {
+                if let Some(cap) = capacity {
+                    c.capacity_bytes = cap;
+                }
+                c.validate()?;
+                Ok(Box::new(HddModel::new(c)))
+            }
+            Err(hdd_err) => Err(format!("{ssd_err}; {hdd_err}")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn a_list_of_presets_is_cycled_over_the_members() {
+        let mut pool = Scenario::default_mix(1.0).pool;
+        pool.disks = 5;
+        pool.aged = false;
+        pool.device = "pm1725a, dc".into();
+        let names: Vec<String> = build_fleet(&pool, 1)
+            .unwrap()
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect();
+        assert_eq!(names, ["pm1725a", "dc", "pm1725a", "dc", "pm1725a"]);
+        // A member's model and seed depend on its slot only: the same preset in the same slot
+        // behaves the same whatever the other members are.
+        let mut single = pool.clone();
+        single.device = "pm1725a".into();
+        let mut a = build_fleet(&pool, 1).unwrap();
+        let mut b = build_fleet(&single, 1).unwrap();
+        for t in 0..50u64 {
+            let (x, y) = (t * 7_000, (t % 9) * 4096);
+            let kind = fusionraid_devices::OpKind::Read;
+            assert_eq!(a[2].submit(x, kind, y, 4096), b[2].submit(x, kind, y, 4096));
+        }
+        pool.device = "sandook12".into();
+        pool.disks = 12;
+        let fleet = build_fleet(&pool, 1).unwrap();
+        assert_eq!(fleet[0].name(), "s39wna0kb01161");
+        assert_eq!(fleet[11].name(), "sdm000024db4");
+        pool.disks = 11;
+        assert!(build_fleet(&pool, 1).err().unwrap().contains("12 devices"));
+        pool.device = "dc,nope".into();
+        assert!(build_fleet(&pool, 1).err().unwrap().contains("'nope'"));
+    }
 }

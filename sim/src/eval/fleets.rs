@@ -24,7 +24,8 @@ pub struct FleetCache {
 }
 
 /// Runs with equal keys build equal fleets. The whole pool spec is in the key, so members
-/// of different device presets (or capacities, spare, speeds) never share a fleet.
+/// of different device presets (or capacities, spare, speeds) never share a fleet; nor do
+/// pools mixing the same presets in another order (member `i` differs).
 fn key(sc: &Scenario) -> Option<String> {
     // Fresh members cost nothing to build.
     sc.pool.aged.then(|| format!("{:?}|{}", sc.pool, sc.seed))
@@ -121,5 +122,25 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn mixed_pools_share_fleets_by_member_order() {
+        let mut sc = Scenario::default_mix(0.05);
+        sc.pool.device = "sandook12,consumer".into();
+        sc.pool.disks = 13;
+        sc.width = 5;
+        sc.pool.capacity_bytes = Some(4 << 30);
+        sc.volume_bytes = Some(256 << 20);
+        let mut swapped = sc.clone();
+        swapped.pool.device = "consumer,sandook12".into();
+        assert_ne!(key(&sc), key(&swapped));
+        let cache = FleetCache::new([&sc, &sc, &swapped]);
+        let own = Sim::new(&sc).unwrap().run().unwrap().to_json();
+        let copy = cache.take(&sc).unwrap().expect("shared by two runs");
+        assert_eq!(copy[12].name(), "consumer");
+        let shared = Sim::with_fleet(&sc, copy).unwrap().run().unwrap().to_json();
+        assert_eq!(own, shared);
+        assert!(cache.take(&swapped).unwrap().is_none());
     }
 }

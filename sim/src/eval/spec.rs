@@ -93,7 +93,8 @@ fn is_default_device(d: &str) -> bool {
 pub struct RunSpec {
     pub scheme: String,
     pub load: LoadSpec,
-    /// The members' device preset (`fusionraid_devices::list_presets`). Left out of the JSON (and
+    /// The members' device preset (`fusionraid_devices::list_presets`), or a fleet or a
+    /// comma-separated list of them ([`crate::scenario::PoolSpec::device`]). Left out of the JSON (and
     /// so of the id's hash) when it is the default, so runs on `dc` members have the same ids
     /// and files as in builds without a choice of preset.
     #[serde(skip_serializing_if = "is_default_device")]
@@ -158,7 +159,9 @@ impl RunSpec {
             }
         }
         if !is_default_device(&self.device) {
-            let _ = write!(s, "_{}", self.device);
+            // A list of presets: `a,b` (spaces dropped) reads `a+b`, as workload lists do.
+            let list = self.device.replace(' ', "").replace(',', "+");
+            let _ = write!(s, "_{list}");
         }
         s.push_str(if self.aged { "_aged" } else { "_clean" });
         if !self.prefill {
@@ -304,6 +307,27 @@ mod tests {
         // No detector given: the scenario picks the consumer setting (x̂ = x̌ in the paper).
         assert_eq!(sc.detector_config(), DetectorConfig::paper_consumer());
         assert_eq!(dc.scenario().detector_config(), DetectorConfig::paper_dc());
+    }
+
+    #[test]
+    fn a_mixed_device_list_reads_in_the_id_and_reaches_the_pool() {
+        let mut c = spec();
+        c.device = "sandook12, consumer".into();
+        let id = c.id();
+        assert!(
+            id.starts_with("fusionraid_tpcc+tf_sandook12+consumer_aged_"),
+            "{id}"
+        );
+        assert!(
+            id.chars()
+                .all(|ch| ch.is_ascii_graphic() && ch != '/' && ch != ',')
+        );
+        let sc = c.scenario();
+        assert_eq!(sc.pool.device, "sandook12, consumer");
+        assert_eq!(sc.pool.member_devices().unwrap()[12], "consumer");
+        assert_eq!(sc.detector_config(), DetectorConfig::paper_consumer());
+        c.device = "sandook12".into();
+        assert_eq!(c.scenario().detector_config(), DetectorConfig::paper_dc());
     }
 
     #[test]

@@ -50,7 +50,10 @@ pub const MAX_SPEED_FACTOR: f64 = 1000.0;
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolSpec {
     pub disks: usize,
-    /// A device preset name (`fusionraid_devices::list_presets`, or an HDD preset).
+    /// The members' device models: a preset name (`fusionraid_devices::list_presets`, or an
+    /// HDD preset), a fleet name (`fusionraid_devices::list_fleets`: its presets in order), or a
+    /// comma-separated list of either, cycled over the members when shorter than the pool
+    /// ([`PoolSpec::member_devices`]).
     pub device: String,
     /// Precondition every member to the paper's aged state ([`fusionraid_devices::AgeSpec::paper`]).
     pub aged: bool,
@@ -66,6 +69,55 @@ pub struct PoolSpec {
     pub block_size: u64,
     /// `None` picks MOLS when the pool size and width allow it, else permutations.
     pub layout: Option<LayoutKind>,
+}
+
+/// The presets a pool's `device` text names, in order: fleets expanded, each name checked.
+pub fn device_list(device: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for name in device.split(',').map(str::trim) {
+        if let Some(members) = fusionraid_devices::fleet(name) {
+            out.extend(members.iter().map(|m| m.to_string()));
+        } else if fusionraid_devices::preset(name).is_ok()
+            || fusionraid_devices::hdd_preset(name).is_ok()
+        {
+            out.push(name.to_string());
+        } else {
+            return Err(format!(
+                "unknown device '{name}' in '{device}' (presets: {}, {}; fleets: {})",
+                fusionraid_devices::list_presets().join(", "),
+                fusionraid_devices::list_hdd_presets().join(", "),
+                fusionraid_devices::list_fleets().join(", ")
+            ));
+        }
+    }
+    Ok(out)
+}
+
+impl PoolSpec {
+    /// The preset of every member, in disk order: [`device_list`] cycled over the pool. A
+    /// list longer than the pool is refused (its tail would be silently left out).
+    pub fn member_devices(&self) -> Result<Vec<String>, String> {
+        let list = device_list(&self.device)?;
+        if list.len() > self.disks {
+            return Err(format!(
+                "'{}' names {} devices but the pool has {} disks",
+                self.device,
+                list.len(),
+                self.disks
+            ));
+        }
+        Ok(list.iter().cycle().take(self.disks).cloned().collect())
+    }
+
+    /// Whether any member is consumer-class ([`fusionraid_devices::is_consumer_class`]).
+    pub fn has_consumer_members(&self) -> bool {
+        let mut names = device_list(&self.device).unwrap_or_default();
+        names.sort();
+        names.dedup();
+        names
+            .iter()
+            .any(|d| fusionraid_devices::is_consumer_class(d))
+    }
 }
 
 /// Where the user requests come from.
@@ -170,13 +222,18 @@ impl Scenario {
         }
     }
 
-    /// The detector setting in force.
+    /// The detector setting in force: the configured one, else the paper's consumer setting
+    /// when any member is consumer-class and its datacenter one otherwise. A mixed pool
+    /// takes the consumer setting because its shorter threshold (2 ms, against 5 ms) is what
+    /// catches the consumer members' 3-12 ms flush stalls; on datacenter members it only
+    /// steers a little earlier around long queues.
     pub fn detector_config(&self) -> DetectorConfig {
-        self.detector.unwrap_or(if self.pool.device == "consumer" {
-            DetectorConfig::paper_consumer()
-        } else {
-            DetectorConfig::paper_dc()
-        })
+        self.detector
+            .unwrap_or(if self.pool.has_consumer_members() {
+                DetectorConfig::paper_consumer()
+            } else {
+                DetectorConfig::paper_dc()
+            })
     }
 
     /// The layout in force: the configured one, or MOLS when the geometry allows it.
@@ -226,6 +283,7 @@ impl Scenario {
         if self.pool.disks < 2 {
             return Err(format!("need at least 2 disks, got {}", self.pool.disks));
         }
+        self.pool.member_devices()?;
         if !(0.0..=1.0).contains(&self.pool.spare) {
             return Err(format!("spare {} must be in [0, 1]", self.pool.spare));
         }
@@ -546,6 +604,34 @@ mod tests {
         let mut odd = s.clone();
         odd.pool.disks = 30;
         assert!(matches!(odd.layout(), LayoutKind::Permutation { .. }));
+    }
+
+    #[test]
+    fn mixed_pools_expand_cycle_and_choose_their_detector() {
+        let mut s = Scenario::default_mix(1.0);
+        assert_eq!(s.pool.member_devices().unwrap(), vec!["dc"; 29]);
+        s.pool.disks = 14;
+        s.pool.device = "sandook12,consumer".into();
+        let m = s.pool.member_devices().unwrap();
+        assert_eq!(
+            (m.len(), m[0].as_str(), m[12].as_str()),
+            (14, "s39wna0kb01161", "consumer")
+        );
+        assert_eq!(m[13], "s39wna0kb01161");
+        // One consumer-class member is enough for the consumer setting.
+        assert_eq!(s.detector_config(), DetectorConfig::paper_consumer());
+        s.pool.device = "sandook12,dc,hdd7200".into();
+        assert_eq!(s.detector_config(), DetectorConfig::paper_dc());
+        s.validate().unwrap();
+        s.pool.device = "consumer".into();
+        assert_eq!(s.detector_config(), DetectorConfig::paper_consumer());
+        s.pool.disks = 11;
+        s.pool.device = "sandook12".into();
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("12 devices") && e.contains("11 disks"), "{e}");
+        s.pool.device = "dc,,sn200".into();
+        assert!(s.validate().unwrap_err().contains("unknown device ''"));
+        assert_eq!(s.summary().device, "dc,,sn200");
     }
 
     #[test]

@@ -169,6 +169,10 @@ pub struct EngineCounters {
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct DiskReport {
     pub disk: u32,
+    /// The member's device preset, in pools that mix presets (a single-preset pool's is the
+    /// scenario's `device`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     pub speed_factor: f64,
     pub reads: u64,
     pub writes: u64,
