@@ -154,7 +154,8 @@ pub struct Args {
     #[arg(long, default_value_t = 20, requires = "slo")]
     slo_max_runs: usize,
     /// With --slo: a reference rate (e.g. the sum of the members' peak IOPS) to print
-    /// achieved / ideal against.
+    /// achieved / ideal against (default: the sum of the members' peaks from their curves at
+    /// the load's write share).
     #[arg(long, value_name = "IOPS", value_parser = parse_iops, requires = "slo")]
     ideal_iops: Option<f64>,
 }
@@ -325,7 +326,10 @@ fn run_slo(args: &Args, sc: &Scenario, target: &SloTarget) -> anyhow::Result<()>
         start_iops: args.slo_start,
         precision: args.slo_precision,
         max_runs: args.slo_max_runs,
-        ideal_iops: args.ideal_iops,
+        ideal_iops: match args.ideal_iops {
+            Some(i) => Some(i),
+            None => slo::ideal_iops(sc, target).map_err(anyhow::Error::msg)?,
+        },
         ..SloOptions::default()
     };
     let show = !args.json && std::io::stderr().is_terminal();

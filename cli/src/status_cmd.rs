@@ -100,6 +100,7 @@ pub fn render(doc: &StatusDoc) -> String {
     let mut o = String::new();
     header(&mut o, doc);
     members(&mut o, doc);
+    steering(&mut o, doc);
     volumes(&mut o, doc);
     activity(&mut o, &doc.snapshot);
     metadata(&mut o, &doc.snapshot);
@@ -164,6 +165,30 @@ fn members(o: &mut String, doc: &StatusDoc) {
         );
         for n in &m.notes {
             let _ = writeln!(o, "\t    {n}");
+        }
+    }
+}
+
+/// Each member as steering sees it (sandook, fusionraid+): mode, shares, rate factor.
+fn steering(o: &mut String, doc: &StatusDoc) {
+    let s = &doc.snapshot;
+    if s.members.iter().all(|m| m.steering.is_none()) {
+        return;
+    }
+    let _ = writeln!(o, "\nmodes:\n");
+    let _ = writeln!(
+        o,
+        "\t{:>5}  {:<6} {:>8} {:>8} {:>6}",
+        "INDEX", "MODE", "READ WT", "WRITE WT", "RATE"
+    );
+    for m in &s.members {
+        if let Some(st) = &m.steering {
+            let mode = if st.writes_allowed { "write" } else { "read" };
+            let _ = writeln!(
+                o,
+                "\t{:>5}  {:<6} {:>8.3} {:>8.3} {:>6.3}",
+                m.index, mode, st.read_weight, st.write_weight, st.rate_factor
+            );
         }
     }
 }
@@ -319,6 +344,7 @@ mod tests {
             read_latency: Default::default(),
             write_latency: Default::default(),
             unresponsive_seconds: 0.0,
+            steering: None,
             background_bytes: 0,
         };
         StatusDoc {

@@ -315,6 +315,8 @@ fn every_scheme_serves() {
         write_read(&s.uri("a"), 9);
         let text = s.status_text(false);
         assert!(text.contains(&format!("scheme: {scheme}")), "{text}");
+        // Only a steering scheme shows members' modes, weights and rate factors.
+        assert_eq!(text.contains("modes:"), scheme == "sandook", "{text}");
         s.stop();
     }
 }

@@ -54,6 +54,19 @@ pub struct MemberStatus {
     pub unresponsive_seconds: f64,
     #[serde(default)]
     pub background_bytes: u64,
+    /// Steering's view of the member, when the scheme steers (sandook, fusionraid+).
+    #[serde(default)]
+    pub steering: Option<MemberSteering>,
+}
+
+/// A member as steering sees it: its mode, its shares of reads and writes (scaled by its rate
+/// factor) and its congestion-control rate factor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemberSteering {
+    pub writes_allowed: bool,
+    pub read_weight: f64,
+    pub write_weight: f64,
+    pub rate_factor: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -282,6 +295,15 @@ fn member_status(
         write_latency: obs.devices.members[i].write.clone(),
         unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
         background_bytes: d.counters.background_bytes,
+        steering: engine.disks().steering().map(|st| {
+            let id = fusionraid_core::DiskId(i as u32);
+            MemberSteering {
+                writes_allowed: st.is_writer(id),
+                read_weight: st.read_weight(id),
+                write_weight: st.write_weight(id),
+                rate_factor: st.rate_factor(id),
+            }
+        }),
     }
 }
 

@@ -191,7 +191,13 @@ impl Sim {
                 scenario.pool.disks
             )));
         }
-        let params = scenario.scheme_params(disk_bytes);
+        let mut params = scenario.scheme_params(disk_bytes);
+        if crate::scenario::steers(&scenario.scheme) && params.options.curves.is_empty() {
+            // As Sandook profiles each drive before use: here the drive is its model.
+            let curves =
+                crate::fleet_curves::pool_curves(&scenario.pool).map_err(SimError::Scenario)?;
+            params.options.curves = curves.members.iter().map(|c| Some((**c).clone())).collect();
+        }
         let scheme = build_scheme(&scenario.scheme, &params)?;
         let mut ecfg = EngineConfig::new(scenario.pool.disks);
         ecfg.detector = scenario.detector_config();

@@ -20,7 +20,7 @@ use crate::workload::{Workload, WorkloadSpec};
 
 pub use schemes::{
     FUSION_SCHEMES, SchemeError, SchemeOptions, SchemeParams, build_scheme, is_fusion,
-    known_schemes,
+    known_schemes, steers,
 };
 
 const KIB: u64 = 1 << 10;

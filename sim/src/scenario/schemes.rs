@@ -22,6 +22,15 @@ pub fn is_fusion(name: &str) -> bool {
     )
 }
 
+/// Whether scheme `name` steers by the members' load-latency curves (the driver then
+/// measures them, as Sandook profiles its drives).
+pub fn steers(name: &str) -> bool {
+    matches!(
+        name.trim().to_ascii_lowercase().as_str(),
+        "sandook" | "fusionraid+" | "fusion+"
+    )
+}
+
 /// Every scheme name [`build_scheme`] accepts (canonical spellings), in the order reports
 /// and `--help` list them.
 pub fn known_schemes() -> Vec<&'static str> {

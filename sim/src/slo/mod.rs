@@ -155,6 +155,30 @@ pub fn offered_iops(sc: &Scenario) -> Option<f64> {
     }
 }
 
+/// The ideal throughput of the scenario's pool for its generated load: the sum of every
+/// member's peak ([`crate::fleet_curves::PoolCurves::ideal_iops`]) at the load's write share,
+/// by the 1 ms rule at the target's percentile (P50, P90 or P99, the nearest at or below).
+pub fn ideal_iops(sc: &Scenario, target: &SloTarget) -> Result<Option<f64>, String> {
+    let specs: Vec<crate::workload::WorkloadSpec> = match &sc.load {
+        Load::Workloads { list, .. } => list.iter().map(|w| w.spec()).collect(),
+        Load::Synthetic { tenants } => tenants.clone(),
+        Load::Trace { .. } | Load::TraceMix { .. } => return Ok(None),
+    };
+    let total: f64 = specs.iter().map(|t| t.iops).sum();
+    if total <= 0.0 {
+        return Ok(None);
+    }
+    let writes = specs.iter().map(|t| t.iops * t.write_ratio).sum::<f64>() / total;
+    let p = match target.percentile {
+        x if x >= 99.0 => fusionraid_core::steer::Percentile::P99,
+        x if x >= 90.0 => fusionraid_core::steer::Percentile::P90,
+        _ => fusionraid_core::steer::Percentile::P50,
+    };
+    Ok(Some(
+        crate::fleet_curves::pool_curves(&sc.pool)?.ideal_iops(writes, p),
+    ))
+}
+
 /// The scenario with every tenant's rate scaled so the total offered load is `iops`.
 pub fn at_offered(sc: &Scenario, iops: f64) -> Result<Scenario, String> {
     let base = offered_iops(sc)
