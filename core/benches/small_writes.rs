@@ -12,7 +12,8 @@
 //! runs N unmeasured writes (to reach the steady state of cleaning). For instruction counts
 //! that do not move with the machine's load, run the binary under
 //! `valgrind --tool=callgrind --toggle-collect='*small_writes*measure*'`: only the measured
-//! writes are counted.
+//! writes are counted. `STEER=1` runs the steered policies (`fusionraid+`, equal weights: no
+//! curves) to compare their cost, `STEER=noseg` the same without read/write segregation.
 
 use std::time::Instant;
 
@@ -104,6 +105,18 @@ fn engine(spare: f64, low_water: Option<f64>) -> Engine {
     vol.spare_fraction = spare;
     let mut cfg = FusionConfig::new(pool, vec![vol]);
     cfg.journal = Some(JournalConfig::default());
+    // STEER=1: FusionRAID with Sandook's steering (fusionraid+), for its CPU cost;
+    // STEER=noseg: the same without read/write segregation.
+    match std::env::var("STEER").as_deref() {
+        Ok("1") => cfg.steer = Some(fusionraid_core::steer::SteerConfig::default()),
+        Ok("noseg") => {
+            cfg.steer = Some(fusionraid_core::steer::SteerConfig {
+                segregation: false,
+                ..Default::default()
+            })
+        }
+        _ => {}
+    }
     if let Some(w) = low_water {
         cfg.conversion.spare_low_water = w;
     }

@@ -64,19 +64,17 @@ impl WritePlacement for HealthOnly {
     }
 }
 
-/// Sandook's segregation and congestion control on FusionRAID's placement: new data also
-/// stays off members in read mode and members whose congestion control has cut their rate
-/// below half, and a pair set costs more for each data column on such a member. Without
-/// steering in the engine it is [`SteerAroundSpikes`].
+/// Sandook's read/write segregation on FusionRAID's placement: new data also stays off
+/// members in read mode, and a pair set costs more for each data column on one. Congestion
+/// control's rate factors do not steer writes: with them, placement packed the replicated
+/// area's writes onto the few members not yet cut, which then spiked, and the reads rebuilt
+/// around the spikes collapsed the pool (issue 20's measurements). Without steering in the
+/// engine it is [`SteerAroundSpikes`].
 #[derive(Debug, Clone, Copy)]
 pub struct WriteSetOnly;
 
-/// Rate factor below which a member counts as congested for placement.
-const CONGESTED: f64 = 0.5;
-
-fn shuns_writes(m: &Members, d: DiskId) -> bool {
-    m.steering()
-        .is_some_and(|s| !s.is_writer(d) || s.rate_factor(d) < CONGESTED)
+fn read_mode(m: &Members, d: DiskId) -> bool {
+    !m.takes_writes(d)
 }
 
 impl WritePlacement for WriteSetOnly {
@@ -84,17 +82,17 @@ impl WritePlacement for WriteSetOnly {
         "write-set-only"
     }
     fn steer_clear(&self, m: &Members, d: DiskId) -> bool {
-        m.unresponsive(d) || shuns_writes(m, d)
+        m.unresponsive(d) || read_mode(m, d)
     }
     fn steers(&self) -> bool {
         true
     }
     fn pair_set_cost(&self, m: &Members, stripes: &[&[DiskId]], dcols: usize) -> usize {
         let shared = SteerAroundSpikes.pair_set_cost(m, stripes, dcols);
-        let shunned: usize = stripes
+        let read_only: usize = stripes
             .iter()
-            .map(|s| s[..dcols].iter().filter(|&&d| shuns_writes(m, d)).count())
+            .map(|s| s[..dcols].iter().filter(|&&d| read_mode(m, d)).count())
             .sum();
-        shared + shunned
+        shared + read_only
     }
 }
