@@ -18,7 +18,7 @@ pub(in crate::scheme::baselines) struct Steered {
 impl RaidM {
     /// A mirrored log over every member whose units are placed by `steer`.
     pub(in crate::scheme::baselines) fn steered(
-        cfg: &crate::scheme::baselines::BaselineConfig,
+        cfg: &crate::scheme::baselines::config::BaselineConfig,
         steer: Steering,
     ) -> Result<Self, String> {
         let mut one = cfg.clone();
