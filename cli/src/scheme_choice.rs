@@ -63,6 +63,10 @@ pub fn build_scheme(
     );
     cfg.data_offset = pool.resolved_data_offset()?;
     cfg.nparity = level.nparity();
+    if let Some(steer) = pool.steer_config(&lname)? {
+        cfg.sandook.steer = steer;
+        cfg.sandook.curves = pool.member_curves()?;
+    }
     baselines::build(name, &cfg).map_err(|e| {
         if e.starts_with("unknown baseline") {
             anyhow::anyhow!("unknown scheme '{name}' (known: {})", known_schemes())

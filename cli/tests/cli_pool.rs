@@ -320,3 +320,23 @@ fn every_scheme_serves() {
         s.stop();
     }
 }
+
+/// A pool file's `[steer]` turns Sandook's mechanisms on for FusionRAID: data goes through
+/// intact and `status` shows each member's mode, weights and rate factor.
+#[test]
+fn fusionraid_serves_with_steering_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let vols = format!(
+        "{}\n[steer]\nenabled = true\nmechanisms = [\"weights\", \"segregation\", \"congestion\"]\n",
+        volume("a", "raid5", 4, "16M", false)
+    );
+    let p = mem_pool(dir.path(), 8, "128M", &vols);
+    let s = Serve::start(&p, &[]);
+    write_read(&s.uri("a"), 11);
+    let text = s.status_text(false);
+    assert!(
+        text.contains("modes:") && text.contains("WRITE WT"),
+        "{text}"
+    );
+    s.stop();
+}

@@ -164,6 +164,10 @@ impl PoolFile {
             commit_interval_ns: self.metadata.commit_interval_ms * 1_000_000,
             image_bound: self.image_bound,
         });
+        if redirect && let Some(steer) = self.steer_config("fusionraid")? {
+            f.steer = Some(steer);
+            f.curves = self.member_curves()?;
+        }
         Ok(f)
     }
 

@@ -38,6 +38,7 @@
 //! (scheme, detector, conversion, serve) may change between runs of `serve`.
 
 mod engine_config;
+mod steer;
 #[cfg(test)]
 mod tests;
 mod units;
@@ -98,6 +99,9 @@ pub struct PoolFile {
     pub volumes: Vec<VolumeSection>,
     #[serde(default)]
     pub serve: ServeSection,
+    /// Sandook's steering: always for the `sandook` scheme, for `fusionraid` when enabled.
+    #[serde(default, skip_serializing_if = "SteerSection::is_default")]
+    pub steer: SteerSection,
     /// How the pool's checkpoint area is sized: not a setting but a fact of the pool,
     /// taken from its superblocks' version (new pools: the zone rule).
     #[serde(skip)]
@@ -148,6 +152,36 @@ impl Default for DetectorSection {
             x_high: None,
             x_low: None,
         }
+    }
+}
+
+/// `[steer]`: profile-guided steering (issue 20; docs/FORMAT.md has no part in it: nothing of
+/// it is stored on the members).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SteerSection {
+    /// Run Sandook's mechanisms as FusionRAID policies (`fusionraid` only; `sandook` always
+    /// steers).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Which mechanisms: weights, segregation, congestion (default: all three for `sandook`,
+    /// weights and congestion for `fusionraid`, where segregation costs more than it buys:
+    /// docs/EVALUATION.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanisms: Option<Vec<String>>,
+    /// A directory of load-latency profiles in Sandook's format (`<serial>_<mix>.csv`, as in
+    /// `shared/data/ssd-profiles`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<String>,
+    /// Each member's serial in `profiles`, in member order ("" for none). Emulated members
+    /// (`emu:PRESET`) without one get their model's swept curves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serials: Vec<String>,
+}
+
+impl SteerSection {
+    fn is_default(&self) -> bool {
+        *self == SteerSection::default()
     }
 }
 

@@ -144,3 +144,76 @@ fn hostile_values_are_refused_with_the_field_named() {
     };
     assert!(format!("{e:#}").contains("members offer"), "{e:#}");
 }
+
+/// GOOD with a `[steer]` section appended.
+fn steered(section: &str) -> PoolFile {
+    PoolFile::parse(&format!("{GOOD}\n[steer]\n{section}\n")).unwrap()
+}
+
+#[test]
+fn steering_is_sandooks_always_and_fusionraids_when_enabled() {
+    let p = PoolFile::parse(GOOD).unwrap();
+    assert!(p.steer_config("fusionraid").unwrap().is_none());
+    let s = p.steer_config("sandook").unwrap().unwrap();
+    assert!(s.profile_weights && s.segregation && s.congestion);
+    let on = steered("enabled = true");
+    let f = on.steer_config("fusionraid").unwrap().unwrap();
+    assert!(f.profile_weights && !f.segregation && f.congestion);
+    assert!(on.steer_config("fusion-nd").unwrap().is_none());
+    let cfg = on.fusion_config(64 << 20, true, 0).unwrap();
+    assert!(cfg.steer.is_some());
+    assert!(
+        on.fusion_config(64 << 20, false, 0)
+            .unwrap()
+            .steer
+            .is_none()
+    );
+    let only = steered("enabled = true\nmechanisms = [\"segregation\"]");
+    let c = only.steer_config("fusionraid").unwrap().unwrap();
+    assert!(c.segregation && !c.profile_weights && !c.congestion);
+    // The section round-trips through the file `create` writes.
+    let again = PoolFile::parse(&only.to_toml()).unwrap();
+    assert_eq!(again.steer, only.steer);
+}
+
+#[test]
+fn bad_steering_is_refused_with_the_key() {
+    let e = steered("mechanisms = [\"magic\"]")
+        .steer_config("sandook")
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("steer.mechanisms"), "{e:#}");
+    let e = steered("serials = [\"S39WNA0KB01161\"]")
+        .member_curves()
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("steer.profiles"), "{e:#}");
+    let e = steered("profiles = \"/nonexistent\"\nserials = [\"X\"]")
+        .member_curves()
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("steer.serials[0]"), "{e:#}");
+    assert!(PoolFile::parse(&format!("{GOOD}\n[steer]\nbogus = 1\n")).is_err());
+}
+
+#[test]
+fn member_curves_come_from_profiles_by_serial_and_from_emulated_models() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/ssd-profiles"
+    );
+    let p = PoolFile::parse(&format!(
+        "{}\n[steer]\nprofiles = \"{dir}\"\nserials = [\"S39WNA0KB01161\", \"\"]\n",
+        GOOD.replace(
+            "\"mem:64M\", \"mem:64M\", \"mem:64M\", \"mem:64M\", \"mem:64M\"",
+            "\"mem:64M\", \"emu:sn200:mem:64M\", \"mem:64M\", \"mem:64M\", \"mem:64M\""
+        )
+    ))
+    .unwrap();
+    let c = p.member_curves().unwrap();
+    assert_eq!(c.len(), 5);
+    let measured = c[0].as_ref().expect("the profiled serial");
+    assert_eq!(measured.curves.len(), 9, "one curve per profiled mix");
+    assert!(
+        c[1].as_ref().is_some_and(|s| s.curves.len() >= 2),
+        "swept model"
+    );
+    assert!(c[2..].iter().all(Option::is_none));
+}
