@@ -5,6 +5,7 @@
 //!
 //! - [`curve`]: per-member load-latency curves, predictions and peaks.
 //! - [`window`]: what each member completed lately (rates, percentile latency).
+//! - [`learn`]: curves learnt online from those windows, for members nobody profiled.
 //! - [`weights`]: load shares that equalise predicted latencies (water filling).
 //! - [`modes`]: read/write segregation, the write set and its rotation.
 //! - [`congestion`]: per-member AIMD rate factors from tail-latency signals.
@@ -12,6 +13,7 @@
 
 pub mod congestion;
 pub mod curve;
+pub mod learn;
 
 pub use curve::{CurvePoint, DeviceCurves, LoadCurve, Percentile};
 pub mod modes;

@@ -9,6 +9,7 @@
 
 use super::congestion::{Aimd, AimdParams};
 use super::curve::{DeviceCurves, LoadCurve, Percentile};
+use super::learn::Learner;
 use super::modes::Segregation;
 use super::weights::{FillParams, water_fill};
 use super::window::{Tally, WINDOW_NS};
@@ -31,6 +32,8 @@ pub struct SteerConfig {
     pub rotate_ns: Nanos,
     pub fill: FillParams,
     pub aimd: AimdParams,
+    /// Learn curves online for members given none ([`super::learn`]).
+    pub learn: bool,
 }
 
 impl Default for SteerConfig {
@@ -43,6 +46,7 @@ impl Default for SteerConfig {
             rotate_ns: 300_000_000,
             fill: FillParams::default(),
             aimd: AimdParams::default(),
+            learn: true,
         }
     }
 }
@@ -82,7 +86,13 @@ pub struct Steering {
     next_at: Nanos,
     seen: Observed,
     epoch: u64,
+    /// Per member without given curves: what it has shown so far (empty when not learning).
+    learners: Vec<Option<Learner>>,
+    updates: u64,
 }
+
+/// Learnt curves are rebuilt every this many recomputations (a second at the default 10 ms).
+const RELEARN_EVERY: u64 = 100;
 
 impl Steering {
     /// Steering over members described by `curves` (None: no profile), each write going to
@@ -99,12 +109,21 @@ impl Steering {
                 writer_write_share: 1.0,
                 ..Default::default()
             },
+            learners: curves
+                .iter()
+                .map(|c| (cfg.learn && c.is_none()).then(Learner::default))
+                .collect(),
+            updates: 0,
             curves,
             cfg,
             epoch: 0,
         }
     }
 
+    /// The curves steering uses for member `d`: given, or learnt so far.
+    pub fn curves(&self, d: DiskId) -> Option<&DeviceCurves> {
+        self.curves[d.index()].as_ref()
+    }
     pub fn members(&self) -> usize {
         self.curves.len()
     }
@@ -142,6 +161,7 @@ impl Steering {
         }
         self.next_at = now + self.cfg.recompute_ns;
         self.observe(m);
+        self.learn(m);
         let healthy: Vec<bool> = m.failed.iter().map(|f| !f).collect();
         let changed = self.update_modes(now, &healthy);
         self.epoch += changed as u64;
@@ -173,6 +193,22 @@ impl Steering {
         self.seen.write_iops = blend(self.seen.write_iops, writes as f64 * per_sec);
         if wr_reads + wr_writes > 0 {
             self.seen.writer_write_share = wr_writes as f64 / (wr_reads + wr_writes) as f64;
+        }
+    }
+
+    /// Feed the members without given curves their last window; now and then, take what they
+    /// taught as their curves.
+    fn learn(&mut self, m: &Recent) {
+        self.updates += 1;
+        let relearn = self.updates % RELEARN_EVERY == 0;
+        for (i, l) in self.learners.iter_mut().enumerate() {
+            let Some(l) = l else { continue };
+            if let Some(t) = m.windows[i] {
+                l.observe(t);
+            }
+            if relearn {
+                self.curves[i] = l.curves(&format!("member {i}"));
+            }
         }
     }
 
@@ -427,5 +463,26 @@ mod tests {
         s.update(&recent(&slow, now + WINDOW_NS));
         assert!(s.rate_factor(DiskId(2)) < 1.0);
         assert_eq!(s.rate_factor(DiskId(1)), 1.0);
+    }
+
+    #[test]
+    fn members_without_curves_learn_them_from_their_windows() {
+        let cfg = SteerConfig::default();
+        let mut given = vec![None; 3];
+        given[0] = Some(curves(400_000.0));
+        let mut s = Steering::new(cfg, given, 2);
+        assert!(s.curves(DiskId(1)).is_none());
+        let mut now = 2 * WINDOW_NS;
+        for k in 0..3 * RELEARN_EVERY {
+            // Loads move between three levels, as a real load does.
+            let reads = [100, 600, 2500][(k % 3) as usize];
+            let ws = busy(3, reads, 0, now);
+            s.update(&recent(&ws, now));
+            now += WINDOW_NS;
+        }
+        let learnt = s.curves(DiskId(1)).expect("learnt");
+        assert!(learnt.name.contains("learnt"), "{}", learnt.name);
+        assert!(learnt.curve_for(0.0).points.len() >= 3);
+        assert_eq!(s.curves(DiskId(0)).unwrap().name, "t", "given curves stay");
     }
 }
