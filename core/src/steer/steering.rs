@@ -200,7 +200,7 @@ impl Steering {
     /// taught as their curves.
     fn learn(&mut self, m: &Recent) {
         self.updates += 1;
-        let relearn = self.updates % RELEARN_EVERY == 0;
+        let relearn = self.updates.is_multiple_of(RELEARN_EVERY);
         for (i, l) in self.learners.iter_mut().enumerate() {
             let Some(l) = l else { continue };
             if let Some(t) = m.windows[i] {
