@@ -188,7 +188,7 @@ mod tests {
         assert!(build_scheme("raid5", &params()).is_ok());
         let e = build_scheme("raid7", &params()).err().unwrap().to_string();
         assert!(
-            e.contains("'raid7'") && e.contains("fusionraid, fusion-nd, 4-raid5"),
+            e.contains("'raid7'") && e.contains("fusionraid, fusionraid+, fusion-nd, 4-raid5"),
             "{e}"
         );
         let mut tiny = params();
