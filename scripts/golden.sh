@@ -11,7 +11,7 @@ if [[ -z "${FR_BIN:-}" ]]; then
     FR_BIN=target/release/fusionraid
 fi
 digest() { sha256sum | cut -c1-16; }
-schemes=(fusionraid fusion-nd 4-raid5 raid50 lograid toleraid nvraid 4-raidm sitout)
+schemes=(fusionraid fusion-nd 4-raid5 raid50 lograid toleraid nvraid 4-raidm sitout sandook fusionraid+)
 for s in "${schemes[@]}"; do
     printf '%-12s sizes    %s\n' "$s" "$("$FR_BIN" sim --scheme "$s" --disks 13 --width 6 --workload tpcc,vd --duration 1s --json --seed 3 | digest)"
     printf '%-12s data     %s\n' "$s" "$("$FR_BIN" sim --scheme "$s" --disks 7 --width 5 --level raid6 --workload ycsb-a --volume-size 256MiB --duration 500ms --data --json --seed 4 | digest)"
