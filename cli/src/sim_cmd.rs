@@ -160,28 +160,12 @@ pub struct Args {
     ideal_iops: Option<f64>,
 }
 
-/// `--steer`: which of steering's mechanisms run.
+/// `--steer`: which of steering's mechanisms run (`none`: none of them).
 fn parse_steer(s: &str) -> Result<fusionraid_core::steer::SteerConfig, String> {
-    let mut c = fusionraid_core::steer::SteerConfig {
-        profile_weights: false,
-        segregation: false,
-        congestion: false,
-        ..Default::default()
-    };
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part {
-            "weights" => c.profile_weights = true,
-            "segregation" => c.segregation = true,
-            "congestion" => c.congestion = true,
-            "none" => {}
-            _ => {
-                return Err(format!(
-                    "unknown steering mechanism '{part}' (known: weights, segregation, congestion, none)"
-                ));
-            }
-        }
-    }
-    Ok(c)
+    let names = s.split(',').map(str::trim);
+    fusionraid_core::steer::SteerConfig::with_mechanisms(
+        names.filter(|p| !p.is_empty() && *p != "none"),
+    )
 }
 
 impl Args {

@@ -26,29 +26,12 @@ impl PoolFile {
         if scheme != "sandook" && !(scheme == "fusionraid" && st.enabled) {
             return Ok(None);
         }
-        let mut c = SteerConfig {
-            profile_weights: false,
-            segregation: false,
-            congestion: false,
-            ..Default::default()
+        let names: Vec<&str> = match &st.mechanisms {
+            Some(m) => m.iter().map(String::as_str).collect(),
+            None => default_mechanisms(scheme).to_vec(),
         };
-        let names: Vec<String> = match &st.mechanisms {
-            Some(m) => m.clone(),
-            None => default_mechanisms(scheme)
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        };
-        for m in &names {
-            match m.as_str() {
-                "weights" => c.profile_weights = true,
-                "segregation" => c.segregation = true,
-                "congestion" => c.congestion = true,
-                other => bail!(
-                    "`steer.mechanisms`: unknown mechanism '{other}' (weights, segregation, congestion)"
-                ),
-            }
-        }
+        let c = SteerConfig::with_mechanisms(names)
+            .map_err(|e| anyhow::anyhow!("`steer.mechanisms`: {e}"))?;
         Ok(Some(c))
     }
 

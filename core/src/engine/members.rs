@@ -16,9 +16,6 @@ impl<'a> Members<'a> {
         Members { disks, now }
     }
 
-    pub fn now(&self) -> Nanos {
-        self.now
-    }
     pub fn count(&self) -> usize {
         self.disks.len()
     }

@@ -51,6 +51,32 @@ impl Default for SteerConfig {
     }
 }
 
+impl SteerConfig {
+    /// The default settings with only the named mechanisms on: `weights` (profile-guided;
+    /// else equal shares), `segregation` (read/write modes), `congestion` (AIMD).
+    pub fn with_mechanisms<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
+        let mut c = SteerConfig {
+            profile_weights: false,
+            segregation: false,
+            congestion: false,
+            ..Default::default()
+        };
+        for name in names {
+            match name {
+                "weights" => c.profile_weights = true,
+                "segregation" => c.segregation = true,
+                "congestion" => c.congestion = true,
+                other => {
+                    return Err(format!(
+                        "unknown steering mechanism '{other}' (weights, segregation, congestion)"
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
 /// What the members did in the last window, pool-wide, in 4 KiB units (see
 /// [`Tally::pages`]).
 #[derive(Clone, Copy, Debug, Default)]

@@ -115,7 +115,7 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
         len: 0,
     };
     // The member states, borrowed apart from the RNG the draws use.
-    let (rng, members) = (&mut *ctx.rng, Members::new(&*ctx.disks, ctx.now));
+    let (members, rng) = ctx.members_and_rng();
     let failed = |d: DiskId| members.failed(d);
     let avoided = std::cell::Cell::new(false);
     let bad = |d: DiskId| {

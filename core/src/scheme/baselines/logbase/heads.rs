@@ -45,11 +45,6 @@ impl Heads {
         h
     }
 
-    /// Heads taken in turn.
-    pub fn in_turn(&self) -> usize {
-        self.cleaner.unwrap_or(self.open.len())
-    }
-
     /// The head the next write takes, round-robin.
     pub fn turn(&mut self) -> usize {
         let head = self.next;

@@ -249,24 +249,23 @@ impl RaidM {
         slot: u32,
         tried: Option<u8>,
     ) -> Option<u8> {
-        let live: Vec<u8> = (0..2u8)
-            .filter(|&c| Some(c) != tried && !ctx.is_failed(self.locate(grp, mu, c, slot).0))
+        // Copy number and member of each candidate copy.
+        let live: Vec<(u8, DiskId)> = (0..2u8)
+            .filter(|&c| Some(c) != tried)
+            .map(|c| (c, self.locate(grp, mu, c, slot).0))
+            .filter(|&(_, d)| !ctx.is_failed(d))
             .collect();
         match &self.layout {
             Layout::Steered(_) if live.len() > 1 => {
-                let disks: Vec<DiskId> = live
-                    .iter()
-                    .map(|&c| self.locate(grp, mu, c, slot).0)
-                    .collect();
+                let disks: Vec<DiskId> = live.iter().map(|&(_, d)| d).collect();
                 let (members, rng) = ctx.members_and_rng();
                 let steer = members
                     .steering()
                     .expect("the engine runs a steered scheme's steering");
                 let d = steer.pick_reader(rng, &disks)?;
-                live.into_iter()
-                    .find(|&c| self.locate(grp, mu, c, slot).0 == d)
+                live.into_iter().find(|&(_, l)| l == d).map(|(c, _)| c)
             }
-            _ => live.first().copied(),
+            _ => live.first().map(|&(c, _)| c),
         }
     }
 

@@ -26,8 +26,7 @@ impl RaidM {
         one.groups = Some(1);
         let mut m = Self::build(&one, "sandook")?;
         let rows = one.geometry()?.rows;
-        let heads = m.groups[0].heads.in_turn();
-        m.groups[0].heads = Heads::with_cleaner(heads);
+        m.groups[0].heads = Heads::with_cleaner(super::heads(&one.raidm, m.width));
         let log = &mut m.groups[0].log;
         log.space.track_freed();
         let extents = Extents::new(m.width, rows, log.space.segments());
