@@ -105,6 +105,10 @@ pub struct Args {
     /// no device I/O).
     #[arg(long)]
     no_prefill: bool,
+    /// FusionRAID and Fusion-ND: discard freed stripes on the members (on|off; default: on
+    /// for fusionraid+ only).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    trim: Option<bool>,
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
@@ -160,6 +164,15 @@ pub struct Args {
     ideal_iops: Option<f64>,
 }
 
+/// `on` or `off`.
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}': expected on or off")),
+    }
+}
+
 /// `--steer`: which of steering's mechanisms run (`none`: none of them).
 fn parse_steer(s: &str) -> Result<fusionraid_core::steer::SteerConfig, String> {
     let names = s.split(',').map(str::trim);
@@ -174,6 +187,7 @@ impl Args {
         let mut sc = Scenario::default_mix(secs);
         sc.scheme = self.scheme.clone();
         sc.scheme_options.steer = self.steer.clone();
+        sc.scheme_options.trim = self.trim;
         sc.pool.disks = self
             .disks
             .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))

@@ -39,6 +39,10 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         repaired_blocks: now.repaired_blocks - base.repaired_blocks,
         rebuilt_columns: now.rebuilt_columns - base.rebuilt_columns,
         parity_rewrites: now.parity_rewrites - base.parity_rewrites,
+        device_bytes_trimmed: now.device_bytes_trimmed - base.device_bytes_trimmed,
+        trim_errors: now.trim_errors - base.trim_errors,
+        stripes_trimmed: now.stripes_trimmed - base.stripes_trimmed,
+        trims_dropped: now.trims_dropped - base.trims_dropped,
     }
 }
 

@@ -7,7 +7,9 @@
 
 use fusionraid_core::scheme::Scheme;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
-use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, PoolGeometry, VolumeConfig};
+use fusionraid_core::scheme::fusion::{
+    FusionConfig, FusionScheme, PoolGeometry, TrimPolicy, VolumeConfig,
+};
 use fusionraid_core::steer::{DeviceCurves, SteerConfig};
 
 /// The FusionRAID variants, built here.
@@ -55,6 +57,9 @@ pub struct SchemeOptions {
     /// Each member's load-latency curves, in disk order, for schemes that steer by them
     /// (empty: none known).
     pub curves: Vec<Option<DeviceCurves>>,
+    /// FusionRAID and Fusion-ND: discard freed stripes on the members (None: the scheme's
+    /// own choice, on for fusionraid+ only).
+    pub trim: Option<bool>,
 }
 
 impl Default for SchemeOptions {
@@ -64,6 +69,7 @@ impl Default for SchemeOptions {
             nvram_bytes: None,
             steer: SteerConfig::default(),
             curves: Vec::new(),
+            trim: None,
         }
     }
 }
@@ -100,7 +106,7 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
     };
     match key.as_str() {
         "fusionraid" | "fusion" => fusion(p, true, false).map_err(|e| config_err(e.to_string())),
-        // FusionRAID with every policy the pool offers (Sandook's steering so far).
+        // FusionRAID with every policy the pool offers (Sandook's steering, proactive discard).
         "fusionraid+" | "fusion+" => fusion(p, true, true).map_err(|e| config_err(e.to_string())),
         // The paper's Fusion-ND: FusionRAID without redirection around slow disks.
         "fusion-nd" | "fusionnd" => fusion(p, false, false).map_err(|e| config_err(e.to_string())),
@@ -125,6 +131,10 @@ fn fusion(
         cfg.curves = p.options.curves.clone();
     }
     cfg.conversion.enabled = p.options.conversion;
+    // The combined system (`steer`) runs every policy the pool offers, discards included.
+    if p.options.trim.unwrap_or(steer) {
+        cfg.trim = TrimPolicy::on();
+    }
     Ok(Box::new(FusionScheme::new(cfg)?))
 }
 
