@@ -100,6 +100,8 @@ pub struct DeviceStats {
     pub gc_stalls: u64,
     /// Sum of the stalls' durations (overlapping stalls each count in full).
     pub stall_ns: u64,
+    /// The part of `stall_ns` spent in blocking or urgent GC passes.
+    pub gc_stall_ns: u64,
     /// Sum of (completion - arrival) over all requests, for a cheap mean.
     pub busy_latency_ns: u128,
 }

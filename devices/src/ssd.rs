@@ -378,6 +378,7 @@ impl SsdModel {
             self.stats.gc_stalls += 1;
             self.stats.gc_die_ns += die_ns;
             self.stats.stall_ns += wall;
+            self.stats.gc_stall_ns += wall;
         }
     }
 
