@@ -350,6 +350,7 @@ mod tests {
             writes: 20,
             bytes_read: 1536 << 20,
             bytes_written: 123_457,
+            bytes_trimmed: 64 << 20,
             errors: 0,
             notes: vec![],
             read_latency: Default::default(),
