@@ -109,6 +109,10 @@ pub struct Args {
     /// for fusionraid+ only).
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     trim: Option<bool>,
+    /// FusionRAID and Fusion-ND: re-issue a replicated read to the other copy when it has
+    /// not completed after this long (hedged read), e.g. 500us.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    hedge: Option<u64>,
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
@@ -188,6 +192,7 @@ impl Args {
         sc.scheme = self.scheme.clone();
         sc.scheme_options.steer = self.steer.clone();
         sc.scheme_options.trim = self.trim;
+        sc.scheme_options.hedge_ns = self.hedge;
         sc.pool.disks = self
             .disks
             .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))

@@ -5,6 +5,7 @@
 //! sit-out, Sandook) through `core/src/scheme/baselines/` (`baselines::build`), all from the same
 //! [`SchemeParams`].
 
+use fusionraid_core::Nanos;
 use fusionraid_core::scheme::Scheme;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
 use fusionraid_core::scheme::fusion::{
@@ -60,6 +61,9 @@ pub struct SchemeOptions {
     /// FusionRAID and Fusion-ND: discard freed stripes on the members (None: the scheme's
     /// own choice, on for fusionraid+ only).
     pub trim: Option<bool>,
+    /// FusionRAID and Fusion-ND: re-issue a replicated read to another copy after this long
+    /// (hedged request, paper §6); None: off.
+    pub hedge_ns: Option<Nanos>,
 }
 
 impl Default for SchemeOptions {
@@ -70,6 +74,7 @@ impl Default for SchemeOptions {
             steer: SteerConfig::default(),
             curves: Vec::new(),
             trim: None,
+            hedge_ns: None,
         }
     }
 }
@@ -131,6 +136,7 @@ fn fusion(
         cfg.curves = p.options.curves.clone();
     }
     cfg.conversion.enabled = p.options.conversion;
+    cfg.hedge_ns = p.options.hedge_ns;
     // The combined system (`steer`) runs every policy the pool offers, discards included.
     if p.options.trim.unwrap_or(steer) {
         cfg.trim = TrimPolicy::on();
