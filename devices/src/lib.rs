@@ -39,6 +39,7 @@ pub mod config;
 pub mod curves;
 pub mod dist;
 pub mod events;
+pub mod fail_slow;
 pub mod fit;
 pub mod fitted;
 pub mod fitted_fleet;
