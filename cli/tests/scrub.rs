@@ -99,6 +99,17 @@ fn scrub_repairs_silent_corruption_of_a_member() {
         let st = s.status_text(false);
         counter(&st, "blocks repaired") > 0 && counter(&st, "checksum errors") > 0
     });
+    // The scrub queues repairs faster than they run on a loaded machine: wait until the
+    // count of blocks repaired holds still for 3 s before failing another member.
+    let repaired = || counter(&s.status_text(false), "blocks repaired");
+    let (mut last, mut still) = (repaired(), 0);
+    wait_for("the repairs to finish", Duration::from_secs(120), || {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = repaired();
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+        still >= 3
+    });
     let st = s.status_text(false);
     assert_eq!(counter(&st, "pages unrecoverable"), 0, "{st}");
 
