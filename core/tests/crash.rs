@@ -166,6 +166,7 @@ fn boot(
     let disk_bytes = disks[0].len() as u64;
     let mut d = Driver::new(engine, sc.disks, disk_bytes, sc.seed ^ now);
     d.now = now;
+    d.poison_trims = true;
     for (m, b) in d.disks.iter_mut().zip(disks) {
         m.bytes = b;
     }

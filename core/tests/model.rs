@@ -130,7 +130,9 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
         x_low: 0,
     };
     let engine = Engine::new(ecfg, Box::new(scheme), 0);
-    (Driver::new(engine, sc.disks, disk_bytes, sc.seed), sizes)
+    let mut d = Driver::new(engine, sc.disks, disk_bytes, sc.seed);
+    d.poison_trims = true;
+    (d, sizes)
 }
 
 struct Pending {

@@ -68,6 +68,11 @@ pub struct Driver {
     pub size_only: bool,
     /// Discards in flight (I/O id -> member, offset, length): applied when they complete.
     trims: BTreeMap<u64, (usize, u64, u64)>,
+    /// Overwrite a discarded range with [`TRIMMED`] when the discard completes (else the
+    /// range keeps its bytes). FusionRAID's tests set it: its format relies on nothing a
+    /// trimmed range reads back as. The in-place baselines, like md, read a trimmed stripe
+    /// back for its parity and need a member that returns what it held or zeroes.
+    pub poison_trims: bool,
     /// Bytes discarded so far.
     pub bytes_trimmed: u64,
 }
@@ -104,6 +109,7 @@ impl Driver {
             log: Vec::new(),
             size_only: false,
             trims: BTreeMap::new(),
+            poison_trims: false,
             bytes_trimmed: 0,
         }
     }
@@ -320,9 +326,11 @@ impl Driver {
                     if let Some((disk, o, l)) = self.trims.remove(&id.0) {
                         let d = &mut self.disks[disk];
                         let (o, l) = (o as usize, l as usize);
-                        d.bytes[o..o + l].fill(TRIMMED);
-                        if let Some(img) = d.durable.as_mut() {
-                            img[o..o + l].fill(TRIMMED);
+                        if self.poison_trims {
+                            d.bytes[o..o + l].fill(TRIMMED);
+                            if let Some(img) = d.durable.as_mut() {
+                                img[o..o + l].fill(TRIMMED);
+                            }
                         }
                         self.bytes_trimmed += l as u64;
                     }
