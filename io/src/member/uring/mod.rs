@@ -77,6 +77,27 @@ fn lock_exclusive(file: &File, meta: &std::fs::Metadata) -> io::Result<Arc<File>
     Ok(holder)
 }
 
+/// How long a member held by another process is waited for: a process killed with I/O in
+/// flight keeps its files (and their locks) until the kernel has torn its io_uring down,
+/// a moment after the process itself is gone.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `lock_exclusive`, tried again for up to `LOCK_PATIENCE` while another process holds it.
+fn lock_with_patience(file: &File, meta: &std::fs::Metadata) -> io::Result<Arc<File>> {
+    let until = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        match lock_exclusive(file, meta) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EWOULDBLOCK)
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
 fn open_file(path: &Path, direct: bool) -> io::Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(true);
@@ -133,7 +154,7 @@ impl FileMember {
             Err(e) => return Err(err("opening", e)),
         };
         let meta = file.metadata().map_err(|e| err("inspecting", e))?;
-        let lock = lock_exclusive(&file, &meta).map_err(|e| {
+        let lock = lock_with_patience(&file, &meta).map_err(|e| {
             if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                 MemberError {
                     in_use: true,
