@@ -208,13 +208,14 @@ impl Disks {
                 s.counters.bytes_trimmed += bytes;
             }
         }
-        if class == IoClass::Trim {
+        match (class, background) {
             // A discard moves no data: it is neither background bandwidth nor foreground load.
-        } else if background {
-            s.counters.background_bytes += bytes;
-        } else {
-            s.roll_meter(now);
-            s.meter_cur += bytes;
+            (IoClass::Trim, _) => {}
+            (_, true) => s.counters.background_bytes += bytes,
+            (_, false) => {
+                s.roll_meter(now);
+                s.meter_cur += bytes;
+            }
         }
         let ticket = s.detector.on_issue(now);
         let after = s.detector.next_deadline();
