@@ -138,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &exports.uris,
         &paths.status,
         metrics_addr,
+        &cfg.spare_warnings(disk_bytes),
     );
     let sig = term.wait();
     eprintln!("fusionraid: signal {sig}, shutting down");
@@ -437,6 +438,7 @@ fn print_banner(
     uris: &[String],
     status: &std::path::Path,
     metrics: Option<std::net::SocketAddr>,
+    warnings: &[String],
 ) {
     println!(
         "fusionraid: serving pool '{}' ({}), scheme {scheme}, {} members",
@@ -459,10 +461,8 @@ fn print_banner(
             }
         );
     }
-    for v in &cfg.volumes {
-        if let Some(w) = v.spare_fraction.warning(&v.name) {
-            eprintln!("{w}");
-        }
+    for w in warnings {
+        eprintln!("{w}");
     }
     println!("exports:");
     for u in uris {

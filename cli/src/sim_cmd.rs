@@ -108,6 +108,10 @@ pub struct Args {
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
+    /// Every volume's spare share (FusionRAID: spare stripes as a share of the data, as a
+    /// pool file's spare_fraction; default 0.25), 0 to 4.
+    #[arg(long, value_name = "SHARE")]
+    volume_spare: Option<f64>,
     /// Virtual time during which requests arrive, e.g. 10s, 500ms, 2m (default 5s; traces:
     /// the whole trace).
     #[arg(long, value_parser = parse_duration)]
@@ -192,6 +196,7 @@ impl Args {
         sc.level = self.level.parse::<Level>().map_err(anyhow::Error::msg)?;
         sc.width = self.width;
         sc.volume_bytes = self.volume_size;
+        sc.volume_spare = self.volume_spare;
         sc.warmup_ns = self.warmup;
         sc.seed = self.seed;
         sc.size_only = !self.data;

@@ -33,6 +33,7 @@ mod stripe_parity;
 pub mod vol;
 mod vol_check;
 mod write;
+pub mod write_cost;
 mod write_plan;
 
 use crate::engine::api::{IoResult, Op, Request, VolumeId};
