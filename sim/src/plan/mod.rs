@@ -305,14 +305,74 @@ mod tests {
     }
 
     #[test]
-    fn probe() {
-        for (d, m, v) in [
-            ("dc", 4u64 << 30, 1u64 << 30),
-            ("dc", 8 << 30, 2 << 30),
-            ("consumer", 4 << 30, 1 << 30),
-        ] {
-            let p = plan(&input(d, m, v), &DEFAULT_SHARES).unwrap();
-            eprintln!("{}", to_table(&p, d, Some(Target::Iops(30e3))));
+    fn more_spare_costs_fewer_device_writes_and_sustains_more() {
+        let p = &plan(&input("dc", 4 << 30, 1 << 30), &DEFAULT_SHARES).unwrap()[0];
+        assert_eq!(p.points.len(), DEFAULT_SHARES.len());
+        for w in p.points.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            assert!(b.spare > a.spare, "{a:?} {b:?}");
+            assert!(b.moves <= a.moves && b.written <= a.written && b.read <= a.read);
+            assert!(b.iops > a.iops, "{a:?} {b:?}");
+            assert!(a.fits && b.fits);
         }
+        // `auto` takes what the members leave: the cap here.
+        assert_eq!(p.points.last().unwrap().spare, AUTO_SPARE_MAX);
+    }
+
+    #[test]
+    fn known_limits_of_the_combination() {
+        let inp = input("dc", 4 << 30, 1 << 30);
+        let mut cfg = inp.cfg.clone();
+        cfg.volumes[0].spare_fraction = AUTO_SPARE_MAX;
+        let x = price(&inp, &cfg, 0, "max").unwrap();
+        // Nothing left to clean: two copies and a quarter page of parity, one read back by
+        // conversion; the engine bound is its job slots over one job per stripe of pages.
+        assert!(x.moves < 1e-3 && (x.written - 2.25).abs() < 1e-3 && (x.read - 1.0).abs() < 1e-3);
+        let trip: f64 = {
+            let (r, w) = sustained::block_read_write_ns(&inp.drives[0], 64 << 10);
+            r + w
+        };
+        let engine = 2.0 * 64.0 / (JOB_ROUND_TRIPS * trip) * 1e9;
+        assert!((x.iops / engine - 1.0).abs() < 1e-3, "{x:?}");
+        // Flash a thousand times slower to program: the members bind, at the Pitfalls rate
+        // (dies shared by the pages written and read: 1 / (w / wmax + r / rmax) with each
+        // member's share `w`, `r` of a user write).
+        let mut slow = inp.clone();
+        for d in &mut slow.drives {
+            d.program_ns *= 1000;
+        }
+        let y = price(&slow, &cfg, 0, "slow").unwrap();
+        assert!(y.bound.starts_with("member"), "{y:?}");
+        let pitfalls = 1.0 / (y.written / 8.0 / y.wmax + y.read / 8.0 / (y.wmax / y.f));
+        assert!(
+            (y.iops / pitfalls - 1.0).abs() < 0.01,
+            "{} vs {pitfalls}",
+            y.iops
+        );
+        assert_eq!(y.iops, y.member_iops);
+    }
+
+    #[test]
+    fn the_recommendation_is_the_smallest_share_meeting_the_target() {
+        let p = &plan(&input("dc", 4 << 30, 1 << 30), &DEFAULT_SHARES).unwrap()[0];
+        let need = p.points[2].iops;
+        assert_eq!(
+            recommend(p, Target::Iops(need)).unwrap().spare,
+            p.points[2].spare
+        );
+        assert_eq!(
+            recommend(p, Target::Iops(need * 0.999)).unwrap().spare,
+            p.points[2].spare
+        );
+        assert!(recommend(p, Target::Iops(1e9)).is_none());
+        let wa = p.points[1].flash_bytes_per_user_byte();
+        assert_eq!(
+            recommend(p, Target::WriteAmp(wa)).unwrap().spare,
+            p.points[1].spare
+        );
+        // A share that does not fit is never recommended.
+        let tight = &plan(&input("dc", 256 << 20, 1 << 30), &DEFAULT_SHARES).unwrap()[0];
+        assert!(tight.points[2].fits && !tight.points[3].fits, "{tight:?}");
+        assert!(recommend(tight, Target::Iops(tight.points[3].iops)).is_none());
     }
 }
