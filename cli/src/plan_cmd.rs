@@ -68,8 +68,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => (command_line_pool(&args)?, PathBuf::from(".")),
     };
     let disk_bytes = member_bytes(&file, &base, args.member_size)?;
-    let mut cfg = file.fusion_config(disk_bytes, true, 0)?;
-    cfg.steer = None;
+    // Without redirection: steering (which would load or sweep curves) plays no part in
+    // sizing or in the model.
+    let cfg = file.fusion_config(disk_bytes, false, 0)?;
     let drives = member_drives(&file, disk_bytes, args.device.as_deref())?;
     let names = drive_names(&drives);
     let input = PlanInput {

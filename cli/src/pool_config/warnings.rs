@@ -9,7 +9,8 @@ impl PoolFile {
     /// One warning per volume whose (resolved) spare share is too small for sustained
     /// random overwrites (`Spare::warning`), on members of `disk_bytes`.
     pub fn spare_warnings(&self, disk_bytes: u64) -> Vec<String> {
-        let Ok(cfg) = self.fusion_config(disk_bytes, true, 0) else {
+        // Without redirection: steering (which would load or sweep curves) plays no part in sizing.
+        let Ok(cfg) = self.fusion_config(disk_bytes, false, 0) else {
             return Vec::new();
         };
         self.volumes
