@@ -104,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "error_band": {
                 "iops": plan::trust::IOPS_ERROR,
                 "written": plan::trust::WRITTEN_ERROR,
+                "flash": plan::trust::FLASH_ERROR,
             },
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
