@@ -67,6 +67,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => (PoolFile::load(path)?, base_dir(path)?),
         None => (command_line_pool(&args)?, PathBuf::from(".")),
     };
+    if !fusionraid_sim::scenario::is_fusion(&file.scheme) {
+        eprintln!(
+            "note: the planner models FusionRAID's write path and cleaner; this pool's scheme \
+             is {}",
+            file.scheme
+        );
+    }
     let disk_bytes = member_bytes(&file, &base, args.member_size)?;
     // Without redirection: steering (which would load or sweep curves) plays no part in
     // sizing or in the model.
