@@ -130,14 +130,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     });
     let services = Services::start(&args, &cfg, &paths, facts, doc, operator)?;
 
-    let metrics_addr = services.metrics.as_ref().map(|m| m.addr);
     print_banner(
         &cfg,
         &uuid,
         &scheme,
         &exports.uris,
         &paths.status,
-        metrics_addr,
+        services.metrics.as_ref().map(|m| m.addr),
         &cfg.spare_warnings(disk_bytes),
     );
     let sig = term.wait();

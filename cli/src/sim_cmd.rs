@@ -554,6 +554,28 @@ mod tests {
     }
 
     #[test]
+    fn volume_spare_sets_every_volumes_share() {
+        let sc = parse(&["--workload", "tpcc,vd", "--volume-spare", "0.1"]).unwrap();
+        let shares: Vec<f64> = sc
+            .volume_configs()
+            .iter()
+            .map(|v| v.spare_fraction)
+            .collect();
+        assert_eq!(shares, vec![0.1, 0.1]);
+        assert_eq!(sc.summary().volume_spare, Some(0.1));
+        sc.validate().unwrap();
+        // Unset: the engine's default, and nothing about it in the report.
+        let sc = parse(&[]).unwrap();
+        assert!(sc.volume_configs().iter().all(|v| v.spare_fraction == 0.25));
+        assert_eq!(sc.summary().volume_spare, None);
+        let e = parse(&["--volume-spare", "5"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("volume spare share 5"), "{e}");
+    }
+
+    #[test]
     fn device_lists_and_fleets_reach_the_pool() {
         let sc = parse(&["--device", "sandook12"]).unwrap();
         assert_eq!((sc.pool.disks, sc.pool.device.as_str()), (12, "sandook12"));
