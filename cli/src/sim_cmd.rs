@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Args as ClapArgs;
 use fusionraid_core::scheme::fusion::{LayoutKind, Level};
+use fusionraid_devices::fail_slow::FailSlowSpec;
 use fusionraid_sim::slo::{self, SloOptions, SloTarget};
 use fusionraid_sim::trace::{ReplayMode, TraceFormat};
 use fusionraid_sim::workload::{Workload, parse_iops, parse_synthetic};
@@ -89,6 +90,12 @@ pub struct Args {
     /// Slow a member down: DISK=FACTOR (2 = twice as slow, at most 1000). Repeatable.
     #[arg(long, value_name = "DISK=FACTOR", value_parser = parse_slow)]
     slow: Vec<(usize, f64)>,
+    /// Fail-slow members: DISKS=FACTORx/ON/OFF (periodic: normal for OFF, slow for ON),
+    /// FACTORx/ON/OFF/random (exponential episodes and gaps of those means) or
+    /// FACTORx/ON/P% (random episodes of mean ON, slow P% of the time; Tail at Store's SSDs:
+    /// 0.6%). DISKS is one disk or several joined by '+'. Example: 3+7=4x/2s/3s. Repeatable.
+    #[arg(long, value_name = "DISKS=SPEC", value_parser = parse_fail_slow)]
+    fail_slow: Vec<Vec<(usize, FailSlowSpec)>>,
     /// Blocks per stripe, data and parity (7 = 6+1 with RAID5).
     #[arg(long, default_value_t = 7)]
     width: usize,
@@ -105,6 +112,14 @@ pub struct Args {
     /// no device I/O).
     #[arg(long)]
     no_prefill: bool,
+    /// FusionRAID and Fusion-ND: discard freed stripes on the members (on|off; default: on
+    /// for fusionraid+ only).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    trim: Option<bool>,
+    /// FusionRAID and Fusion-ND: re-issue a replicated read to the other copy when it has
+    /// not completed after this long (hedged read), e.g. 500us.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    hedge: Option<u64>,
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
@@ -164,6 +179,15 @@ pub struct Args {
     ideal_iops: Option<f64>,
 }
 
+/// `on` or `off`.
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}': expected on or off")),
+    }
+}
+
 /// `--steer`: which of steering's mechanisms run (`none`: none of them).
 fn parse_steer(s: &str) -> Result<fusionraid_core::steer::SteerConfig, String> {
     let names = s.split(',').map(str::trim);
@@ -178,6 +202,8 @@ impl Args {
         let mut sc = Scenario::default_mix(secs);
         sc.scheme = self.scheme.clone();
         sc.scheme_options.steer = self.steer.clone();
+        sc.scheme_options.trim = self.trim;
+        sc.scheme_options.hedge_ns = self.hedge;
         sc.pool.disks = self
             .disks
             .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))
@@ -188,6 +214,7 @@ impl Args {
         sc.prefill = !self.no_prefill;
         sc.pool.capacity_bytes = self.capacity;
         sc.pool.speed_factors = self.slow.clone();
+        sc.pool.fail_slow = self.fail_slow.concat();
         sc.pool.block_size = self.block_size;
         sc.pool.layout = match self.layout.as_deref() {
             None | Some("auto") => None,
@@ -480,6 +507,23 @@ fn parse_slow(s: &str) -> Result<(usize, f64), String> {
     Ok((d, f))
 }
 
+/// `DISKS=SPEC`, DISKS one disk or several joined by '+'.
+fn parse_fail_slow(s: &str) -> Result<Vec<(usize, FailSlowSpec)>, String> {
+    let (disks, spec) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not DISKS=SPEC"))?;
+    let spec = FailSlowSpec::parse(spec)?;
+    disks
+        .split('+')
+        .map(|d| {
+            d.trim()
+                .parse()
+                .map(|d| (d, spec))
+                .map_err(|_| format!("bad disk '{d}' in '{s}'"))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,6 +576,7 @@ mod tests {
         assert_eq!((sc.pool.disks, sc.seed), (31, 9));
         assert_eq!(sc.duration_ns, Some(250_000_000));
         assert_eq!(sc.pool.speed_factors, vec![(3, 2.5)]);
+        assert!(sc.pool.fail_slow.is_empty());
         assert_eq!(sc.volume_bytes, Some(1 << 30));
         match sc.load {
             Load::Workloads { list, .. } => assert_eq!(
@@ -595,6 +640,20 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(e.contains("12 devices") && e.contains("8 disks"), "{e}");
+    }
+
+    #[test]
+    fn fail_slow_members_are_options() {
+        let sc = parse(&["--fail-slow", "3+7=4x/2s/3s", "--fail-slow", "1=2x/1s/0.6%"]).unwrap();
+        let disks: Vec<usize> = sc.pool.fail_slow.iter().map(|p| p.0).collect();
+        assert_eq!(disks, [3, 7, 1]);
+        assert_eq!(sc.pool.fail_slow[1].1.factor, 4.0);
+        assert!(parse(&["--fail-slow", "3=4x"]).is_err());
+        assert!(parse(&["--fail-slow", "x=4x/1s/1s"]).is_err());
+        let dup = parse(&["--fail-slow", "3+3=4x/1s/1s"]).unwrap().validate();
+        assert!(dup.unwrap_err().contains("two fail-slow"));
+        let out = parse(&["--fail-slow", "29=4x/1s/1s"]).unwrap().validate();
+        assert!(out.unwrap_err().contains("29 disks"));
     }
 
     #[test]

@@ -138,8 +138,18 @@ fn members(o: &mut String, doc: &StatusDoc) {
     // INDEX: the number `fusionraid fail N` and `replace N SPEC` take.
     let _ = writeln!(
         o,
-        "\t{:<w$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6}",
-        "NAME", "INDEX", "STATE", "SPIKES", "STRAG", "READS", "WRITES", "READ", "WRITTEN", "ERRORS"
+        "\t{:<w$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "NAME",
+        "INDEX",
+        "STATE",
+        "SPIKES",
+        "STRAG",
+        "READS",
+        "WRITES",
+        "READ",
+        "WRITTEN",
+        "TRIMMED",
+        "ERRORS"
     );
     let _ = writeln!(
         o,
@@ -150,7 +160,7 @@ fn members(o: &mut String, doc: &StatusDoc) {
     for m in &s.members {
         let _ = writeln!(
             o,
-            "\t  {:<w2$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "\t  {:<w2$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
             m.name,
             m.index,
             state_word(m.state),
@@ -160,6 +170,7 @@ fn members(o: &mut String, doc: &StatusDoc) {
             m.writes,
             human(m.bytes_read),
             human(m.bytes_written),
+            human(m.bytes_trimmed),
             m.errors,
             w2 = w - 2
         );
@@ -339,6 +350,7 @@ mod tests {
             writes: 20,
             bytes_read: 1536 << 20,
             bytes_written: 123_457,
+            bytes_trimmed: 64 << 20,
             errors: 0,
             notes: vec![],
             read_latency: Default::default(),

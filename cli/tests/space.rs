@@ -113,6 +113,63 @@ fn trimmed_space_shows_as_free() {
     s.stop();
 }
 
+/// Space on disk, in bytes, that files `m*.img` in `d` occupy (sparse files count only
+/// what is allocated).
+fn allocated(d: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".img"))
+        .map(|e| e.metadata().unwrap().blocks() * 512)
+        .sum()
+}
+
+/// Proactive discard reaches real members: a volume written in full and then trimmed
+/// gives its blocks back to the file system under `file:` members (punched holes), and
+/// `status` counts them per member.
+#[test]
+fn freed_stripes_are_punched_out_of_file_members() {
+    if !need("freed_stripes_are_punched_out_of_file_members", &["fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let members: Vec<String> = (0..7).map(|i| format!("\"file:m{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"tank\"\nmembers = [{}]\nmember_size = \"64M\"\n\
+             [[volume]]\nname = \"db\"\nlevel = \"raid5\"\nwidth = 5\nsize = \"96M\"\n",
+            members.join(", ")
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&p, &[]);
+    let uri = s.uri("db");
+    assert_eq!(fio(&uri, "write", "1M", 1, "96M"), 0, "fill");
+    let full = allocated(d);
+    assert!(full >= 96 << 20, "the fill allocated only {full} bytes");
+    assert_eq!(fio(&uri, "trim", "1M", 1, "96M"), 0, "trim");
+    // Trimmed blocks leave their stripes empty; once the commit that frees them is durable
+    // the stripes are discarded, which punches holes in the member files.
+    wait_for(
+        "the trimmed stripes to be punched out of the member files",
+        Duration::from_secs(120),
+        || allocated(d) + (64 << 20) <= full,
+    );
+    let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).expect("status JSON");
+    let trimmed: u64 = j["snapshot"]["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| m["bytes_trimmed"].as_u64().unwrap())
+        .sum();
+    assert!(trimmed >= 64 << 20, "status counts {trimmed} bytes trimmed");
+    assert!(s.status_text(false).contains("TRIMMED"));
+    s.stop();
+}
+
 #[test]
 fn a_member_back_with_stale_data_is_put_back_by_replace() {
     if !need(

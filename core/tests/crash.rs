@@ -115,6 +115,7 @@ fn config(sc: &Scenario) -> FusionConfig {
         layout: sc.layout,
     };
     let mut cfg = FusionConfig::new(pool, vols);
+    cfg.trim = common::trim_policy(sc.seed);
     cfg.conversion.idle_ns = Some(1_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
     cfg.max_request_bytes = 8 * sc.block_size;
@@ -132,6 +133,12 @@ fn config(sc: &Scenario) -> FusionConfig {
     }
     let end = meta_layout(&cfg).expect("journaled").end();
     cfg.pool.data_offset = end.div_ceil(4096) * 4096;
+    // Members two blocks larger than the zones need: space no volume uses, which discards
+    // sweep.
+    let zones = FusionScheme::new(cfg.clone())
+        .expect("config")
+        .blocks_per_disk();
+    cfg.pool.disk_bytes = cfg.pool.data_offset + (zones + 2) * sc.block_size;
     cfg
 }
 
@@ -228,9 +235,7 @@ struct Pending {
 /// Returns (columns rebuilt into spare space, members replaced) over all cycles.
 fn run(sc: &Scenario) -> (u64, u64) {
     let cfg = config(sc);
-    let scheme = FusionScheme::new(cfg.clone()).expect("config");
-    let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * sc.block_size;
-    drop(scheme);
+    let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
     let mut disks = vec![vec![0xEEu8; disk_bytes as usize]; sc.disks];
     for (d, off, bytes) in FusionScheme::initial_metadata(&cfg).expect("initial metadata") {

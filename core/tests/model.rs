@@ -111,11 +111,16 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
         cfg.steer = Some(steer);
         cfg.curves = curves;
     }
+    cfg.trim = common::trim_policy(sc.seed);
     cfg.conversion.idle_ns = Some(2_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
     cfg.max_request_bytes = 8 * sc.block_size;
     let scheme = FusionScheme::new(cfg.clone()).unwrap_or_else(|e| panic!("{sc:?}: {e}"));
-    let disk_bytes = 4096 + scheme.blocks_per_disk() * sc.block_size;
+    // Members two blocks larger than the zones need: space no volume uses, which discards
+    // sweep.
+    let disk_bytes = 4096 + (scheme.blocks_per_disk() + 2) * sc.block_size;
+    cfg.pool.disk_bytes = disk_bytes;
+    let scheme = FusionScheme::new(cfg.clone()).unwrap_or_else(|e| panic!("{sc:?}: {e}"));
     let mut ecfg = EngineConfig::new(sc.disks);
     ecfg.seed = sc.seed;
     ecfg.detector = DetectorConfig {
@@ -439,6 +444,14 @@ fn run(sc: &Scenario) -> u64 {
         }
     }
     d.engine.scheme().check_invariants();
+    if common::trim_policy(sc.seed).enabled {
+        // Every pool starts with spare stripes, so discards must have run (and every read
+        // above returned the right data in spite of them).
+        assert!(d.bytes_trimmed > 0, "discards on but none was sent");
+        assert_eq!(d.bytes_trimmed, d.engine.stats().device_bytes_trimmed);
+    } else {
+        assert_eq!(d.bytes_trimmed, 0, "a discard with discards off");
+    }
     // Nothing corrupts data in this test: a checksum error is a wrong checksum (one not
     // updated with its mapping, or verified against the wrong location).
     assert_eq!(d.engine.stats().checksum_errors, 0, "false checksum errors");

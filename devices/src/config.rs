@@ -4,6 +4,7 @@
 use fusionraid_core::Nanos;
 
 use crate::dist::LatencyDist;
+use crate::events::InternalEvents;
 use crate::gc::{GcCosts, GcPolicy};
 use crate::write_buffer::FlushSpikes;
 use crate::{PAGE, xfer_ns};
@@ -68,6 +69,8 @@ pub struct SsdConfig {
     pub power_loss_protected: bool,
 
     pub gc: GcPolicy,
+    /// Discrete internal events (erases, FTL metadata writes) that follow GC activity.
+    pub events: InternalEvents,
     /// Multiplies every service time and stall (1.0 = nominal; 2.0 = twice as slow). For
     /// heterogeneous fleets and slow-peer studies.
     pub speed_factor: f64,
@@ -98,12 +101,18 @@ impl SsdConfig {
         self.ctrl_write_servers as f64 * 1e9 / self.ctrl_write_ns.max(1) as f64
     }
 
-    /// GC primitive costs, summed over dies (see [`GcCosts`]).
+    /// GC primitive costs, summed over dies (see [`GcCosts`]). With discrete erases the
+    /// erase time is booked on the dies as events ([`crate::events`]), not spread over GC
+    /// work, so it is left out here.
     pub fn gc_costs(&self) -> GcCosts {
         GcCosts {
             copy_ns_per_byte: self.die_read_ns as f64 / self.flash_page_bytes as f64
                 + self.program_ns as f64 / self.program_unit_bytes as f64,
-            erase_ns_per_byte: self.erase_ns as f64 / self.block_bytes as f64,
+            erase_ns_per_byte: if self.events.discrete_erases {
+                0.0
+            } else {
+                self.erase_ns as f64 / self.block_bytes as f64
+            },
         }
     }
 
@@ -160,6 +169,9 @@ impl SsdConfig {
         if !(self.speed_factor > 0.0 && self.speed_factor.is_finite()) {
             return err("speed_factor must be positive");
         }
+        self.events
+            .validate()
+            .map_err(|e| format!("ssd config '{}': {e}", self.name))?;
         if let Some(f) = self.flush_spikes
             && (f.every_bytes == 0 || f.min_ns > f.max_ns)
         {

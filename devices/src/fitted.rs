@@ -6,6 +6,7 @@ use fusionraid_core::Nanos;
 
 use crate::config::{ProgramSuspend, SsdConfig};
 use crate::dist::{LatencyDist, PROFILE_QUANTILES};
+use crate::events::InternalEvents;
 use crate::fit::FitParams;
 use crate::gc::GcPolicy;
 
@@ -56,6 +57,7 @@ pub fn nvme_template(
             idle_share: 1.0,
             step_ns: 2_000_000,
         },
+        events: InternalEvents::default(),
         speed_factor: 1.0,
         seed: seed_u64(name),
     }

@@ -124,6 +124,10 @@ pub struct GcOutcome {
     pub pass: Option<(StallScope, Nanos, Nanos)>,
     /// Valid bytes copied by this GC work.
     pub copied_bytes: f64,
+    /// Victim bytes cleaned (reclaimed plus copied) by the background work and by the
+    /// pass, for the events that follow cleaning ([`crate::events`]).
+    pub bg_cleaned_bytes: f64,
+    pub pass_cleaned_bytes: f64,
     /// Idle-time GC was still at work when the idle period ended (more was needed).
     pub running: bool,
 }
@@ -155,6 +159,7 @@ pub fn in_idle_time(
         flash.reclaim(gain);
         out.bg_die_ns = (gain * c) as Nanos;
         out.copied_bytes = gain * u / (1.0 - u);
+        out.bg_cleaned_bytes = gain + out.copied_bytes;
         out.running = want * c > usable;
     }
     out
@@ -192,6 +197,7 @@ pub fn after_program(
                 let gain = wall * dies / c;
                 flash.reclaim(gain);
                 out.copied_bytes = gain * copy_ratio;
+                out.pass_cleaned_bytes = gain * (1.0 + copy_ratio);
                 out.pass = Some((StallScope::All, wall as Nanos, (wall * dies) as Nanos));
             }
         }
@@ -214,6 +220,7 @@ pub fn after_program(
                 flash.reclaim(gain);
                 out.bg_die_ns = work as Nanos;
                 out.copied_bytes = gain * copy_ratio;
+                out.bg_cleaned_bytes = gain * (1.0 + copy_ratio);
             }
             if flash.free_bytes() < critical_bytes as f64 {
                 let (c, copy_ratio) = price(flash);
@@ -221,6 +228,7 @@ pub fn after_program(
                 let work = gain * c;
                 flash.reclaim(gain);
                 out.copied_bytes += gain * copy_ratio;
+                out.pass_cleaned_bytes = gain * (1.0 + copy_ratio);
                 out.pass = Some((StallScope::Writes, (work / dies) as Nanos, work as Nanos));
             }
         }

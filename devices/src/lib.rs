@@ -38,6 +38,8 @@ pub mod age;
 pub mod config;
 pub mod curves;
 pub mod dist;
+pub mod events;
+pub mod fail_slow;
 pub mod fit;
 pub mod fitted;
 pub mod fitted_fleet;
@@ -99,8 +101,14 @@ pub struct DeviceStats {
     /// Blocking stalls: buffer-flush spikes, blocking GC passes, urgent GC passes.
     pub flush_stalls: u64,
     pub gc_stalls: u64,
+    /// FTL metadata writes that held every request, and discrete block erases
+    /// ([`events`]; only models configured with them).
+    pub map_write_stalls: u64,
+    pub erases: u64,
     /// Sum of the stalls' durations (overlapping stalls each count in full).
     pub stall_ns: u64,
+    /// The part of `stall_ns` spent in blocking or urgent GC passes.
+    pub gc_stall_ns: u64,
     /// Sum of (completion - arrival) over all requests, for a cheap mean.
     pub busy_latency_ns: u128,
 }
@@ -116,7 +124,7 @@ impl DeviceStats {
     }
 
     pub fn stalls(&self) -> u64 {
-        self.flush_stalls + self.gc_stalls
+        self.flush_stalls + self.gc_stalls + self.map_write_stalls
     }
 }
 

@@ -17,6 +17,7 @@ use fusionraid_core::rng::Rng;
 
 use crate::age::{self, AgeSpec};
 use crate::config::SsdConfig;
+use crate::events::EventClock;
 use crate::flash_state::FlashState;
 use crate::gc::{self, GcCosts, GcPolicy};
 use crate::queues::{ServerPool, StallScope, StallWindows};
@@ -46,6 +47,15 @@ fn phase_draw(seed: u64, tag: u64) -> f64 {
     Rng::new(seed ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15)).unit()
 }
 
+/// What background GC in a die's idle time left behind.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdleGc {
+    /// GC was still at work when the idle period ended.
+    running: bool,
+    /// The die is busy with the internal events the cleaning ended with until then.
+    busy_until: Nanos,
+}
+
 #[derive(Clone)]
 pub struct SsdModel {
     cfg: SsdConfig,
@@ -62,6 +72,7 @@ pub struct SsdModel {
     flash: FlashState,
     stalls: StallWindows,
     costs: GcCosts,
+    events: EventClock,
     stats: DeviceStats,
     last_now: Nanos,
     /// Link time of one page, reads and writes (the link rates never change).
@@ -96,6 +107,7 @@ impl SsdModel {
             flash: FlashState::new(cfg.capacity_bytes, cfg.physical_bytes()),
             stalls: StallWindows::default(),
             costs: cfg.gc_costs(),
+            events: EventClock::new(cfg.events, cfg.block_bytes, cfg.seed),
             stats: DeviceStats::default(),
             last_now: 0,
             page_xfer: [cfg.page_xfer_ns(false), cfg.page_xfer_ns(true)],
@@ -211,23 +223,28 @@ impl SsdModel {
             return start;
         }
         let mut start = self.stalls.defer(t.max(self.die_free[d]), false);
-        if self.idle_gc(d, start)
+        let gc = self.idle_gc(d, start);
+        if gc.running
             && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
         {
             // The die was cleaning when the read came: it waits for the GC step in progress.
             start += self.rng.below(self.scale_ns(step_ns).max(1));
         }
+        // An erase or a metadata write the cleaning ended with may still be running.
+        start = start.max(gc.busy_until);
         self.die_free[d] = start + occ;
         start
     }
 
     /// Die `d` stood idle from its last booking until `start`: background GC used that time.
-    /// Returns whether GC was still at work at `start`.
-    fn idle_gc(&mut self, d: usize, start: Nanos) -> bool {
+    /// Returns whether GC was still at work at `start`, and until when the internal events
+    /// its cleaning ended with (an erase on this die, a metadata write) keep the die.
+    fn idle_gc(&mut self, d: usize, start: Nanos) -> IdleGc {
         if !self.gc_may_work() {
-            return false;
+            return IdleGc::default();
         }
-        let idle = start.saturating_sub(self.die_free[d]);
+        let idle_from = self.die_free[d];
+        let idle = start.saturating_sub(idle_from);
         let out = gc::in_idle_time(
             &self.cfg.gc,
             &self.costs,
@@ -239,7 +256,38 @@ impl SsdModel {
         let copied = round_u64(out.copied_bytes);
         self.stats.gc_bytes_copied += copied;
         self.stats.flash_bytes_written += copied;
-        out.running
+        let busy_until =
+            self.events_after_cleaning(d, idle_from + out.bg_die_ns, out.bg_cleaned_bytes);
+        IdleGc {
+            running: out.running,
+            busy_until,
+        }
+    }
+
+    /// GC on die `d` cleaned `victim_bytes`, its work ending at `at`: books the erases on the
+    /// die and the metadata writes on the whole drive ([`crate::events`]). Returns until when
+    /// die `d` is busy with them (`at` if none).
+    fn events_after_cleaning(&mut self, d: usize, at: Nanos, victim_bytes: f64) -> Nanos {
+        if !self.events.is_active() {
+            return at;
+        }
+        let due = self.events.on_cleaned(victim_bytes);
+        let mut busy = at;
+        if due.erases > 0 {
+            let erase = self.scale_ns(self.cfg.erase_ns * u64::from(due.erases));
+            busy = at.max(self.die_free[d]) + erase;
+            self.die_free[d] = busy;
+            self.stats.erases += u64::from(due.erases);
+            self.stats.gc_die_ns += erase;
+        }
+        if due.map_writes > 0 {
+            let dur = self.scale_ns(due.map_write_ns);
+            self.block_all(at, at + dur);
+            self.stats.map_write_stalls += u64::from(due.map_writes);
+            self.stats.stall_ns += dur;
+            busy = busy.max(at + dur);
+        }
+        busy
     }
 
     /// Whether erased space is low enough for the GC policy to do anything; if not, its
@@ -329,11 +377,13 @@ impl SsdModel {
             d + 1
         };
         let mut start = self.stalls.defer(t.max(self.die_free[d]), true);
-        if self.idle_gc(d, start)
+        let gc = self.idle_gc(d, start);
+        if gc.running
             && let GcPolicy::Background { step_ns, .. } = self.cfg.gc
         {
             start += self.rng.below(self.scale_ns(step_ns).max(1));
         }
+        start = start.max(gc.busy_until);
         let dur = if bytes == self.cfg.program_unit_bytes {
             // A full unit (every program but an explicit flush's): ratio 1, in integers.
             self.scale_ns(self.cfg.program_ns)
@@ -370,7 +420,11 @@ impl SsdModel {
         let copied = round_u64(out.copied_bytes);
         self.stats.gc_bytes_copied += copied;
         self.stats.flash_bytes_written += copied;
+        let bg_end = self.die_free[d];
+        self.events_after_cleaning(d, bg_end, out.bg_cleaned_bytes);
         if let Some((scope, wall, die_ns)) = out.pass {
+            // The pass's erases run on every die in parallel, within the pass.
+            let wall = wall + self.pass_erases(out.pass_cleaned_bytes);
             match scope {
                 StallScope::All => self.block_all(end, end + wall),
                 StallScope::Writes => self.stalls.add(scope, end, end + wall),
@@ -378,7 +432,22 @@ impl SsdModel {
             self.stats.gc_stalls += 1;
             self.stats.gc_die_ns += die_ns;
             self.stats.stall_ns += wall;
+            self.stats.gc_stall_ns += wall;
         }
+    }
+
+    /// Wall time the erases of a GC pass that cleaned `victim_bytes` add to it (spread over
+    /// the dies), and the metadata writes due then, which lengthen it.
+    fn pass_erases(&mut self, victim_bytes: f64) -> Nanos {
+        if !self.events.is_active() {
+            return 0;
+        }
+        let due = self.events.on_cleaned(victim_bytes);
+        self.stats.erases += u64::from(due.erases);
+        self.stats.map_write_stalls += u64::from(due.map_writes);
+        let erase = self.scale_ns(self.cfg.erase_ns * u64::from(due.erases));
+        self.stats.gc_die_ns += erase;
+        erase.div_ceil(self.die_free.len() as u64) + self.scale_ns(due.map_write_ns)
     }
 
     fn trim(&mut self, now: Nanos, off: u64, len: u64) -> Nanos {

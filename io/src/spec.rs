@@ -7,7 +7,9 @@
 //! emu:PRESET[,OPT...]:INNER      INNER with the latency and stalls of an SSD model
 //!                                PRESET: dc, consumer, pm1725a, sn200, hdd7200, or a
 //!                                profiled serial in lower case (s39wna0kb01161, ...)
-//!                                OPT: aged | seed=N | speed=F
+//!                                OPT: aged | seed=N | speed=F | failslow=SPEC
+//!                                (SPEC: FACTORx/ON/OFF[/random] or FACTORx/ON/P%, as
+//!                                `sim --fail-slow`; e.g. failslow=4x/2s/8s)
 //! nbd://HOST[:PORT]/EXPORT       a remote NBD export over TCP
 //! nbd+unix:///EXPORT?socket=P    a remote NBD export over a Unix socket
 //! ```
@@ -17,6 +19,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use fusionraid_devices::fail_slow::FailSlowSpec;
 use fusionraid_nbd::NbdUri;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +37,8 @@ pub enum MemberSpec {
         aged: bool,
         seed: Option<u64>,
         speed: f64,
+        /// Intermittently slow by a factor ([`fusionraid_devices::fail_slow`]).
+        fail_slow: Option<FailSlowSpec>,
         inner: Box<MemberSpec>,
     },
     Nbd {
@@ -49,7 +54,7 @@ pub struct SpecError {
     pub reason: String,
 }
 
-const FORMS: &str = "expected file:PATH, mem:SIZE[,populate], emu:PRESET[,aged][,seed=N][,speed=F]:INNER, \
+const FORMS: &str = "expected file:PATH, mem:SIZE[,populate], emu:PRESET[,aged][,seed=N][,speed=F][,failslow=SPEC]:INNER, \
                      nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH";
 
 impl MemberSpec {
@@ -109,12 +114,14 @@ impl MemberSpec {
                 aged,
                 seed,
                 speed,
+                fail_slow,
                 inner,
             } => MemberSpec::Emu {
                 preset: preset.clone(),
                 aged: *aged,
                 seed: *seed,
                 speed: *speed,
+                fail_slow: *fail_slow,
                 inner: Box::new(inner.resolved(base)),
             },
             other => other.clone(),
@@ -157,7 +164,12 @@ fn parse_emu(rest: &str) -> Result<MemberSpec, String> {
             known.collect::<Vec<_>>().join(", ")
         ));
     }
-    let EmuOptions { aged, seed, speed } = parse_emu_options(parts)?;
+    let EmuOptions {
+        aged,
+        seed,
+        speed,
+        fail_slow,
+    } = parse_emu_options(parts)?;
     let inner = MemberSpec::parse(inner).map_err(|e| e.to_string())?;
     if matches!(inner, MemberSpec::Emu { .. }) {
         return Err("emu: can not wrap another emu: member".into());
@@ -167,6 +179,7 @@ fn parse_emu(rest: &str) -> Result<MemberSpec, String> {
         aged,
         seed,
         speed,
+        fail_slow,
         inner: Box::new(inner),
     })
 }
@@ -176,6 +189,7 @@ struct EmuOptions {
     aged: bool,
     seed: Option<u64>,
     speed: f64,
+    fail_slow: Option<FailSlowSpec>,
 }
 
 fn parse_emu_options<'a>(opts: impl Iterator<Item = &'a str>) -> Result<EmuOptions, String> {
@@ -183,6 +197,7 @@ fn parse_emu_options<'a>(opts: impl Iterator<Item = &'a str>) -> Result<EmuOptio
         aged: false,
         seed: None,
         speed: 1.0,
+        fail_slow: None,
     };
     let mut seen: Vec<&str> = Vec::new();
     for opt in opts {
@@ -202,9 +217,10 @@ fn parse_emu_options<'a>(opts: impl Iterator<Item = &'a str>) -> Result<EmuOptio
                     .filter(|f| f.is_finite() && *f > 0.0)
                     .ok_or_else(|| format!("bad speed factor '{v}'"))?
             }
+            Some(("failslow", v)) => o.fail_slow = Some(FailSlowSpec::parse(v)?),
             _ => {
                 return Err(format!(
-                    "unknown emu option '{opt}' (aged, seed=N, speed=F)"
+                    "unknown emu option '{opt}' (aged, seed=N, speed=F, failslow=SPEC)"
                 ));
             }
         }
@@ -235,6 +251,7 @@ impl fmt::Display for MemberSpec {
                 aged,
                 seed,
                 speed,
+                fail_slow,
                 inner,
             } => {
                 write!(f, "emu:{preset}")?;
@@ -246,6 +263,9 @@ impl fmt::Display for MemberSpec {
                 }
                 if *speed != 1.0 {
                     write!(f, ",speed={speed}")?;
+                }
+                if let Some(fs) = fail_slow {
+                    write!(f, ",failslow={fs}")?;
                 }
                 write!(f, ":{inner}")
             }
@@ -317,6 +337,7 @@ mod tests {
             "mem:64M,populate",
             "emu:dc:mem:256M",
             "emu:consumer,aged,seed=3,speed=2:file:./d0.img",
+            "emu:dc,aged,failslow=4x/2s/8500ms:mem:1G",
             "nbd://127.0.0.1:10809/disk",
             "nbd+unix:///disk?socket=/tmp/x.sock",
         ] {
@@ -340,6 +361,7 @@ mod tests {
         assert!(e("emu:ssd:mem:1G").contains("unknown emu preset"));
         assert!(e("emu:dc,seed=1,seed=2:mem:1G").contains("twice"));
         assert!(e("emu:dc,speed=nan:mem:1G").contains("speed"));
+        assert!(e("emu:dc,failslow=4x:mem:1G").contains("fail-slow"));
         assert!(e("mem:18446744073709551615T").contains("too large"));
     }
 

@@ -40,15 +40,15 @@ fn member_share_of_mix(secs: u64, seed: u64) -> Vec<MemberIo> {
 /// threshold t for it; the engine's default (t = 5 ms, x-high 2) is used for the assertion
 /// and a sweep of t is printed.
 ///
-/// Tolerance: at most 3x the source's spike rate and 3x its share of time unresponsive.
-/// Only the upper side is asserted: the model has no multi-millisecond internal events
-/// besides GC (erases and map updates are spread over GC work), so it shows fewer and
-/// shorter spikes than the source (docs/DEVICE_MODELS.md); before the ageing fix it showed
-/// hundreds per minute and was unresponsive most of the time.
+/// Tolerance: spike rate and mean spike length within 2x of the source, both ways (a model
+/// without spikes fails, as one with hundreds per minute does). The drive-wide internal
+/// events (FTL metadata writes) may hold the member at most 0.6% of the time: Tail at Store
+/// (FAST'16) found SSDs more than 2x slower than their RAID-group peers 0.6% of the time,
+/// every cause included. The spikes come from the discrete events, which follow GC: the
+/// same load on a fresh drive (no cleaning) shows none.
 #[test]
 fn aged_dc_spikes_under_the_paper_mix() {
-    const SOURCE_PER_MIN: f64 = 4.85;
-    const SOURCE_MS: f64 = 3.79;
+    use fusionraid_devices::presets::{DC_SPIKE_MS, DC_SPIKES_PER_MIN};
     let secs = 120;
     let load = member_share_of_mix(secs, 1);
     let wr: Vec<&MemberIo> = load.iter().filter(|x| x.kind == OpKind::Write).collect();
@@ -62,22 +62,26 @@ fn aged_dc_spikes_under_the_paper_mix() {
         rd as f64 / secs as f64,
         100.0 * load.iter().filter(|x| x.background).count() as f64 / load.len() as f64
     );
-    let run = |slot_ns: Nanos| {
+    let run = |slot_ns: Nanos, aged: bool, upto: Nanos| {
         let mut dev = SsdModel::new(preset("dc").unwrap());
-        dev.age(&AgeSpec::paper());
+        if aged {
+            dev.age(&AgeSpec::paper());
+        }
         let cfg = DetectorConfig {
             slot_ns,
             ..DetectorConfig::paper_dc()
         };
         let r = probe(
             &mut dev,
-            load.iter().map(|x| (x.at, x.kind, x.offset, x.len)),
+            load.iter()
+                .take_while(|x| x.at < upto)
+                .map(|x| (x.at, x.kind, x.offset, x.len)),
             cfg,
         );
         (r, dev.stats())
     };
-    for slot in [200_000, 300_000, 400_000] {
-        let (r, _) = run(slot);
+    for slot in [300_000, 400_000] {
+        let (r, _) = run(slot, true, Nanos::MAX);
         println!(
             "  detector t = {:.0} ms: {:.1} spikes/min, mean {:.2} ms, {:.4}% unresponsive",
             slot as f64 * 10.0 / 1e6,
@@ -86,19 +90,43 @@ fn aged_dc_spikes_under_the_paper_mix() {
             100.0 * r.unresponsive_share()
         );
     }
-    let (r, stats) = run(DetectorConfig::paper_dc().slot_ns);
-    let source_share = SOURCE_PER_MIN * SOURCE_MS / 60e3;
+    let (r, stats) = run(DetectorConfig::paper_dc().slot_ns, true, Nanos::MAX);
+    let source_share = DC_SPIKES_PER_MIN * DC_SPIKE_MS / 60e3;
+    let stall_share = stats.stall_ns as f64 / r.span_ns as f64;
     println!(
-        "aged dc under its share of the mix, t = 5 ms: {:.2} spikes/min (source {SOURCE_PER_MIN}), mean {:.2} ms (source {SOURCE_MS}), {:.4}% of the time unresponsive (source {:.4}%); flash WA {:.3}, {} urgent GC passes",
+        "aged dc under its share of the mix, t = 5 ms: {:.2} spikes/min (source {DC_SPIKES_PER_MIN}), mean {:.2} ms (source {DC_SPIKE_MS}), {:.4}% of the time unresponsive (source {:.4}%); flash WA {:.3}, {} urgent GC passes, {} erases, {} metadata writes holding the drive {:.3}% of the time (Tail at Store: slow 0.6% of the time)",
         r.spikes_per_minute(),
         r.mean_spike_ms(),
         100.0 * r.unresponsive_share(),
         100.0 * source_share,
         stats.write_amplification(),
-        stats.gc_stalls
+        stats.gc_stalls,
+        stats.erases,
+        stats.map_write_stalls,
+        100.0 * stall_share
     );
-    assert!(r.spikes_per_minute() <= 3.0 * SOURCE_PER_MIN);
-    assert!(r.unresponsive_share() <= 3.0 * source_share);
+    let rate = r.spikes_per_minute();
+    assert!(
+        (DC_SPIKES_PER_MIN / 2.0..=DC_SPIKES_PER_MIN * 2.0).contains(&rate),
+        "{rate} spikes/min"
+    );
+    let mean = r.mean_spike_ms();
+    assert!(
+        (DC_SPIKE_MS / 2.0..=DC_SPIKE_MS * 2.0).contains(&mean),
+        "{mean} ms"
+    );
+    assert!(stall_share <= 0.006, "{stall_share}");
     // The member is aged and cleans: this is not a fresh drive passing by default.
     assert!(stats.gc_die_ns > 0 && stats.write_amplification() > 1.0);
+    assert!(stats.erases > 0 && stats.map_write_stalls > 0);
+    // A fresh drive under the same load (first 30 s) does not clean, so has no events.
+    let (clean, clean_stats) = run(DetectorConfig::paper_dc().slot_ns, false, 30_000 * MS);
+    assert_eq!(
+        (
+            clean.spikes,
+            clean_stats.erases,
+            clean_stats.map_write_stalls
+        ),
+        (0, 0, 0)
+    );
 }

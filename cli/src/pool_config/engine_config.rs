@@ -158,6 +158,9 @@ impl PoolFile {
         f.conversion = self.conversion_policy();
         f.hedge_ns = self.hedge_us.map(|u| u * 1000);
         f.raid_threshold = self.raid_threshold;
+        if self.trim {
+            f.trim = fusionraid_core::scheme::fusion::TrimPolicy::on();
+        }
         f.journal = self.metadata.journal.then(|| JournalConfig {
             pool_id,
             journal_bytes: self.metadata.journal_size.0,

@@ -90,6 +90,10 @@ pub struct PoolFile {
     /// Blocks of a stripe a write must cover to take the RAID path (default: break-even).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raid_threshold: Option<usize>,
+    /// Discard freed stripes, and the members' space no volume uses, on the members
+    /// (`fusionraid` scheme; `file:` members punch holes, `nbd://` members send TRIM).
+    #[serde(default = "default_trim", skip_serializing_if = "is_default_trim")]
+    pub trim: bool,
     #[serde(default)]
     pub detector: DetectorSection,
     #[serde(default)]
@@ -120,6 +124,12 @@ fn default_layout() -> String {
 }
 fn default_scheme() -> String {
     "fusionraid".into()
+}
+fn default_trim() -> bool {
+    true
+}
+fn is_default_trim(t: &bool) -> bool {
+    *t == default_trim()
 }
 fn default_seed() -> u64 {
     1

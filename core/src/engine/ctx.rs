@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::api::{Data, DevOp, DeviceIo, Reply, ReqError};
-use super::disks::Disks;
+use super::disks::{Disks, IoClass};
 use super::iotable::{InflightIo, IoTable, IoTag};
 use super::members::Members;
 use super::stats::EngineStats;
@@ -28,15 +28,15 @@ impl Ctx<'_> {
     pub fn issue(&mut self, disk: DiskId, op: DevOp, tag: IoTag, background: bool) {
         assert!(disk.index() < self.disks.len(), "I/O to unknown {disk}");
         let len = op.len();
-        let write = op.is_write();
-        let ticket = self.disks.on_issue(disk, self.now, len, write, background);
+        let class = IoClass::of(&op);
+        let ticket = self.disks.on_issue(disk, self.now, len, class, background);
         let id = self.ios.insert(InflightIo {
             disk,
             ticket,
             tag,
             issued_at: self.now,
             len,
-            write,
+            class,
             background,
         });
         self.out_io.push_back(DeviceIo {

@@ -20,6 +20,28 @@ pub struct DiskCounters {
     pub bytes_written: u64,
     pub background_bytes: u64,
     pub errors: u64,
+    /// Discards sent (advisory: they neither count as reads nor feed the load window).
+    pub trims: u64,
+    pub bytes_trimmed: u64,
+}
+
+/// What a device I/O does to its member, as far as the per-member signals care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoClass {
+    Read,
+    Write,
+    /// A discard: the range holds nothing the scheme needs (see `DevOp::Trim`).
+    Trim,
+}
+
+impl IoClass {
+    pub fn of(op: &super::api::DevOp) -> Self {
+        match op {
+            super::api::DevOp::Write { .. } => IoClass::Write,
+            super::api::DevOp::Trim { .. } => IoClass::Trim,
+            super::api::DevOp::Read { .. } | super::api::DevOp::Flush => IoClass::Read,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -166,20 +188,29 @@ impl Disks {
         d: DiskId,
         now: Nanos,
         bytes: u64,
-        write: bool,
+        class: IoClass,
         background: bool,
     ) -> Ticket {
         let s = &mut self.list[d.index()];
         let before = s.detector.next_deadline();
         s.inflight += 1;
-        if write {
-            s.counters.writes += 1;
-            s.counters.bytes_written += bytes;
-        } else {
-            s.counters.reads += 1;
-            s.counters.bytes_read += bytes;
+        match class {
+            IoClass::Write => {
+                s.counters.writes += 1;
+                s.counters.bytes_written += bytes;
+            }
+            IoClass::Read => {
+                s.counters.reads += 1;
+                s.counters.bytes_read += bytes;
+            }
+            IoClass::Trim => {
+                s.counters.trims += 1;
+                s.counters.bytes_trimmed += bytes;
+            }
         }
-        if background {
+        if class == IoClass::Trim {
+            // A discard moves no data: it is neither background bandwidth nor foreground load.
+        } else if background {
             s.counters.background_bytes += bytes;
         } else {
             s.roll_meter(now);
@@ -196,14 +227,15 @@ impl Disks {
         let Completed {
             ticket,
             issued_at,
-            write,
+            class,
             error,
             bytes,
         } = io;
         let s = &mut self.list[d.index()];
         assert!(s.inflight > 0, "completion on {d} with nothing in flight");
         s.inflight -= 1;
-        if !error {
+        if !error && class != IoClass::Trim {
+            let write = class == IoClass::Write;
             s.window
                 .record(now, now.saturating_sub(issued_at), write, bytes);
         }
@@ -276,7 +308,7 @@ impl Disks {
 pub(crate) struct Completed {
     pub ticket: Ticket,
     pub issued_at: Nanos,
-    pub write: bool,
+    pub class: IoClass,
     pub error: bool,
     pub bytes: u64,
 }
@@ -320,14 +352,14 @@ mod tests {
             match rng.below(10) {
                 0..=4 => {
                     let d = DiskId(rng.below(7) as u32);
-                    pending.push((d, disks.on_issue(d, now, 4096, false, false)));
+                    pending.push((d, disks.on_issue(d, now, 4096, IoClass::Read, false)));
                 }
                 5..=8 if !pending.is_empty() => {
                     let (d, t) = pending.swap_remove(rng.below(pending.len() as u64) as usize);
                     let io = Completed {
                         ticket: t,
                         issued_at: 0,
-                        write: false,
+                        class: IoClass::Read,
                         error: false,
                         bytes: 4096,
                     };

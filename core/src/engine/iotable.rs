@@ -19,7 +19,7 @@ pub struct InflightIo {
     pub tag: IoTag,
     pub issued_at: Nanos,
     pub len: u64,
-    pub write: bool,
+    pub class: super::disks::IoClass,
     pub background: bool,
 }
 

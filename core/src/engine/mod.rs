@@ -27,7 +27,7 @@ use crate::rng::Rng;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use api::{DeviceIo, IoId, IoResult, Op, Reply, ReqError, Request};
 use ctx::Ctx;
-use disks::Disks;
+use disks::{Disks, IoClass};
 use iotable::IoTable;
 use scheme::{Scheme, VolumeStatus};
 use stats::EngineStats;
@@ -189,25 +189,31 @@ impl Engine {
         let done = disks::Completed {
             ticket: io.ticket,
             issued_at: io.issued_at,
-            write: io.write,
+            class: io.class,
             error: failed,
             bytes: io.len,
         };
         self.disks.on_complete(io.disk, done, self.now);
         let (mut ctx, scheme) = self.ctx_parts(now);
-        if io.write {
-            if !failed {
-                ctx.disks.mark_dirty(io.disk);
+        match (io.class, io.background) {
+            (IoClass::Write, bg) => {
+                if !failed {
+                    ctx.disks.mark_dirty(io.disk);
+                }
+                if bg {
+                    ctx.stats.device_bytes_written_bg += io.len;
+                } else {
+                    ctx.stats.device_bytes_written_fg += io.len;
+                }
             }
-            if io.background {
-                ctx.stats.device_bytes_written_bg += io.len;
-            } else {
-                ctx.stats.device_bytes_written_fg += io.len;
-            }
-        } else if io.background {
-            ctx.stats.device_bytes_read_bg += io.len;
+            (IoClass::Read, true) => ctx.stats.device_bytes_read_bg += io.len,
+            (IoClass::Read, false) => {}
+            (IoClass::Trim, _) if failed => ctx.stats.trim_errors += 1,
+            (IoClass::Trim, _) => ctx.stats.device_bytes_trimmed += io.len,
         }
-        let newly_failed = failed && !ctx.is_failed(io.disk);
+        // A discard is advisory: a member that refuses one (no support, a hole it can not
+        // punch) still holds every byte it held, so it is not failed for it.
+        let newly_failed = failed && io.class != IoClass::Trim && !ctx.is_failed(io.disk);
         if newly_failed {
             ctx.fail_disk(io.disk);
         }

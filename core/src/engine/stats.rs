@@ -40,6 +40,14 @@ pub struct EngineStats {
     /// Columns of RAID stripes a rebuild reconstructed into donor blocks (distributed
     /// spare space) after a member failed.
     pub rebuilt_columns: u64,
+    /// Bytes discarded on members (the scheme told them a range holds nothing it needs).
+    pub device_bytes_trimmed: u64,
+    /// Discards a member refused (advisory: the member is not failed for it).
+    pub trim_errors: u64,
+    /// Spare stripes whose blocks were discarded (proactive discard).
+    pub stripes_trimmed: u64,
+    /// Spare stripes left undiscarded because space was short when their turn came.
+    pub trims_dropped: u64,
 }
 
 impl EngineStats {

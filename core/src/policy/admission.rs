@@ -15,6 +15,13 @@ pub trait BackgroundAdmission: Send {
     fn may_write_on(&self, _m: &Members, _d: DiskId) -> bool {
         true
     }
+
+    /// Whether `d` may take a discard now. Discards are advisory, so one refused here is
+    /// skipped, not delayed: by default none goes to a member the detector finds
+    /// unresponsive, which a discard queued behind its stall would only keep busy longer.
+    fn may_trim_on(&self, m: &Members, d: DiskId) -> bool {
+        !m.unresponsive(d)
+    }
 }
 
 /// The paper's pause (its evaluation, §5, at 40 MB/s, the per-drive load it observed): no
@@ -51,5 +58,9 @@ impl BackgroundAdmission for WriteSetPause {
     }
     fn may_write_on(&self, m: &Members, d: DiskId) -> bool {
         m.takes_writes(d)
+    }
+    /// A discard is a write to the flash translation layer: read-mode members take none.
+    fn may_trim_on(&self, m: &Members, d: DiskId) -> bool {
+        !m.unresponsive(d) && m.takes_writes(d)
     }
 }

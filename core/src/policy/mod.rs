@@ -154,6 +154,9 @@ impl BackgroundAdmission for AdmissionPolicy {
     fn may_write_on(&self, m: &Members, d: DiskId) -> bool {
         dispatch!(self, AdmissionPolicy { ForegroundPause, WriteSetPause }, p => p.may_write_on(m, d))
     }
+    fn may_trim_on(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, AdmissionPolicy { ForegroundPause, WriteSetPause }, p => p.may_trim_on(m, d))
+    }
 }
 
 impl std::fmt::Debug for Policies {

@@ -41,6 +41,20 @@ pub struct StripeTable {
     /// a stripe that was already handed out and overwritten.
     hold_gen: Option<u64>,
     held: VecDeque<(u64, u32)>,
+    /// Proactive discard (None: off): spare stripes whose blocks the members have not been
+    /// told are free.
+    trim: Option<TrimBacklog>,
+}
+
+/// Spare stripes waiting to be discarded on their members, oldest first. A stripe is queued
+/// when it becomes spare, which in durable-metadata mode is only once the commit that freed
+/// it is durable (a crash can not bring back a mapping into a discarded block), and leaves
+/// the queue when it is taken again (its blocks are about to be rewritten anyway). The
+/// `pending` flags keep each stripe in the queue at most once, so it is bounded by the
+/// zone's stripe count.
+struct TrimBacklog {
+    queue: VecDeque<u32>,
+    pending: Vec<bool>,
 }
 
 impl StripeTable {
@@ -54,6 +68,7 @@ impl StripeTable {
             counts: [stripes, 0, 0, 0, 0],
             hold_gen: None,
             held: VecDeque::new(),
+            trim: None,
         }
     }
 
@@ -75,6 +90,7 @@ impl StripeTable {
             counts,
             hold_gen: None,
             held: VecDeque::new(),
+            trim: None,
         }
     }
 
@@ -92,6 +108,7 @@ impl StripeTable {
             self.held.pop_front();
             debug_assert_eq!(self.state[s as usize], StripeState::Free);
             self.spare.push_back(s);
+            self.queue_trim(s);
             n += 1;
         }
         n
@@ -130,13 +147,88 @@ impl StripeTable {
         self.counts[old as usize] -= 1;
         self.counts[st as usize] += 1;
         self.state[s as usize] = st;
+        if old == StripeState::Free
+            && let Some(t) = self.trim.as_mut()
+        {
+            t.pending[s as usize] = false;
+        }
         if st == StripeState::Free {
             self.valid[s as usize] = 0;
             match self.hold_gen {
                 Some(g) => self.held.push_back((g, s)),
-                None => self.spare.push_back(s),
+                None => {
+                    self.spare.push_back(s);
+                    self.queue_trim(s);
+                }
             }
         }
+    }
+
+    /// Start proactive discard: every stripe spare now is queued (a fresh or just recovered
+    /// zone tells its members once that its free space holds nothing), the end of the
+    /// spare list first (the stripes taken last), and every stripe that becomes spare from
+    /// now on.
+    pub fn enable_trim(&mut self) {
+        let n = self.state.len();
+        self.trim = Some(TrimBacklog {
+            queue: VecDeque::new(),
+            pending: vec![false; n],
+        });
+        let spare: Vec<u32> = self.spare.iter().rev().copied().collect();
+        for s in spare {
+            if self.state[s as usize] == StripeState::Free {
+                self.queue_trim(s);
+            }
+        }
+    }
+
+    fn queue_trim(&mut self, s: u32) {
+        if let Some(t) = self.trim.as_mut()
+            && !t.pending[s as usize]
+        {
+            t.pending[s as usize] = true;
+            t.queue.push_back(s);
+        }
+    }
+
+    /// Spare stripes waiting for their discard.
+    pub fn trim_backlog(&self) -> usize {
+        self.trim.as_ref().map_or(0, |t| t.queue.len())
+    }
+
+    /// The oldest spare stripe still waiting for its discard that may be discarded now (free
+    /// and spare since it was queued, no read in flight on it), taken off the queue. The
+    /// caller pins it until its discards complete, so it is not handed out meanwhile. A
+    /// pinned stripe waits at the tail; the look is bounded by the backlog.
+    pub fn next_trim(&mut self) -> Option<u32> {
+        let t = self.trim.as_mut()?;
+        for _ in 0..t.queue.len() {
+            let s = t.queue.pop_front()?;
+            if !t.pending[s as usize] {
+                continue; // taken since it was queued
+            }
+            debug_assert_eq!(self.state[s as usize], StripeState::Free);
+            if self.pins.contains_key(&s) {
+                t.queue.push_back(s);
+                continue;
+            }
+            t.pending[s as usize] = false;
+            return Some(s);
+        }
+        None
+    }
+
+    /// Forget the backlog (the stripes stay spare, undiscarded): space is short, and
+    /// stripes taken out of circulation for their discard would make writes wait.
+    pub fn drop_trim_backlog(&mut self) -> usize {
+        let Some(t) = self.trim.as_mut() else {
+            return 0;
+        };
+        let n = t.queue.len();
+        for s in t.queue.drain(..) {
+            t.pending[s as usize] = false;
+        }
+        n
     }
 
     pub fn valid(&self, s: u32) -> u32 {
@@ -228,8 +320,15 @@ impl StripeTable {
     }
 
     pub fn memory_bytes(&self) -> u64 {
-        (self.state.len() + self.valid.len() * 4 + self.spare.capacity() * 4 + self.pins.len() * 16)
-            as u64
+        let trim = self
+            .trim
+            .as_ref()
+            .map_or(0, |t| t.pending.len() + t.queue.capacity() * 4);
+        (self.state.len()
+            + self.valid.len() * 4
+            + self.spare.capacity() * 4
+            + self.pins.len() * 16
+            + trim) as u64
     }
 }
 
@@ -284,5 +383,47 @@ mod tests {
         assert!(t.take_spare(|_| true).is_none());
         assert_eq!(t.release_held(8), 1);
         assert_eq!(t.take_spare(|_| true).unwrap().0, b);
+    }
+
+    #[test]
+    fn trims_only_durably_spare_stripes_not_taken_since() {
+        let mut t = StripeTable::new(4);
+        let a = t.take_spare(|_| true).unwrap().0;
+        let b = t.take_spare(|_| true).unwrap().0;
+        t.enable_trim();
+        // The two stripes spare at the start are queued; the taken ones are not.
+        assert_eq!(t.trim_backlog(), 2);
+        t.set_hold(Some(5));
+        t.set_state(a, StripeState::Free);
+        t.set_state(b, StripeState::Free);
+        assert_eq!(t.trim_backlog(), 2, "held stripes are not durably free yet");
+        t.release_held(5);
+        assert_eq!(t.trim_backlog(), 4);
+        let first = t.next_trim().unwrap();
+        assert!(first != a && first != b);
+        // A stripe taken again before its discard leaves the queue.
+        let (c, _) = t.take_spare(|s| s != first).unwrap();
+        t.pin(a);
+        let mut got = Vec::new();
+        while let Some(s) = t.next_trim() {
+            got.push(s);
+        }
+        assert!(
+            !got.contains(&c),
+            "a stripe taken since must not be discarded"
+        );
+        assert!(!got.contains(&a), "a stripe with a read in flight waits");
+        assert_eq!(t.trim_backlog(), 1, "the pinned stripe waits at the tail");
+        t.unpin(a);
+        assert_eq!(t.next_trim(), Some(a));
+        // Freed again after being taken: queued again.
+        t.set_state(c, StripeState::Raid);
+        t.set_hold(Some(6));
+        t.set_state(c, StripeState::Free);
+        t.release_held(5);
+        assert_eq!(t.trim_backlog(), 0, "held until its generation");
+        t.release_held(6);
+        assert_eq!(t.drop_trim_backlog(), 1);
+        assert_eq!(t.next_trim(), None);
     }
 }

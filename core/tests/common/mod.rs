@@ -66,7 +66,15 @@ pub struct Driver {
     pub log: Vec<OpRecord>,
     /// Size-only mode: reads return `Data::Size`, writes carry no bytes and change nothing.
     pub size_only: bool,
+    /// Discards in flight (I/O id -> member, offset, length): applied when they complete.
+    trims: BTreeMap<u64, (usize, u64, u64)>,
+    /// Bytes discarded so far.
+    pub bytes_trimmed: u64,
 }
+
+/// What a discarded range reads as: neither zeros nor anything a write put there, so a read
+/// of data the engine still needed fails its checksum or the model's comparison.
+pub const TRIMMED: u8 = 0x7B;
 
 impl Driver {
     pub fn new(engine: Engine, disks: usize, disk_bytes: u64, seed: u64) -> Self {
@@ -95,6 +103,8 @@ impl Driver {
             same_instant_timeouts: 0,
             log: Vec::new(),
             size_only: false,
+            trims: BTreeMap::new(),
+            bytes_trimmed: 0,
         }
     }
 
@@ -266,7 +276,15 @@ impl Driver {
                         }
                         Ok(None)
                     }
-                    DevOp::Trim { .. } => Ok(None),
+                    DevOp::Trim { offset, len } => {
+                        // Applied at completion, and to the durable image too: a discard
+                        // reordered after a later write to the range, or one that lands
+                        // before the range is durably free, destroys data this model checks.
+                        let (o, l) = (offset as usize, len as usize);
+                        assert!(o + l <= d.bytes.len(), "trim past the end of a member");
+                        self.trims.insert(io.id.0, (io.disk.index(), offset, len));
+                        Ok(None)
+                    }
                 }
             };
             let at = self.now + lat;
@@ -299,6 +317,15 @@ impl Driver {
             self.now = self.now.max(t);
             match self.payload.remove(&seq).expect("event payload") {
                 Ev::Complete(id, r) => {
+                    if let Some((disk, o, l)) = self.trims.remove(&id.0) {
+                        let d = &mut self.disks[disk];
+                        let (o, l) = (o as usize, l as usize);
+                        d.bytes[o..o + l].fill(TRIMMED);
+                        if let Some(img) = d.durable.as_mut() {
+                            img[o..o + l].fill(TRIMMED);
+                        }
+                        self.bytes_trimmed += l as u64;
+                    }
                     self.cache_complete(id, r.is_ok());
                     self.engine
                         .handle_completion(id, r, self.now)
@@ -499,4 +526,19 @@ pub fn made_up_curves(i: usize, peak: f64) -> fusionraid_core::steer::DeviceCurv
         vec![curve(0, peak), curve(1000, peak / 2.0)],
     )
     .unwrap()
+}
+
+/// Proactive discard on half of the seeds, with a batch size and pace of their own
+/// generator (the rest of a scenario stays as it was).
+pub fn trim_policy(seed: u64) -> fusionraid_core::scheme::fusion::TrimPolicy {
+    use fusionraid_core::scheme::fusion::TrimPolicy;
+    let mut r = Rng::new(seed ^ 0x7121_D15C);
+    if r.below(2) == 0 {
+        return TrimPolicy::off();
+    }
+    TrimPolicy {
+        enabled: true,
+        batch_stripes: [1usize, 4, 32][r.below(3) as usize],
+        interval_ns: [50_000u64, 500_000, 5_000_000][r.below(3) as usize],
+    }
 }

@@ -41,6 +41,9 @@ pub struct MemberStatus {
     pub writes: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Bytes discarded on the member (the pool told it they hold nothing).
+    #[serde(default)]
+    pub bytes_trimmed: u64,
     pub errors: u64,
     pub notes: Vec<String>,
     /// Device-level latency of reads and writes (submission to the member to completion).
@@ -289,6 +292,7 @@ fn member_status(
         writes: d.counters.writes,
         bytes_read: d.counters.bytes_read,
         bytes_written: d.counters.bytes_written,
+        bytes_trimmed: d.counters.bytes_trimmed,
         errors: d.counters.errors,
         notes: m.map_or_else(Vec::new, |m| m.notes()),
         read_latency: obs.devices.members[i].read.clone(),

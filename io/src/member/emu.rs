@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use fusionraid_core::{DevOp, IoResult, Nanos};
+use fusionraid_devices::fail_slow::{FailSlow, FailSlowSpec};
 use fusionraid_devices::{AgeSpec, DeviceModel, OpKind};
 
 use super::{Completion, Member};
@@ -31,6 +32,20 @@ pub fn build_model(
         m.set_speed_factor(speed);
     }
     Ok(m)
+}
+
+/// `model` made fail-slow: slower by the spec's factor in its episodes, on top of `speed`.
+pub fn fail_slow(
+    model: Box<dyn DeviceModel>,
+    spec: FailSlowSpec,
+    seed: u64,
+    speed: f64,
+) -> Box<dyn DeviceModel> {
+    let mut m = FailSlow::new(model, spec, seed);
+    if speed != 1.0 {
+        m.set_speed_factor(speed);
+    }
+    Box::new(m)
 }
 
 pub struct EmuMember {

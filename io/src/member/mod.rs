@@ -131,11 +131,16 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
             aged,
             seed,
             speed,
+            fail_slow,
             inner,
         } => {
             let inner = open_member(inner, opts)?;
-            let model = emu::build_model(preset, *aged, seed.unwrap_or(opts.seed), *speed)
+            let seed = seed.unwrap_or(opts.seed);
+            let mut model = emu::build_model(preset, *aged, seed, *speed)
                 .map_err(|e| MemberError::new(&name, e))?;
+            if let Some(fs) = fail_slow {
+                model = emu::fail_slow(model, *fs, seed, *speed);
+            }
             Ok(Box::new(emu::EmuMember::new(&name, inner, model)))
         }
         MemberSpec::Nbd { uri } => Ok(Box::new(nbd::NbdMember::connect(

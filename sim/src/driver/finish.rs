@@ -39,6 +39,10 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         repaired_blocks: now.repaired_blocks - base.repaired_blocks,
         rebuilt_columns: now.rebuilt_columns - base.rebuilt_columns,
         parity_rewrites: now.parity_rewrites - base.parity_rewrites,
+        device_bytes_trimmed: now.device_bytes_trimmed - base.device_bytes_trimmed,
+        trim_errors: now.trim_errors - base.trim_errors,
+        stripes_trimmed: now.stripes_trimmed - base.stripes_trimmed,
+        trims_dropped: now.trims_dropped - base.trims_dropped,
     }
 }
 
@@ -76,6 +80,7 @@ impl Sim {
         let mut disks = Vec::with_capacity(self.devices.len());
         let (mut host_written, mut flash_written) = (0u64, 0u64);
         let (mut flush_stalls, mut gc_stalls, mut stall_ns) = (0u64, 0u64, 0u64);
+        let (mut gc_stall_ns, mut gc_die_ns) = (0u64, 0u64);
         let mut transitions = 0u64;
         let mixed = self
             .devices
@@ -88,6 +93,8 @@ impl Sim {
             flush_stalls += st.flush_stalls;
             gc_stalls += st.gc_stalls;
             stall_ns += st.stall_ns;
+            gc_stall_ns += st.gc_stall_ns;
+            gc_die_ns += st.gc_die_ns;
             let det = &self.engine.disks().get(DiskId(i as u32)).detector;
             transitions += det.transitions();
             let sp = &self.spikes.disks()[i];
@@ -146,6 +153,8 @@ impl Sim {
             device_flush_stalls: flush_stalls,
             device_gc_stalls: gc_stalls,
             device_stall_ms: stall_ns as f64 / 1e6,
+            device_gc_stall_ms: gc_stall_ns as f64 / 1e6,
+            device_gc_die_ms: gc_die_ns as f64 / 1e6,
         };
 
         let mut space = Space::default();
@@ -196,6 +205,8 @@ impl Sim {
             disk_failures: es.disk_failures,
             rejected_busy: es.rejected_busy,
             timer_bumps: self.timer_bumps,
+            bytes_trimmed: es.device_bytes_trimmed,
+            stripes_trimmed: es.stripes_trimmed,
         };
 
         let mut requests = std::mem::take(&mut self.counts);

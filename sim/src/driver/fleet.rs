@@ -1,8 +1,9 @@
 //! The pool's members as device models: each member's preset by name
 //! ([`PoolSpec::member_devices`]: one preset for all, or a mix), its own seed per member,
-//! optionally aged and slowed down.
+//! optionally aged, slowed down and fail-slow.
 
 use fusionraid_core::rng::Rng;
+use fusionraid_devices::fail_slow::FailSlow;
 use fusionraid_devices::{AgeSpec, DeviceModel, HddModel, SsdModel, hdd_preset, preset};
 
 use crate::scenario::PoolSpec;
@@ -23,6 +24,9 @@ pub fn build_fleet(pool: &PoolSpec, seed: u64) -> Result<Vec<Box<dyn DeviceModel
         if pool.aged {
             // with_spare(0) is the paper's state (AgeSpec::paper).
             m.age(&AgeSpec::with_spare(pool.spare));
+        }
+        if let Some(&(_, spec)) = pool.fail_slow.iter().find(|p| p.0 == i) {
+            m = Box::new(FailSlow::new(m, spec, member_seed(seed, i)));
         }
         out.push(m);
     }
@@ -95,5 +99,33 @@ mod tests {
         assert!(build_fleet(&pool, 1).err().unwrap().contains("12 devices"));
         pool.device = "dc,nope".into();
         assert!(build_fleet(&pool, 1).err().unwrap().contains("'nope'"));
+    }
+
+    /// A fail-slow member answers `factor` times slower inside its episodes and as its plain
+    /// self outside them; the other members are untouched.
+    #[test]
+    fn fail_slow_members_are_wrapped() {
+        use fusionraid_devices::OpKind::Read;
+        use fusionraid_devices::fail_slow::FailSlowSpec;
+        let mut pool = Scenario::default_mix(1.0).pool;
+        pool.disks = 3;
+        pool.aged = false;
+        let plain = pool.clone();
+        pool.fail_slow = vec![(1, FailSlowSpec::parse("4x/10ms/10ms").unwrap())];
+        let mut a = build_fleet(&pool, 1).unwrap();
+        let mut b = build_fleet(&plain, 1).unwrap();
+        let ms = 1_000_000;
+        // One isolated read per member at 5 ms (normal) and at 15 ms (in the first episode).
+        for (t, factor) in [(5 * ms, 1), (15 * ms, 4)] {
+            for d in 0..3 {
+                let slow = a[d].submit(t, Read, 0, 4096) - t;
+                let base = b[d].submit(t, Read, 0, 4096) - t;
+                let f = if d == 1 { factor } else { 1 };
+                assert!(
+                    slow.abs_diff(f * base) <= 4,
+                    "disk {d} at {t}: {slow} vs {base}"
+                );
+            }
+        }
     }
 }

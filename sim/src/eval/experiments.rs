@@ -26,7 +26,7 @@ pub enum ExpId {
     /// Fig. 14: clean vs aged members.
     Fig14,
     /// Not in the paper: Fig. 12's systems on consumer SSD members, whose device model
-    /// spikes (buffer flushes, blocking GC) where the aged `dc` model hardly does.
+    /// spikes (buffer flushes, blocking GC) far more than the aged `dc` model does.
     Consumer,
     /// Fig. 11b: NV-RAID buffer-size sweep.
     Fig11b,

@@ -13,6 +13,7 @@ use fusionraid_core::Nanos;
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::layout::MolsLayout;
 use fusionraid_core::scheme::fusion::{LayoutKind, Level, PoolGeometry, VolumeConfig};
+use fusionraid_devices::fail_slow::FailSlowSpec;
 use serde::Serialize;
 
 use crate::trace::{ReplayMode, TraceFormat};
@@ -65,6 +66,9 @@ pub struct PoolSpec {
     /// Per-member speed factors `(disk, factor)` (2.0 = twice as slow) for heterogeneous
     /// fleets and slow-peer studies; unlisted members run at 1.0.
     pub speed_factors: Vec<(usize, f64)>,
+    /// Fail-slow members `(disk, behaviour)`: slow by a factor in episodes
+    /// ([`fusionraid_devices::fail_slow`]); on top of any speed factor.
+    pub fail_slow: Vec<(usize, FailSlowSpec)>,
     /// Stripe unit (64 KiB in the paper).
     pub block_size: u64,
     /// `None` picks MOLS when the pool size and width allow it, else permutations.
@@ -196,6 +200,7 @@ impl Scenario {
                 spare: 0.0,
                 capacity_bytes: None,
                 speed_factors: Vec::new(),
+                fail_slow: Vec::new(),
                 block_size: 64 * KIB,
                 layout: None,
             },
@@ -287,6 +292,22 @@ impl Scenario {
         }
     }
 
+    /// Each fail-slow member once, inside the pool.
+    fn validate_fail_slow(&self) -> Result<(), String> {
+        for (i, &(d, _)) in self.pool.fail_slow.iter().enumerate() {
+            if self.pool.fail_slow[..i].iter().any(|p| p.0 == d) {
+                return Err(format!("disk {d} is given two fail-slow behaviours"));
+            }
+            if d >= self.pool.disks {
+                return Err(format!(
+                    "fail-slow disk {d}, but the pool has {} disks",
+                    self.pool.disks
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks what the scheme and device builders do not.
     pub fn validate(&self) -> Result<(), String> {
         if self.pool.disks < 2 {
@@ -335,6 +356,7 @@ impl Scenario {
                 ));
             }
         }
+        self.validate_fail_slow()?;
         match &self.load {
             Load::Workloads { list, scale } => {
                 if list.is_empty() {
@@ -453,6 +475,12 @@ impl Scenario {
             volume_spare: self.volume_spare,
             capacity_bytes: self.pool.capacity_bytes,
             speed_factors: self.pool.speed_factors.clone(),
+            fail_slow: self
+                .pool
+                .fail_slow
+                .iter()
+                .map(|(d, f)| (*d, f.to_string()))
+                .collect(),
             block_size: self.pool.block_size,
             layout: if schemes::is_fusion(&self.scheme) {
                 layout_name(self.layout()).to_string()
@@ -548,6 +576,8 @@ pub struct ScenarioSummary {
     pub volume_spare: Option<f64>,
     pub capacity_bytes: Option<u64>,
     pub speed_factors: Vec<(usize, f64)>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fail_slow: Vec<(usize, String)>,
     pub block_size: u64,
     pub layout: String,
     pub level: String,

@@ -5,9 +5,12 @@
 //! sit-out, Sandook) through `core/src/scheme/baselines/` (`baselines::build`), all from the same
 //! [`SchemeParams`].
 
+use fusionraid_core::Nanos;
 use fusionraid_core::scheme::Scheme;
 use fusionraid_core::scheme::baselines::{self, BaselineConfig};
-use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, PoolGeometry, VolumeConfig};
+use fusionraid_core::scheme::fusion::{
+    FusionConfig, FusionScheme, PoolGeometry, TrimPolicy, VolumeConfig,
+};
 use fusionraid_core::steer::{DeviceCurves, SteerConfig};
 
 /// The FusionRAID variants, built here.
@@ -55,6 +58,12 @@ pub struct SchemeOptions {
     /// Each member's load-latency curves, in disk order, for schemes that steer by them
     /// (empty: none known).
     pub curves: Vec<Option<DeviceCurves>>,
+    /// FusionRAID and Fusion-ND: discard freed stripes on the members (None: the scheme's
+    /// own choice, on for fusionraid+ only).
+    pub trim: Option<bool>,
+    /// FusionRAID and Fusion-ND: re-issue a replicated read to another copy after this long
+    /// (hedged request, paper §6); None: off.
+    pub hedge_ns: Option<Nanos>,
 }
 
 impl Default for SchemeOptions {
@@ -64,6 +73,8 @@ impl Default for SchemeOptions {
             nvram_bytes: None,
             steer: SteerConfig::default(),
             curves: Vec::new(),
+            trim: None,
+            hedge_ns: None,
         }
     }
 }
@@ -100,7 +111,7 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
     };
     match key.as_str() {
         "fusionraid" | "fusion" => fusion(p, true, false).map_err(|e| config_err(e.to_string())),
-        // FusionRAID with every policy the pool offers (Sandook's steering so far).
+        // FusionRAID with every policy the pool offers (Sandook's steering, proactive discard).
         "fusionraid+" | "fusion+" => fusion(p, true, true).map_err(|e| config_err(e.to_string())),
         // The paper's Fusion-ND: FusionRAID without redirection around slow disks.
         "fusion-nd" | "fusionnd" => fusion(p, false, false).map_err(|e| config_err(e.to_string())),
@@ -125,6 +136,11 @@ fn fusion(
         cfg.curves = p.options.curves.clone();
     }
     cfg.conversion.enabled = p.options.conversion;
+    cfg.hedge_ns = p.options.hedge_ns;
+    // The combined system (`steer`) runs every policy the pool offers, discards included.
+    if p.options.trim.unwrap_or(steer) {
+        cfg.trim = TrimPolicy::on();
+    }
     Ok(Box::new(FusionScheme::new(cfg)?))
 }
 

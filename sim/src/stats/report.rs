@@ -131,6 +131,10 @@ pub struct Spikes {
     pub device_flush_stalls: u64,
     pub device_gc_stalls: u64,
     pub device_stall_ms: f64,
+    /// The part of `device_stall_ms` in GC passes.
+    pub device_gc_stall_ms: f64,
+    /// Die time the members' garbage collection took (copies and erases), summed.
+    pub device_gc_die_ms: f64,
 }
 
 /// Requests steered around unresponsive members.
@@ -164,6 +168,16 @@ pub struct EngineCounters {
     pub rejected_busy: u64,
     /// Times the driver pushed an engine deadline that did not advance (should stay 0).
     pub timer_bumps: u64,
+    /// Bytes discarded on members (proactive discard; left out of the report when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_trimmed: u64,
+    /// Spare stripes discarded.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stripes_trimmed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

@@ -164,6 +164,41 @@ impl Default for ConversionPolicy {
     }
 }
 
+/// Proactive discard: the members are told which blocks the pool no longer uses, so their
+/// flash translation layers stop copying dead data during garbage collection (FusionRAID
+/// §6 proposes it; the Pitfalls study shows spare capacity to be the strongest lever on an
+/// SSD's sustained random-write speed). Only whole spare stripes are discarded, once the
+/// commit that freed them is durable (FORMAT.md, "Discards"): a hole in a live RAID stripe
+/// or a dead slot of a live pair set is still covered by parity, present or to come.
+#[derive(Clone, Debug)]
+pub struct TrimPolicy {
+    pub enabled: bool,
+    /// Most stripes one batch discards (their blocks merged into one range per run of
+    /// adjacent blocks on a member).
+    pub batch_stripes: usize,
+    /// Least time between two batches: one batch per volume is in flight at a time, and
+    /// discards wait this long between batches, so they take a small share of the
+    /// members' command slots.
+    pub interval_ns: Nanos,
+}
+
+impl TrimPolicy {
+    /// Off: the paper's FusionRAID never discards.
+    pub fn off() -> Self {
+        TrimPolicy {
+            enabled: false,
+            ..Self::on()
+        }
+    }
+    pub fn on() -> Self {
+        TrimPolicy {
+            enabled: true,
+            batch_stripes: 256,
+            interval_ns: 5_000_000,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct FusionConfig {
     pub pool: PoolGeometry,
@@ -189,6 +224,8 @@ pub struct FusionConfig {
     pub steer: Option<crate::steer::SteerConfig>,
     /// Each member's load-latency curves, in disk order (shorter: the rest unknown).
     pub curves: Vec<Option<crate::steer::DeviceCurves>>,
+    /// Discards of freed stripes (off by default: the paper's configuration).
+    pub trim: TrimPolicy,
 }
 
 impl FusionConfig {
@@ -204,6 +241,7 @@ impl FusionConfig {
             journal: None,
             steer: None,
             curves: Vec::new(),
+            trim: TrimPolicy::off(),
         }
     }
 }

@@ -451,6 +451,8 @@ impl FusionScheme {
             true,
         );
         scheme.enable_journal(journal);
+        // The recovered tables are new: their spare stripes are queued afresh.
+        scheme.enable_trim();
         let d = scheme.durable.as_mut().expect("journaled");
         d.recovery = Some(report.clone());
         d.last_commit_at = now;

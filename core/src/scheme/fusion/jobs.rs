@@ -49,6 +49,7 @@ pub enum Job {
     Commit(CommitJob),
     Scrub(ScrubJob),
     Column(ColumnJob),
+    Trim(TrimJob),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -61,6 +62,7 @@ pub enum Kind {
     Commit,
     Scrub,
     Column,
+    Trim,
 }
 
 impl Job {
@@ -74,6 +76,7 @@ impl Job {
             Job::Commit(_) => Kind::Commit,
             Job::Scrub(_) => Kind::Scrub,
             Job::Column(_) => Kind::Column,
+            Job::Trim(_) => Kind::Trim,
         }
     }
 }
@@ -343,4 +346,13 @@ pub struct ColumnJob {
     pub pending: u32,
     pub writing: bool,
     pub failed: bool,
+}
+
+/// Discards of a batch of spare stripes (trim.rs): the stripes stay pinned until every
+/// discard is answered, so none is handed out while a discard could still land on it.
+pub struct TrimJob {
+    /// None: a chunk of the members' space beyond the zones.
+    pub vol: Option<usize>,
+    pub stripes: Vec<u32>,
+    pub pending: u32,
 }

@@ -30,6 +30,8 @@ mod restore;
 pub mod scrub;
 pub mod sizing;
 mod stripe_parity;
+mod trim;
+mod trim_state;
 pub mod vol;
 mod vol_check;
 mod write;
@@ -47,7 +49,8 @@ use crate::space::{StripeState, Zone};
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 pub use config::{
-    ConfigError, ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, VolumeConfig,
+    ConfigError, ConversionPolicy, FusionConfig, LayoutKind, Level, PoolGeometry, TrimPolicy,
+    VolumeConfig,
 };
 use jobs::{Job, JobId};
 use vol::Vol;
@@ -85,6 +88,8 @@ pub struct FusionScheme {
     counted_bad: crate::fasthash::FastSet<(usize, u64, crate::volume::Loc, u8)>,
     /// Steering to hand to the engine at its start (see `Scheme::take_steering`).
     steering: Option<crate::steer::Steering>,
+    /// Proactive discard's progress (trim.rs).
+    trim: trim_state::TrimState,
 }
 
 /// Every volume's zone, laid out one after the other on the members; refused when a
@@ -212,11 +217,13 @@ impl FusionScheme {
             failed_members: Default::default(),
             counted_bad: Default::default(),
             steering,
+            trim: Default::default(),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
             s.enable_journal(crate::meta::Journal::new(jc, layout, 0, 0, 0, true));
         }
+        s.enable_trim();
         Ok(s)
     }
 
@@ -328,14 +335,17 @@ impl Scheme for FusionScheme {
             jobs::Kind::Commit => self.commit_io_done(ctx, tag, result),
             jobs::Kind::Scrub => self.scrub_io_done(ctx, tag, result),
             jobs::Kind::Column => self.column_io_done(ctx, tag, result),
+            jobs::Kind::Trim => self.trim_io_done(ctx, tag, result),
         }
         self.kick_background(ctx);
+        self.kick_trims(ctx);
         self.after_event(ctx);
     }
 
     fn on_tick(&mut self, ctx: &mut Ctx) {
         self.hedge_reads(ctx);
         self.kick_background(ctx);
+        self.kick_trims(ctx);
         self.after_event(ctx);
     }
 
@@ -374,6 +384,9 @@ impl Scheme for FusionScheme {
         }
         if let Some(c) = self.durable_deadline() {
             add(c);
+        }
+        if let Some(t) = self.trim_deadline(now) {
+            add(t);
         }
         if self.cfg.conversion.enabled && background {
             // Background work is possible: come back when the idle trigger would fire, and
@@ -524,6 +537,7 @@ impl Scheme for FusionScheme {
                 Job::Commit(_) => "commit".to_string(),
                 Job::Scrub(_) => "scrub".to_string(),
                 Job::Column(_) => "column".to_string(),
+                Job::Trim(t) => format!("trim(pending {})", t.pending),
             })
             .collect();
         format!("jobs: {kinds:?}\n") + &self

@@ -111,6 +111,8 @@ pub struct Vol {
     pub donor_open: Vec<u32>,
     /// The last scrub (None: never scrubbed since the pool came up).
     pub scrub: Option<super::progress::Scrub>,
+    /// A batch of discards is in flight (trim.rs).
+    pub trim_running: bool,
 }
 
 impl Vol {
@@ -162,6 +164,7 @@ impl Vol {
             columns: Default::default(),
             donor_open: Vec::new(),
             scrub: None,
+            trim_running: false,
             cfg,
             zone,
         }

@@ -1,6 +1,6 @@
 //! Not a paper figure: Fig. 12's five systems on the main mix with members of the `consumer`
 //! preset (Intel 545s class), whose model spikes (periodic buffer flushes that block reads,
-//! blocking GC) where the aged `dc` model hardly does. It shows detection, redirection and
+//! blocking GC) far more than the aged `dc` model does. It shows detection, redirection and
 //! replicated writes on devices that stall, with device models calibrated on device data
 //! only. The paper measured its claims on datacenter SSDs, so they are a qualitative
 //! reference here, never a target.
@@ -218,7 +218,8 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
                      128 MiB written that block reads too, GC spikes of about 135 ms; \
                      docs/DEVICE_MODELS.md), never on array results. The purpose is to show \
                      the mechanisms (detection, redirection, replicated writes) on devices \
-                     that do stall, which the aged `dc` model hardly does under this mix.",
+                     that stall longer and more often than the aged `dc` model's short \
+                     internal events under this mix.",
                     plan.size.replicates,
                     super::dur(plan.size.main_ms)
                 ),
