@@ -50,10 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             v.spare_fraction
         );
     }
-    for v in &pool.cfg.volumes {
-        if let Some(w) = v.spare_fraction.warning(&v.name) {
-            eprintln!("{w}");
-        }
+    for w in pool.cfg.spare_warnings(pool.disk_bytes) {
+        eprintln!("{w}");
     }
     println!("serve it with: fusionraid serve {}", args.pool.display());
     Ok(())

@@ -13,6 +13,7 @@ mod eval_cmd;
 mod fuzz_util;
 mod metadata;
 mod metrics;
+mod plan_cmd;
 mod pool_config;
 #[cfg(test)]
 mod pool_config_fuzz;
@@ -52,6 +53,9 @@ enum Command {
     Eval(eval_cmd::Args),
     /// Format the members of a pool from a pool file (TOML): writes superblocks.
     Create(create_cmd::Args),
+    /// Predict each volume's sustained random-write IOPS and device bytes per user byte
+    /// across spare shares (over-provisioning), and recommend a share for a target.
+    Plan(plan_cmd::Args),
     /// Serve a pool's volumes over NBD. Without a pool file: the demo pool of emulated SSDs
     /// in ./fusionraid-demo/, created on first use.
     Serve(serve_cmd::Args),
@@ -105,6 +109,7 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Sim(args)) => sim_cmd::run(*args),
         Some(Command::Eval(args)) => eval_cmd::run(args),
         Some(Command::Create(args)) => create_cmd::run(args),
+        Some(Command::Plan(args)) => plan_cmd::run(args),
         Some(Command::Serve(args)) => serve_cmd::run(args),
         Some(Command::Status(args)) => status_cmd::run(args),
         Some(Command::Top(args)) => top::run(args),

@@ -130,14 +130,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     });
     let services = Services::start(&args, &cfg, &paths, facts, doc, operator)?;
 
-    let metrics_addr = services.metrics.as_ref().map(|m| m.addr);
     print_banner(
         &cfg,
         &uuid,
         &scheme,
         &exports.uris,
         &paths.status,
-        metrics_addr,
+        services.metrics.as_ref().map(|m| m.addr),
+        &cfg.spare_warnings(disk_bytes),
     );
     let sig = term.wait();
     eprintln!("fusionraid: signal {sig}, shutting down");
@@ -437,6 +437,7 @@ fn print_banner(
     uris: &[String],
     status: &std::path::Path,
     metrics: Option<std::net::SocketAddr>,
+    warnings: &[String],
 ) {
     println!(
         "fusionraid: serving pool '{}' ({}), scheme {scheme}, {} members",
@@ -459,10 +460,8 @@ fn print_banner(
             }
         );
     }
-    for v in &cfg.volumes {
-        if let Some(w) = v.spare_fraction.warning(&v.name) {
-            eprintln!("{w}");
-        }
+    for w in warnings {
+        eprintln!("{w}");
     }
     println!("exports:");
     for u in uris {

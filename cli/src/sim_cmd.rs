@@ -123,6 +123,10 @@ pub struct Args {
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
+    /// Every volume's spare share (FusionRAID: spare stripes as a share of the data, as a
+    /// pool file's spare_fraction; default 0.25), 0 to 4.
+    #[arg(long, value_name = "SHARE")]
+    volume_spare: Option<f64>,
     /// Virtual time during which requests arrive, e.g. 10s, 500ms, 2m (default 5s; traces:
     /// the whole trace).
     #[arg(long, value_parser = parse_duration)]
@@ -219,6 +223,7 @@ impl Args {
         sc.level = self.level.parse::<Level>().map_err(anyhow::Error::msg)?;
         sc.width = self.width;
         sc.volume_bytes = self.volume_size;
+        sc.volume_spare = self.volume_spare;
         sc.warmup_ns = self.warmup;
         sc.seed = self.seed;
         sc.size_only = !self.data;
@@ -591,6 +596,28 @@ mod tests {
             }
         ));
         assert_eq!(sc.duration_ns, None);
+    }
+
+    #[test]
+    fn volume_spare_sets_every_volumes_share() {
+        let sc = parse(&["--workload", "tpcc,vd", "--volume-spare", "0.1"]).unwrap();
+        let shares: Vec<f64> = sc
+            .volume_configs()
+            .iter()
+            .map(|v| v.spare_fraction)
+            .collect();
+        assert_eq!(shares, vec![0.1, 0.1]);
+        assert_eq!(sc.summary().volume_spare, Some(0.1));
+        sc.validate().unwrap();
+        // Unset: the engine's default, and nothing about it in the report.
+        let sc = parse(&[]).unwrap();
+        assert!(sc.volume_configs().iter().all(|v| v.spare_fraction == 0.25));
+        assert_eq!(sc.summary().volume_spare, None);
+        let e = parse(&["--volume-spare", "5"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("volume spare share 5"), "{e}");
     }
 
     #[test]

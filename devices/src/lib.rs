@@ -55,6 +55,7 @@ pub mod queues;
 pub mod ssd;
 #[cfg(test)]
 mod ssd_tests;
+pub mod sustained;
 pub mod write_buffer;
 
 use fusionraid_core::Nanos;

@@ -5,6 +5,7 @@
 pub mod driver;
 pub mod eval;
 pub mod fleet_curves;
+pub mod plan;
 pub mod scenario;
 pub mod slo;
 pub mod spike_probe;

@@ -42,6 +42,7 @@ mod steer;
 #[cfg(test)]
 mod tests;
 mod units;
+mod warnings;
 
 use std::path::{Path, PathBuf};
 

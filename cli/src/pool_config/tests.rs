@@ -2,22 +2,40 @@
 
 use fusionraid_core::scheme::fusion::sizing;
 
-use super::units::SPARE_WARN_BELOW;
+use super::units::{MOVES_WARN_ABOVE, SPARE_WARN_BELOW};
 use super::*;
 
 #[test]
-fn small_spare_shares_are_warned_about() {
+fn small_spare_shares_are_warned_about_with_their_predicted_cost() {
+    let warn = |share: &str| {
+        PoolFile::parse(&format!(
+            "members = [\"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\"]\n\
+             [[volume]]\nname = \"v\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1G\"\n\
+             spare_fraction = {share}\n"
+        ))
+        .unwrap()
+        .spare_warnings(2 << 30)
+    };
+    let w = warn("0.1");
+    assert_eq!(w.len(), 1, "{w:?}");
     assert!(
-        Spare::Share(0.2)
-            .warning("v")
-            .is_some_and(|w| w.contains("'v'"))
+        w[0].contains("'v'") && w[0].contains("pages per page written") && w[0].contains("outrun"),
+        "{}",
+        w[0]
     );
-    assert!(Spare::Share(0.0).warning("v").is_some());
-    assert!(Spare::Share(SPARE_WARN_BELOW).warning("v").is_none());
-    assert!(Spare::Share(1.0).warning("v").is_none());
+    // The cleaner moves more than a page per page written at 0.1 (the warning's number).
+    let moves: f64 = w[0]
+        .split("moving ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(moves > MOVES_WARN_ABOVE, "{moves}");
+    assert!(warn(&SPARE_WARN_BELOW.to_string()).is_empty());
+    assert!(warn("0.5").is_empty());
     assert!(
-        Spare::Auto.warning("v").is_none(),
-        "auto is resolved before it is judged"
+        warn("\"auto\"").is_empty(),
+        "auto is resolved (to the room left) before it is judged"
     );
 }
 

@@ -1,5 +1,6 @@
 //! The value types of a pool file: byte sizes written with units, and spare shares.
 
+use fusionraid_core::scheme::fusion::write_cost::WriteCost;
 use fusionraid_io::{format_size, parse_size};
 use serde::{Deserialize, Serialize};
 
@@ -61,23 +62,39 @@ pub enum Spare {
     Share(f64),
 }
 
-/// Below this spare share sustained small random overwrites cost many device writes each
-/// (the cleaner finds little dead space per block it moves), and in some geometries they
-/// can still outrun the cleaner (`core/tests/space.rs`: RAID5 and RAID6 of width 4 at
-/// shares up to 0.15; every tested geometry holds at 0.25).
+/// Below this spare share sustained small random overwrites can, in some geometries, still
+/// outrun the cleaner (`core/tests/space.rs`: RAID5 and RAID6 of width 4 at shares up to
+/// 0.15; every tested geometry holds at 0.25).
 pub const SPARE_WARN_BELOW: f64 = 0.25;
 
+/// Above this many pages moved by the cleaner per page written (the planner's prediction
+/// for sustained 4 KiB random overwrites, `fusionraid_core::scheme::fusion::write_cost`),
+/// cleaning costs more device I/O than the user's writes themselves: a share worth a warning.
+pub const MOVES_WARN_ABOVE: f64 = 1.0;
+
 impl Spare {
-    /// A warning for a resolved share too small for sustained random overwrites.
-    pub fn warning(self, volume: &str) -> Option<String> {
+    /// A warning for a resolved share too small for sustained random overwrites: the cleaner
+    /// is predicted (`cost`, at this share) to move more than [`MOVES_WARN_ABOVE`] pages per
+    /// page written, or the share is below [`SPARE_WARN_BELOW`].
+    pub fn warning(self, volume: &str, cost: &WriteCost) -> Option<String> {
         let share = self.share()?;
-        (share < SPARE_WARN_BELOW).then(|| {
-            format!(
+        let costly = cost.moves > MOVES_WARN_ABOVE;
+        let outrun = share < SPARE_WARN_BELOW;
+        (costly || outrun).then(|| {
+            let mut w = format!(
                 "warning: volume '{volume}' keeps a spare share of {share}: sustained small \
-                 random overwrites will cost several device writes each, and in some \
-                 geometries may outrun the cleaner; a share of 0.25 or more (a smaller \
-                 volume, or larger members) is recommended"
-            )
+                 random overwrites are predicted to cost {:.1} device writes each (the cleaner \
+                 moving {:.1} pages per page written)",
+                cost.written, cost.moves
+            );
+            if outrun {
+                w.push_str(", and in some geometries may outrun the cleaner");
+            }
+            w.push_str(
+                "; a larger share (a smaller volume, or larger members) is recommended: \
+                 `fusionraid plan POOL.toml` prices the shares",
+            );
+            w
         })
     }
     pub fn share(self) -> Option<f64> {

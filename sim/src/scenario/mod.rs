@@ -164,6 +164,9 @@ pub struct Scenario {
     pub width: usize,
     /// Size of every volume; `None` = each workload's footprint (traces: 64 GiB).
     pub volume_bytes: Option<u64>,
+    /// Every volume's spare share (FusionRAID: spare stripes as a share of the data, as a
+    /// pool file's `spare_fraction`); `None` = the engine's default (0.25).
+    pub volume_spare: Option<f64>,
     pub load: Load,
     pub seed: u64,
     /// Arrivals stop at this virtual time; `None` = when the source runs dry (traces only).
@@ -206,6 +209,7 @@ impl Scenario {
             level: Level::Raid5,
             width: 7,
             volume_bytes: None,
+            volume_spare: None,
             load: Load::Workloads {
                 list: vec![
                     Workload::Tpcc,
@@ -259,8 +263,13 @@ impl Scenario {
     pub fn volume_configs(&self) -> Vec<VolumeConfig> {
         let bs = self.pool.block_size.max(1);
         let round = |b: u64| b.div_ceil(bs).max(1) * bs;
-        let vol =
-            |name: &str, bytes: u64| VolumeConfig::new(name, self.level, self.width, round(bytes));
+        let vol = |name: &str, bytes: u64| {
+            let mut v = VolumeConfig::new(name, self.level, self.width, round(bytes));
+            if let Some(s) = self.volume_spare {
+                v.spare_fraction = s;
+            }
+            v
+        };
         match &self.load {
             Load::Workloads { list, .. } => list
                 .iter()
@@ -307,6 +316,14 @@ impl Scenario {
         self.pool.member_devices()?;
         if !(0.0..=1.0).contains(&self.pool.spare) {
             return Err(format!("spare {} must be in [0, 1]", self.pool.spare));
+        }
+        if let Some(s) = self.volume_spare
+            && !(0.0..=fusionraid_core::scheme::fusion::sizing::AUTO_SPARE_MAX).contains(&s)
+        {
+            return Err(format!(
+                "volume spare share {s} must be in [0, {}]",
+                fusionraid_core::scheme::fusion::sizing::AUTO_SPARE_MAX
+            ));
         }
         if self.max_requests == 0 {
             return Err("max_requests must be at least 1".into());
@@ -455,6 +472,7 @@ impl Scenario {
             device: self.pool.device.clone(),
             aged: self.pool.aged,
             spare: self.pool.spare,
+            volume_spare: self.volume_spare,
             capacity_bytes: self.pool.capacity_bytes,
             speed_factors: self.pool.speed_factors.clone(),
             fail_slow: self
@@ -553,6 +571,9 @@ pub struct ScenarioSummary {
     pub device: String,
     pub aged: bool,
     pub spare: f64,
+    /// The volumes' spare share when set (else the engine's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume_spare: Option<f64>,
     pub capacity_bytes: Option<u64>,
     pub speed_factors: Vec<(usize, f64)>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -110,8 +110,11 @@ pub(crate) fn source_text(source: &SourceSummary) -> String {
 
 /// Scheme, members, layout and seed of a run, on one line.
 pub(crate) fn pool_line(s: &ScenarioSummary) -> String {
+    let spare = s
+        .volume_spare
+        .map_or(String::new(), |v| format!(", volume spare {v}"));
     format!(
-        "scheme {} | {} x {} ({}) | {} {} layout, {} KiB blocks | seed {}",
+        "scheme {} | {} x {} ({}) | {} {} layout, {} KiB blocks{spare} | seed {}",
         s.scheme,
         s.disks,
         s.device,

@@ -35,6 +35,7 @@ mod trim_state;
 pub mod vol;
 mod vol_check;
 mod write;
+pub mod write_cost;
 mod write_plan;
 
 use crate::engine::api::{IoResult, Op, Request, VolumeId};

@@ -20,7 +20,7 @@ use crate::space::zone::blocks_per_disk;
 pub const AUTO_SPARE_MAX: f64 = 4.0;
 
 /// Stripes of the zone of `v`, whose layout template has `tpl` stripes.
-pub(super) fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64) -> u64 {
+pub fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64) -> u64 {
     let dcols = (v.width - v.level.nparity()) as u64;
     let blocks = v.size_bytes / bs;
     let data_stripes = blocks.div_ceil(dcols);
@@ -90,6 +90,44 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
     let share = (lo * 1000.0).floor() / 1000.0;
     cfg.volumes = with(share);
     Ok(())
+}
+
+/// Blocks every member gives the zones of `cfg`, the spare shares as set; None when a
+/// volume's layout can not be built.
+pub fn blocks_needed(cfg: &FusionConfig) -> Option<u64> {
+    let pool = &cfg.pool;
+    let mut total = 0u64;
+    for v in &cfg.volumes {
+        let l = pool
+            .layout
+            .build(pool.disks, v.width, v.level.nparity())
+            .ok()?;
+        let stripes = zone_stripes(
+            v,
+            l.template_stripes(),
+            pool.block_size,
+            cfg.max_request_bytes,
+        );
+        total = total.checked_add(blocks_per_disk(l.as_ref(), stripes))?;
+    }
+    Some(total)
+}
+
+/// Whether every zone of `cfg` fits on its members.
+pub fn zones_fit(cfg: &FusionConfig) -> bool {
+    let have = cfg.pool.disk_bytes.saturating_sub(cfg.pool.data_offset) / cfg.pool.block_size;
+    blocks_needed(cfg).is_some_and(|n| n <= have)
+}
+
+/// Bytes of every member the pool ever writes: the reserved area and the zones.
+pub fn bytes_used_per_member(cfg: &FusionConfig) -> u64 {
+    let zones = blocks_needed(cfg)
+        .unwrap_or(0)
+        .saturating_mul(cfg.pool.block_size);
+    cfg.pool
+        .data_offset
+        .saturating_add(zones)
+        .min(cfg.pool.disk_bytes)
 }
 
 /// The largest size (a whole number of blocks) the last volume of `cfg` may have for every
