@@ -101,7 +101,7 @@ fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
         Loc::Rep(k) => v
             .pairs
             .lookup(&v.zone, k)
-            .is_some_and(|r| v.pairs.set(r.set).stripes().iter().any(|&s| touches(s))),
+            .is_some_and(|r| v.pairs.set(r.set).distinct_stripes().iter().any(|&s| touches(s))),
     }
 }
 

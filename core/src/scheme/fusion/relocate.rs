@@ -423,7 +423,7 @@ fn pin_sources(
                         .pairs
                         .lookup(&v.zone, k)
                         .expect("replica key without a set");
-                    v.pairs.set(r.set).stripes().to_vec()
+                    v.pairs.set(r.set).distinct_stripes().to_vec()
                 }
             };
             for s in stripes {
