@@ -1,7 +1,8 @@
 //! Space under sustained overwrites: a volume accepts a write to any of its blocks, forever,
 //! whatever the pattern, at every spare share the configuration accepts (ARCHITECTURE.md,
 //! "The space invariant"). Long runs of random small overwrites over whole volumes, RAID5
-//! and RAID6, several widths, healthy and degraded; no write may fail for lack of space.
+//! and RAID6, several widths, and mirrors, healthy and degraded; no write may fail for lack
+//! of space.
 
 mod common;
 
@@ -145,7 +146,13 @@ fn soak_on(s: &Soak) -> (u64, Driver) {
 
 fn matrix(spare: f64, passes: u64, failed: Option<usize>) {
     let mut bad = Vec::new();
-    for (level, widths) in [(Level::Raid5, 3..=8), (Level::Raid6, 4..=8)] {
+    let levels = [
+        (Level::Raid5, 3..=8),
+        (Level::Raid6, 4..=8),
+        (Level::Mirror { copies: 2 }, 2..=2),
+        (Level::Mirror { copies: 3 }, 3..=3),
+    ];
+    for (level, widths) in levels {
         for width in widths {
             let s = Soak {
                 disks: 9,
@@ -242,7 +249,12 @@ fn fast_members_that_stall_at_random() {
 /// runs under more overwrites.
 #[test]
 fn a_member_fails_under_overwrites() {
-    for (level, width) in [(Level::Raid6, 6), (Level::Raid5, 5)] {
+    let levels = [
+        (Level::Raid6, 6),
+        (Level::Raid5, 5),
+        (Level::Mirror { copies: 2 }, 2),
+    ];
+    for (level, width) in levels {
         let s = Soak {
             disks: 9,
             level,
