@@ -158,6 +158,9 @@ pub struct Scenario {
     pub level: Level,
     /// Blocks per stripe, data and parity (7 = 6+1 for RAID5).
     pub width: usize,
+    /// Volumes (by name) with a level of their own; a mirror's width is its copies.
+    /// FusionRAID schemes only.
+    pub volume_levels: Vec<(String, Level)>,
     /// Size of every volume; `None` = each workload's footprint (traces: 64 GiB).
     pub volume_bytes: Option<u64>,
     pub load: Load,
@@ -200,6 +203,7 @@ impl Scenario {
             scheme_options: SchemeOptions::default(),
             level: Level::Raid5,
             width: 7,
+            volume_levels: Vec::new(),
             volume_bytes: None,
             load: Load::Workloads {
                 list: vec![
@@ -254,8 +258,15 @@ impl Scenario {
     pub fn volume_configs(&self) -> Vec<VolumeConfig> {
         let bs = self.pool.block_size.max(1);
         let round = |b: u64| b.div_ceil(bs).max(1) * bs;
-        let vol =
-            |name: &str, bytes: u64| VolumeConfig::new(name, self.level, self.width, round(bytes));
+        let vol = |name: &str, bytes: u64| {
+            let level = self
+                .volume_levels
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(self.level, |&(_, l)| l);
+            let width = level.fixed_width().unwrap_or(self.width);
+            VolumeConfig::new(name, level, width, round(bytes))
+        };
         match &self.load {
             Load::Workloads { list, .. } => list
                 .iter()
@@ -275,6 +286,27 @@ impl Scenario {
                     )
                     .collect()
             }
+        }
+    }
+
+    /// Volume levels name volumes the load has, and only FusionRAID schemes mix levels.
+    fn check_volume_levels(&self) -> Result<(), String> {
+        if self.volume_levels.is_empty() {
+            return Ok(());
+        }
+        if !schemes::is_fusion(&self.scheme) {
+            return Err(format!(
+                "per-volume levels are for FusionRAID schemes, not {}",
+                self.scheme
+            ));
+        }
+        let names: Vec<String> = self.volume_configs().into_iter().map(|v| v.name).collect();
+        match self.volume_levels.iter().find(|(n, _)| !names.contains(n)) {
+            Some((n, _)) => Err(format!(
+                "no volume '{n}' to give a level (volumes: {})",
+                names.join(", ")
+            )),
+            None => Ok(()),
         }
     }
 
@@ -378,6 +410,7 @@ impl Scenario {
                 MAX_VOLUME_BYTES >> 60
             ));
         }
+        self.check_volume_levels()?;
         let logical: u64 = self.volume_configs().iter().map(|v| v.size_bytes).sum();
         if !self.size_only && self.prefill && logical > DATA_PREFILL_LIMIT {
             return Err(format!(
@@ -447,6 +480,11 @@ impl Scenario {
                 self.width.saturating_sub(self.level.nparity()),
                 self.level.nparity()
             ),
+            volume_levels: self
+                .volume_levels
+                .iter()
+                .map(|(n, l)| (n.clone(), l.name().to_string()))
+                .collect(),
             volumes: self
                 .volume_configs()
                 .iter()
@@ -530,6 +568,9 @@ pub struct ScenarioSummary {
     pub block_size: u64,
     pub layout: String,
     pub level: String,
+    /// Volumes with a level of their own (`Scenario::volume_levels`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volume_levels: Vec<(String, String)>,
     pub volumes: Vec<(String, u64)>,
     pub source: SourceSummary,
     pub seed: u64,

@@ -444,12 +444,10 @@ impl Scheme for FusionScheme {
         Some(VolumeStatus {
             name: vol.cfg.name.clone(),
             size_bytes: vol.cfg.size_bytes,
-            level: format!(
-                "{} {}+{}",
-                vol.cfg.level.name(),
-                vol.zone.dcols(),
-                vol.zone.nparity()
-            ),
+            level: match vol.cfg.level {
+                Level::Mirror { copies } => format!("mirror x{copies}"),
+                l => format!("{} {}+{}", l.name(), vol.zone.dcols(), vol.zone.nparity()),
+            },
             raid_bytes: vol.stripes.count(StripeState::Raid) * w * bs,
             replicated_bytes: vol.stripes.count(StripeState::Replica) * w * bs,
             free_bytes: vol.stripes.count(StripeState::Free) * w * bs,
