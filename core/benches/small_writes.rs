@@ -232,8 +232,9 @@ fn main() {
     let cpu = thread_cpu_ns() - cpu;
     let st = e.stats();
     let user = done * 4096;
+    let level = e.volume_status(0).map(|s| s.level).unwrap_or_default();
     println!(
-        "4 KiB random writes, 7 x 1 GiB members in memory, RAID5 4+1 1 GiB volume, spare {spare}, QD {QD}, journal on:"
+        "4 KiB random writes, 7 x 1 GiB members in memory, {level} 1 GiB volume, spare {spare}, QD {QD}, journal on:"
     );
     println!(
         "  {done} writes: {:.0} ns of thread CPU per write (engine and member copies; {:.2} s), of which about {:.0} ns in member copies (wall time, so only when the machine is quiet)",

@@ -290,7 +290,9 @@ impl VolumeSection {
         let level: Level = self.level.parse()?;
         match (level, self.copies) {
             (_, None) => Ok(level),
-            (Level::Mirror { .. }, Some(c @ 2..=3)) if self.level.eq_ignore_ascii_case("mirror") => {
+            (Level::Mirror { .. }, Some(c @ 2..=3))
+                if self.level.eq_ignore_ascii_case("mirror") =>
+            {
                 Ok(Level::Mirror { copies: c })
             }
             (Level::Mirror { .. }, Some(c @ 2..=3)) => Err(format!(

@@ -230,7 +230,10 @@ fn mirror_volumes_take_copies_and_imply_their_width() {
     assert_eq!(m.parsed_level(), Ok(Level::Mirror { copies: 2 }));
     assert_eq!(m.stripe_width(), 2);
     let p3 = PoolFile::parse(&with("copies = 3")).unwrap();
-    assert_eq!(p3.volumes[1].parsed_level(), Ok(Level::Mirror { copies: 3 }));
+    assert_eq!(
+        p3.volumes[1].parsed_level(),
+        Ok(Level::Mirror { copies: 3 })
+    );
     assert_eq!(p3.volumes[1].stripe_width(), 3);
     assert_ne!(p3.geometry_key(), p.geometry_key(), "copies are geometry");
     let again = PoolFile::parse(&p3.to_toml()).unwrap();
