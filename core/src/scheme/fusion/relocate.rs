@@ -81,6 +81,11 @@ impl FusionScheme {
                     }
                     Ready::Go => {}
                 }
+                if lay_out(v, 0, &batch.items).segments.is_empty() {
+                    // Every item changed since the plan (a split item's tail whose head
+                    // did not move): nothing left to move.
+                    continue;
+                }
                 let items = batch.items.clone();
                 if !self.launch_relocation_as(ctx, vol, Vec::new(), items, RelocKind::Clean) {
                     // No target stripe: nothing more can start now.
@@ -188,6 +193,10 @@ impl FusionScheme {
         }
         let (snapshot, pins) = pin_sources(v, &picked, &owners);
         let n = picked.len() + segments.len();
+        assert!(
+            n > 0,
+            "a relocation with nothing to move would never finish"
+        );
         let bs = v.zone.block_size();
         let reads: Vec<(u64, u64)> = picked
             .iter()
