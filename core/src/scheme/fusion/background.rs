@@ -17,6 +17,11 @@ const IDLE_MIN_YIELD: f64 = 1.0 / 3.0;
 
 /// How long to wait before scanning again for background work after a scan found none.
 const BG_RESCAN_NS: Nanos = 1_000_000;
+/// A mirror's cleaning moves fill one-block stripes (a RAID stripe of the usual widths
+/// takes four blocks or more), and its conversions do no I/O: this many times the moves in
+/// flight keep its cleaner as far ahead of its writers as a RAID volume's. Within the
+/// cleaner's reserve they still run one at a time (`relocate::readiness`).
+const MIRROR_MOVES_FACTOR: usize = 4;
 
 impl FusionScheme {
     /// Could any background task (running or startable) free stripes in `vol`?
@@ -172,11 +177,12 @@ impl FusionScheme {
             // runs regardless of the foreground pause, and with more of it in flight.
             let at_cap =
                 v.stripes.count(StripeState::Replica) + v.set_stripes() > v.max_replica_stripes;
-            let limit = if at_cap {
-                pol.max_concurrent * 4
+            let base = if v.cfg.level.is_mirror() {
+                pol.max_concurrent * MIRROR_MOVES_FACTOR
             } else {
                 pol.max_concurrent
             };
+            let limit = if at_cap { base * 4 } else { base };
             if v.bg_running >= limit {
                 break;
             }
