@@ -714,4 +714,26 @@ mod tests {
         s.volume_bytes = Some(1 << 30);
         s.validate().unwrap();
     }
+
+    /// A volume given a level of its own gets it (a mirror with its copies as width), next
+    /// to the others at the scenario's level; unknown names and baselines are refused.
+    #[test]
+    fn volume_levels_mix_a_mirror_into_the_pool() {
+        let mut s = Scenario::default_mix(1.0);
+        let name = s.volume_configs()[1].name.clone();
+        s.volume_levels = vec![(name.clone(), Level::Mirror { copies: 2 })];
+        s.validate().unwrap();
+        let vols = s.volume_configs();
+        assert_eq!(
+            (vols[1].level, vols[1].width),
+            (Level::Mirror { copies: 2 }, 2)
+        );
+        assert_eq!((vols[0].level, vols[0].width), (Level::Raid5, 7));
+        assert!(s.summary().volume_levels == vec![(name, "mirror".to_string())]);
+        s.volume_levels = vec![("nope".into(), Level::Raid6)];
+        assert!(s.validate().unwrap_err().contains("no volume 'nope'"));
+        s.volume_levels = vec![(vols[0].name.clone(), Level::Raid6)];
+        s.scheme = "raid50".into();
+        assert!(s.validate().unwrap_err().contains("FusionRAID"));
+    }
 }
