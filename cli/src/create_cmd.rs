@@ -44,8 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!(
             "  volume {:<12} {} width {} size {} spare {}",
             v.name,
-            v.level,
-            v.width,
+            v.level_label(),
+            v.stripe_width(),
             format_size(v.size.0),
             v.spare_fraction
         );

@@ -165,6 +165,7 @@ fn volume_of(text: &str, i: usize) -> anyhow::Result<VolumeSection> {
             .get(3)
             .map_or_else(|| format!("vol{i}"), |n| n.to_string()),
         level: parts[0].to_string(),
+        copies: None,
         width,
         size: Size(size),
         replicated_fraction: 0.10,

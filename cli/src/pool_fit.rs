@@ -40,9 +40,9 @@ pub fn check_fits(pool: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
         );
     }
     for v in &pool.volumes {
-        let level: Level = v.level.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+        let level: Level = v.parsed_level().map_err(|e: String| anyhow::anyhow!(e))?;
         let spare = v.spare_fraction.share().unwrap_or(sizing::AUTO_SPARE_MAX);
-        let stripes = stripe_bound(pool, v.size.0, v.width, level, spare);
+        let stripes = stripe_bound(pool, v.size.0, v.stripe_width(), level, spare);
         if stripes > u64::from(u32::MAX) {
             bail!(
                 "volume {}: about {stripes} stripes of {} blocks, more than the engine's \

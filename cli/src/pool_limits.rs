@@ -5,7 +5,6 @@
 //! setting; the message names the field.
 
 use anyhow::bail;
-use fusionraid_core::scheme::fusion::Level;
 
 use crate::pool_config::{PoolFile, VolumeSection};
 
@@ -99,15 +98,22 @@ pub fn check_volume(at: &str, v: &VolumeSection) -> anyhow::Result<()> {
         bail!("{at}: `name` must not contain / ? or #");
     }
     let level = v
-        .level
-        .parse::<Level>()
+        .parsed_level()
         .map_err(|e| anyhow::anyhow!("{at}: `level`: {e}"))?;
-    at_most(
-        &format!("{at}: `width`"),
-        v.width,
-        level.nparity() + 2,
-        MAX_WIDTH,
-    )?;
+    match level.fixed_width() {
+        Some(w) if v.width != 0 && v.width != w => bail!(
+            "{at}: `width` {} differs from the mirror's {w} copies (a mirror stripe is a \
+             column per copy; leave `width` out)",
+            v.width
+        ),
+        Some(_) => {}
+        None => at_most(
+            &format!("{at}: `width`"),
+            v.width,
+            level.nparity() + 2,
+            MAX_WIDTH,
+        )?,
+    }
     fraction(
         &format!("{at}: `replicated_fraction`"),
         v.replicated_fraction,

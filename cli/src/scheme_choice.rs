@@ -39,6 +39,17 @@ pub fn build_scheme(
         let s = FusionScheme::new(cfg).with_context(|| format!("scheme {lname}"))?;
         return Ok(Box::new(s));
     }
+    if let Some(v) = pool
+        .volumes
+        .iter()
+        .find(|v| v.parsed_level().is_ok_and(Level::is_mirror))
+    {
+        bail!(
+            "scheme {name}: mirror volumes ('{}') are FusionRAID's; the baselines build \
+             RAID5/RAID6 groups (4-raidm is their mirrored layout)",
+            v.name.escape_debug()
+        );
+    }
     let first = &pool.volumes[0];
     if pool
         .volumes
@@ -100,7 +111,7 @@ pub fn engine_config(pool: &PoolFile) -> anyhow::Result<EngineConfig> {
 pub fn tolerance(pool: &PoolFile) -> usize {
     pool.volumes
         .iter()
-        .filter_map(|v| v.level.parse::<Level>().ok())
+        .filter_map(|v| v.parsed_level().ok())
         .map(Level::nparity)
         .min()
         .unwrap_or(0)

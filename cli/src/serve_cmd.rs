@@ -449,8 +449,8 @@ fn print_banner(
         println!(
             "  volume {:<10} {} width {} size {} spare {}{}",
             v.name,
-            v.level,
-            v.width,
+            v.level_label(),
+            v.stripe_width(),
             format_size(v.size.0),
             v.spare_fraction,
             if v.allow_unaligned {

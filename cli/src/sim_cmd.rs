@@ -99,9 +99,13 @@ pub struct Args {
     /// Blocks per stripe, data and parity (7 = 6+1 with RAID5).
     #[arg(long, default_value_t = 7)]
     width: usize,
-    /// raid5 or raid6.
+    /// raid5, raid6, mirror (2 copies) or mirror3.
     #[arg(long, default_value = "raid5")]
     level: String,
+    /// A volume with a level of its own, e.g. db=mirror next to RAID5 tenants
+    /// (FusionRAID schemes; a mirror's width is its copies). Repeatable.
+    #[arg(long, value_name = "VOLUME=LEVEL", value_parser = parse_volume_level)]
+    volume_level: Vec<(String, Level)>,
     /// Stripe unit.
     #[arg(long, default_value = "64KiB", value_parser = parse_bytes)]
     block_size: u64,
@@ -222,6 +226,7 @@ impl Args {
         };
         sc.level = self.level.parse::<Level>().map_err(anyhow::Error::msg)?;
         sc.width = self.width;
+        sc.volume_levels = self.volume_level.clone();
         sc.volume_bytes = self.volume_size;
         sc.volume_spare = self.volume_spare;
         sc.warmup_ns = self.warmup;
@@ -495,6 +500,13 @@ fn in_u64(x: f64) -> Option<u64> {
 }
 
 /// `DISK=FACTOR`.
+fn parse_volume_level(s: &str) -> Result<(String, Level), String> {
+    let (name, level) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not VOLUME=LEVEL"))?;
+    Ok((name.trim().to_string(), level.trim().parse()?))
+}
+
 fn parse_slow(s: &str) -> Result<(usize, f64), String> {
     let (d, f) = s
         .split_once('=')

@@ -14,6 +14,7 @@
 //! `valgrind --tool=callgrind --toggle-collect='*small_writes*measure*'`: only the measured
 //! writes are counted. `STEER=1` runs the steered policies (`fusionraid+`, equal weights: no
 //! curves) to compare their cost, `STEER=noseg` the same without read/write segregation.
+//! `LEVEL=mirror` (or `mirror3`) makes the volume a mirror instead of RAID5 4+1.
 
 use std::time::Instant;
 
@@ -101,7 +102,11 @@ fn engine(spare: f64, low_water: Option<f64>) -> Engine {
         data_offset: DATA_OFFSET,
         layout: LayoutKind::Mols,
     };
-    let mut vol = VolumeConfig::new("bench", Level::Raid5, 5, VOLUME);
+    let level: Level = std::env::var("LEVEL")
+        .map_or(Ok(Level::Raid5), |l| l.parse())
+        .expect("LEVEL: raid5, mirror or mirror3");
+    let width = level.fixed_width().unwrap_or(5);
+    let mut vol = VolumeConfig::new("bench", level, width, VOLUME);
     vol.spare_fraction = spare;
     let mut cfg = FusionConfig::new(pool, vec![vol]);
     cfg.journal = Some(JournalConfig::default());
@@ -227,8 +232,9 @@ fn main() {
     let cpu = thread_cpu_ns() - cpu;
     let st = e.stats();
     let user = done * 4096;
+    let level = e.volume_status(0).map(|s| s.level).unwrap_or_default();
     println!(
-        "4 KiB random writes, 7 x 1 GiB members in memory, RAID5 4+1 1 GiB volume, spare {spare}, QD {QD}, journal on:"
+        "4 KiB random writes, 7 x 1 GiB members in memory, {level} 1 GiB volume, spare {spare}, QD {QD}, journal on:"
     );
     println!(
         "  {done} writes: {:.0} ns of thread CPU per write (engine and member copies; {:.2} s), of which about {:.0} ns in member copies (wall time, so only when the machine is quiet)",

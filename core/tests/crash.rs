@@ -72,6 +72,14 @@ fn scenario(seed: u64) -> Scenario {
         let width = min_w + r.below((max_w - min_w + 1) as u64) as usize;
         volumes.push((level, width, 24 + r.below(40)));
     }
+    if seed % 5 == 4 {
+        // A mirror volume next to the RAID ones (its own generator: the rest of the
+        // scenario stays as it was).
+        let mut m = Rng::new(seed ^ 0x0031_7702);
+        let copies = 2 + m.below(2) as u8;
+        let level = Level::Mirror { copies };
+        volumes.push((level, copies as usize, 24 + m.below(40)));
+    }
     let cycles = 2 + r.below(3) as usize;
     let failure = (r.below(2) == 0).then(|| {
         (

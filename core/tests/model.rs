@@ -60,6 +60,14 @@ fn scenario(seed: u64) -> Scenario {
         let blocks = 16 + r.below(48);
         volumes.push((level, width, blocks));
     }
+    if seed % 5 == 4 {
+        // A mirror volume next to the RAID ones (its own generator: the rest of the
+        // scenario stays as it was).
+        let mut m = Rng::new(seed ^ 0x0031_7702);
+        let copies = 2 + m.below(2) as u8;
+        let level = Level::Mirror { copies };
+        volumes.push((level, copies as usize, 16 + m.below(48)));
+    }
     let tolerance = volumes.iter().map(|v| v.0.copies() - 1).min().unwrap_or(1);
     Scenario {
         seed,

@@ -22,6 +22,10 @@ fn driver(seed: u64) -> Driver {
 }
 
 fn driver_with(seed: u64, disks: usize, spare_fraction: f64) -> Driver {
+    driver_of(seed, disks, Level::Raid5, 4, spare_fraction)
+}
+
+fn driver_of(seed: u64, disks: usize, level: Level, width: usize, spare: f64) -> Driver {
     let pool = PoolGeometry {
         disks,
         disk_bytes: u64::MAX / 4,
@@ -29,8 +33,8 @@ fn driver_with(seed: u64, disks: usize, spare_fraction: f64) -> Driver {
         data_offset: 4096,
         layout: LayoutKind::Permutation { seed },
     };
-    let mut v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
-    v.spare_fraction = spare_fraction;
+    let mut v = VolumeConfig::new("v", level, width, BLOCKS * BS);
+    v.spare_fraction = spare;
     let mut cfg = FusionConfig::new(pool, vec![v]);
     cfg.max_request_bytes = 12 * BS;
     cfg.conversion.idle_ns = Some(1_000_000);
@@ -200,6 +204,62 @@ fn after_a_rebuild_a_second_failure_loses_nothing_and_a_replaced_member_rejoins(
             &mut id,
             &want2,
             &format!("seed {seed}, after replace"),
+        );
+        d.engine.scheme().check_invariants();
+    }
+}
+
+/// A mirror volume rebuilds by copying from a surviving copy: after the rebuild of one
+/// failed member it survives as many more failures as it has copies left (a three-copy
+/// mirror two at once, like RAID6), and no I/O goes to a failed member meanwhile.
+#[test]
+fn a_mirror_rebuilds_from_a_surviving_copy_and_tolerates_its_copies_in_failures() {
+    for (seed, copies) in [(0u64, 2u8), (1, 3), (2, 3)] {
+        let what = format!("seed {seed}, {copies} copies");
+        // Spare for the survivors to hold everything: 7/5 of the data with two failed.
+        let mut d = driver_of(seed, 7, Level::Mirror { copies }, copies as usize, 0.6);
+        let size = BLOCKS * BS;
+        let want = expected(size);
+        let mut id = 1;
+        // Whole blocks and packs of half blocks, converted while the pool runs.
+        fill(&mut d, &mut id, &want);
+        let t = d.now + 50_000_000;
+        d.run_until(Some(t));
+        let (reads, writes) = d.log.iter().fold((0, 0), |(r, w), o| {
+            (r + u64::from(!o.write), w + u64::from(o.write))
+        });
+        assert!(
+            writes > 0 && reads == 0,
+            "{what}: a mirror's writes read ({reads} reads)"
+        );
+        let failed: &[usize] = if copies == 3 { &[3, 5] } else { &[3] };
+        for &m in failed {
+            fail(&mut d, m);
+        }
+        // With two failed at once, every block of a three-copy mirror still has one.
+        check(
+            &mut d,
+            &mut id,
+            &want,
+            &format!("{what}, {failed:?} failed"),
+        );
+        let ops_before = d.log.len();
+        let moved = wait_rebuild(&mut d, &what);
+        assert!(moved > 0, "{what}: nothing was rebuilt");
+        assert!(
+            d.log[ops_before..]
+                .iter()
+                .all(|o| !failed.contains(&o.disk)),
+            "{what}: I/O issued to a failed member"
+        );
+        d.engine.scheme().check_invariants();
+        // One more failure after the rebuild: the data is whole again.
+        fail(&mut d, 1);
+        check(
+            &mut d,
+            &mut id,
+            &want,
+            &format!("{what}, after one more failure"),
         );
         d.engine.scheme().check_invariants();
     }

@@ -134,8 +134,8 @@ impl PoolFile {
             .map(|v| {
                 let mut c = VolumeConfig::new(
                     &v.name,
-                    v.level.parse().map_err(|e: String| anyhow::anyhow!(e))?,
-                    v.width,
+                    v.parsed_level().map_err(|e: String| anyhow::anyhow!(e))?,
+                    v.stripe_width(),
                     v.size.0,
                 );
                 c.replicated_fraction = v.replicated_fraction;
@@ -195,8 +195,14 @@ impl PoolFile {
             // the members: changing either moves every later volume's data.
             .map(|v| {
                 format!(
-                    "{}:{}:{}:{}:rep={}:spare={}",
-                    v.name, v.level, v.width, v.size.0, v.replicated_fraction, v.spare_fraction
+                    "{}:{}:{}:{}:rep={}:spare={}{}",
+                    v.name,
+                    v.level,
+                    v.stripe_width(),
+                    v.size.0,
+                    v.replicated_fraction,
+                    v.spare_fraction,
+                    v.copies.map_or(String::new(), |c| format!(":copies={c}"))
                 )
             })
             .collect();

@@ -28,6 +28,12 @@
 //! width = 5
 //! size = "4G"
 //!
+//! [[volume]]                # no parity: every block in `copies` copies (2 or 3), for
+//! name = "db"               # tenants of small random writes
+//! level = "mirror"
+//! copies = 2
+//! size = "1G"
+//!
 //! [serve]
 //! unix = "nbd.sock"         # relative paths are relative to this file
 //! tcp = "127.0.0.1:10809"
@@ -48,6 +54,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use fusionraid_core::meta::ImageBound;
+use fusionraid_core::scheme::fusion::Level;
 use fusionraid_io::{MemberSpec, format_size};
 use serde::{Deserialize, Serialize};
 
@@ -259,9 +266,13 @@ impl Default for ConversionSection {
 #[serde(deny_unknown_fields)]
 pub struct VolumeSection {
     pub name: String,
-    /// raid5 or raid6.
+    /// raid5, raid6 or mirror.
     pub level: String,
-    /// Blocks per stripe, data and parity.
+    /// A mirror's copies, 2 (the default) or 3; only with `level = "mirror"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u8>,
+    /// Blocks per stripe, data and parity (a mirror's is its copies, and may be left out).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub width: usize,
     pub size: Size,
     #[serde(default = "default_rep")]
@@ -278,6 +289,50 @@ pub struct VolumeSection {
 
 fn default_rep() -> f64 {
     0.10
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl VolumeSection {
+    /// The level with the mirror's copies applied.
+    pub fn parsed_level(&self) -> Result<Level, String> {
+        let level: Level = self.level.parse()?;
+        match (level, self.copies) {
+            (_, None) => Ok(level),
+            (Level::Mirror { .. }, Some(c @ 2..=3))
+                if self.level.eq_ignore_ascii_case("mirror") =>
+            {
+                Ok(Level::Mirror { copies: c })
+            }
+            (Level::Mirror { .. }, Some(c @ 2..=3)) => Err(format!(
+                "`copies` {c} with level '{}': give `level = \"mirror\"` and the copies",
+                self.level
+            )),
+            (Level::Mirror { .. }, Some(c)) => {
+                Err(format!("a mirror keeps 2 or 3 copies, not {c}"))
+            }
+            (_, Some(_)) => Err(format!(
+                "`copies` is for mirrors; a {} volume's copies follow from its parity",
+                self.level
+            )),
+        }
+    }
+
+    /// Blocks per stripe: `width`, or the one a mirror's copies imply.
+    pub fn stripe_width(&self) -> usize {
+        match self.parsed_level().ok().and_then(Level::fixed_width) {
+            Some(w) if self.width == 0 => w,
+            _ => self.width,
+        }
+    }
+
+    /// The level as `create` and `serve` print it.
+    pub fn level_label(&self) -> String {
+        self.parsed_level()
+            .map_or_else(|_| self.level.clone(), |l| l.name().to_string())
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -235,3 +235,39 @@ fn member_curves_come_from_profiles_by_serial_and_from_emulated_models() {
     );
     assert!(c[2..].iter().all(Option::is_none));
 }
+
+/// A mirror volume next to a RAID5 one: `copies` (default 2) fixes the width, the level
+/// reaches the engine, and what `create` stores reads back the same.
+#[test]
+fn mirror_volumes_take_copies_and_imply_their_width() {
+    let with = |extra: &str| {
+        format!("{GOOD}\n[[volume]]\nname = \"m\"\nlevel = \"mirror\"\nsize = \"8M\"\n{extra}")
+    };
+    let p = PoolFile::parse(&with("")).unwrap();
+    let m = &p.volumes[1];
+    assert_eq!(m.parsed_level(), Ok(Level::Mirror { copies: 2 }));
+    assert_eq!(m.stripe_width(), 2);
+    let p3 = PoolFile::parse(&with("copies = 3")).unwrap();
+    assert_eq!(
+        p3.volumes[1].parsed_level(),
+        Ok(Level::Mirror { copies: 3 })
+    );
+    assert_eq!(p3.volumes[1].stripe_width(), 3);
+    assert_ne!(p3.geometry_key(), p.geometry_key(), "copies are geometry");
+    let again = PoolFile::parse(&p3.to_toml()).unwrap();
+    assert_eq!(again, p3);
+    let f = p3.fusion_config(64 << 20, true, 0).unwrap();
+    assert_eq!(f.volumes[1].level, Level::Mirror { copies: 3 });
+    assert_eq!(f.volumes[1].width, 3);
+    assert_eq!(f.volumes[0].level, Level::Raid5);
+    // A pool file without mirrors serialises as before (old superblocks read the same).
+    assert!(!PoolFile::parse(GOOD).unwrap().to_toml().contains("copies"));
+    let bad = |extra: &str| format!("{:#}", PoolFile::parse(&with(extra)).unwrap_err());
+    assert!(bad("copies = 4").contains("2 or 3"));
+    assert!(bad("width = 4").contains("width"));
+    let raid_copies = GOOD.replace("width = 4", "width = 4\ncopies = 2");
+    let e = format!("{:#}", PoolFile::parse(&raid_copies).unwrap_err());
+    assert!(e.contains("copies"), "{e}");
+    let no_width = GOOD.replace("width = 4\n", "");
+    assert!(format!("{:#}", PoolFile::parse(&no_width).unwrap_err()).contains("width"));
+}

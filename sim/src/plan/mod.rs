@@ -25,6 +25,7 @@ mod render;
 pub mod trust;
 
 use fusionraid_core::scheme::fusion::FusionConfig;
+use fusionraid_core::scheme::fusion::config::MIRROR_MOVES_FACTOR;
 use fusionraid_core::scheme::fusion::sizing::{self, AUTO_SPARE_MAX};
 use fusionraid_core::scheme::fusion::write_cost::{self, Regime, WriteCost};
 use fusionraid_devices::SsdConfig;
@@ -166,12 +167,16 @@ fn plan_volume(input: &PlanInput, vol: usize, shares: &[Share]) -> Result<Volume
     let at_configured = price(input, &input.cfg, vol, "configured")?;
     Ok(VolumePlan {
         volume: v.name.clone(),
-        level: format!(
-            "{} {}+{}",
-            v.level.name(),
-            v.width - v.level.nparity(),
-            v.level.nparity()
-        ),
+        level: if v.level.is_mirror() {
+            format!("mirror x{}", v.level.copies())
+        } else {
+            format!(
+                "{} {}+{}",
+                v.level.name(),
+                v.width - v.level.nparity(),
+                v.level.nparity()
+            )
+        },
         size_bytes: v.size_bytes,
         configured: v.spare_fraction,
         points,
@@ -239,7 +244,7 @@ pub const JOB_ROUND_TRIPS: f64 = 5.8;
 /// User writes per second the engine's background work allows. Sustained writes wait for
 /// room, which only conversion (one job per stripe of user pages) and cleaning (one job per
 /// stripe of pages moved) give back, at most `max_concurrent` jobs at once per volume: a
-/// stripe of `P` user pages takes `1 + moves` jobs.
+/// stripe of `P` user pages takes `1 + moves` jobs (a mirror's, `moves`).
 fn engine_bound(cfg: &FusionConfig, vol: usize, cost: &WriteCost, drives: &[SsdConfig]) -> f64 {
     let v = &cfg.volumes[vol];
     let bs = cfg.pool.block_size;
@@ -253,6 +258,11 @@ fn engine_bound(cfg: &FusionConfig, vol: usize, cost: &WriteCost, drives: &[SsdC
         .fold(0.0, f64::max);
     let job_ns = JOB_ROUND_TRIPS * trip;
     let slots = cfg.conversion.max_concurrent.max(1) as f64;
+    if v.level.is_mirror() {
+        // Its conversions do no I/O; only cleaning moves, more of them at once, give room.
+        let slots = slots * MIRROR_MOVES_FACTOR as f64;
+        return slots * pages / (cost.moves.max(f64::MIN_POSITIVE) * job_ns) * 1e9;
+    }
     slots * pages / ((1.0 + cost.moves) * job_ns) * 1e9
 }
 

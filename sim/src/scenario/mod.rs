@@ -162,6 +162,9 @@ pub struct Scenario {
     pub level: Level,
     /// Blocks per stripe, data and parity (7 = 6+1 for RAID5).
     pub width: usize,
+    /// Volumes (by name) with a level of their own; a mirror's width is its copies.
+    /// FusionRAID schemes only.
+    pub volume_levels: Vec<(String, Level)>,
     /// Size of every volume; `None` = each workload's footprint (traces: 64 GiB).
     pub volume_bytes: Option<u64>,
     /// Every volume's spare share (FusionRAID: spare stripes as a share of the data, as a
@@ -208,6 +211,7 @@ impl Scenario {
             scheme_options: SchemeOptions::default(),
             level: Level::Raid5,
             width: 7,
+            volume_levels: Vec::new(),
             volume_bytes: None,
             volume_spare: None,
             load: Load::Workloads {
@@ -264,7 +268,13 @@ impl Scenario {
         let bs = self.pool.block_size.max(1);
         let round = |b: u64| b.div_ceil(bs).max(1) * bs;
         let vol = |name: &str, bytes: u64| {
-            let mut v = VolumeConfig::new(name, self.level, self.width, round(bytes));
+            let level = self
+                .volume_levels
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(self.level, |&(_, l)| l);
+            let width = level.fixed_width().unwrap_or(self.width);
+            let mut v = VolumeConfig::new(name, level, width, round(bytes));
             if let Some(s) = self.volume_spare {
                 v.spare_fraction = s;
             }
@@ -306,6 +316,27 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// Volume levels name volumes the load has, and only FusionRAID schemes mix levels.
+    fn check_volume_levels(&self) -> Result<(), String> {
+        if self.volume_levels.is_empty() {
+            return Ok(());
+        }
+        if !schemes::is_fusion(&self.scheme) {
+            return Err(format!(
+                "per-volume levels are for FusionRAID schemes, not {}",
+                self.scheme
+            ));
+        }
+        let names: Vec<String> = self.volume_configs().into_iter().map(|v| v.name).collect();
+        match self.volume_levels.iter().find(|(n, _)| !names.contains(n)) {
+            Some((n, _)) => Err(format!(
+                "no volume '{n}' to give a level (volumes: {})",
+                names.join(", ")
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Checks what the scheme and device builders do not.
@@ -417,6 +448,7 @@ impl Scenario {
                 MAX_VOLUME_BYTES >> 60
             ));
         }
+        self.check_volume_levels()?;
         let logical: u64 = self.volume_configs().iter().map(|v| v.size_bytes).sum();
         if !self.size_only && self.prefill && logical > DATA_PREFILL_LIMIT {
             return Err(format!(
@@ -493,6 +525,11 @@ impl Scenario {
                 self.width.saturating_sub(self.level.nparity()),
                 self.level.nparity()
             ),
+            volume_levels: self
+                .volume_levels
+                .iter()
+                .map(|(n, l)| (n.clone(), l.name().to_string()))
+                .collect(),
             volumes: self
                 .volume_configs()
                 .iter()
@@ -581,6 +618,9 @@ pub struct ScenarioSummary {
     pub block_size: u64,
     pub layout: String,
     pub level: String,
+    /// Volumes with a level of their own (`Scenario::volume_levels`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volume_levels: Vec<(String, String)>,
     pub volumes: Vec<(String, u64)>,
     pub source: SourceSummary,
     pub seed: u64,
@@ -723,5 +763,27 @@ mod tests {
         assert!(s.validate().unwrap_err().contains("data mode"));
         s.volume_bytes = Some(1 << 30);
         s.validate().unwrap();
+    }
+
+    /// A volume given a level of its own gets it (a mirror with its copies as width), next
+    /// to the others at the scenario's level; unknown names and baselines are refused.
+    #[test]
+    fn volume_levels_mix_a_mirror_into_the_pool() {
+        let mut s = Scenario::default_mix(1.0);
+        let name = s.volume_configs()[1].name.clone();
+        s.volume_levels = vec![(name.clone(), Level::Mirror { copies: 2 })];
+        s.validate().unwrap();
+        let vols = s.volume_configs();
+        assert_eq!(
+            (vols[1].level, vols[1].width),
+            (Level::Mirror { copies: 2 }, 2)
+        );
+        assert_eq!((vols[0].level, vols[0].width), (Level::Raid5, 7));
+        assert!(s.summary().volume_levels == vec![(name, "mirror".to_string())]);
+        s.volume_levels = vec![("nope".into(), Level::Raid6)];
+        assert!(s.validate().unwrap_err().contains("no volume 'nope'"));
+        s.volume_levels = vec![(vols[0].name.clone(), Level::Raid6)];
+        s.scheme = "raid50".into();
+        assert!(s.validate().unwrap_err().contains("FusionRAID"));
     }
 }

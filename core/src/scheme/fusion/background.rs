@@ -2,6 +2,7 @@
 //! `relocate.rs`.
 
 use super::FusionScheme;
+use super::config::MIRROR_MOVES_FACTOR;
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
 use crate::space::StripeState;
@@ -164,18 +165,20 @@ impl FusionScheme {
     /// concurrency limit allows.
     fn scan_background(&mut self, ctx: &mut Ctx, vol: usize) {
         let pol = self.cfg.conversion.clone();
+        self.convert_mirror_sets(ctx, vol);
         loop {
             let v = &self.vols[vol];
             // At the replicated area's hard cap small writes would fall back to zero-padded
             // stripes (write amplification of a whole stripe per block): conversion then
             // runs regardless of the foreground pause, and with more of it in flight.
             let at_cap =
-                v.stripes.count(StripeState::Replica) + v.copies() as u64 > v.max_replica_stripes;
-            let limit = if at_cap {
-                pol.max_concurrent * 4
+                v.stripes.count(StripeState::Replica) + v.set_stripes() > v.max_replica_stripes;
+            let base = if v.cfg.level.is_mirror() {
+                pol.max_concurrent * MIRROR_MOVES_FACTOR
             } else {
                 pol.max_concurrent
             };
+            let limit = if at_cap { base * 4 } else { base };
             if v.bg_running >= limit {
                 break;
             }

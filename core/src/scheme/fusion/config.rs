@@ -5,10 +5,19 @@ use crate::types::Nanos;
 
 /// Redundancy level of a volume: RAID5 keeps one parity column and two replicas of recent
 /// small writes; RAID6 keeps two parity columns and three replicas.
+///
+/// A mirror volume keeps `copies` (2 or 3) copies of everything and no parity, for tenants
+/// of random writes. Its stripes are `copies` wide with one data column, and the parity of
+/// one column is that column (P = D; Q = g^0 D = D), so the RAID machinery (full-stripe
+/// writes, rebuild by reconstruction, the cleaner, scrub) handles mirrored blocks as they
+/// are: a mirror stripe is RAID5 of width 2 or RAID6 of width 3. Its replica slots lie in
+/// one stripe, a copy per column, so a pack of small writes is a mirror stripe already and
+/// its conversion changes only the mapping (no read, no parity write).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
     Raid5,
     Raid6,
+    Mirror { copies: u8 },
 }
 
 impl Level {
@@ -16,16 +25,31 @@ impl Level {
         match self {
             Level::Raid5 => 1,
             Level::Raid6 => 2,
+            Level::Mirror { copies } => copies as usize - 1,
         }
     }
     /// Copies a replicated write makes: the same fault tolerance as the parity level.
     pub fn copies(self) -> usize {
         self.nparity() + 1
     }
+    pub fn is_mirror(self) -> bool {
+        matches!(self, Level::Mirror { .. })
+    }
+    /// Stripes one pair set takes: a copy per stripe, or, in a mirror volume, one stripe
+    /// holding every copy.
+    pub fn set_stripes(self) -> usize {
+        if self.is_mirror() { 1 } else { self.copies() }
+    }
+    /// The stripe width the level implies, if it fixes one (mirrors: one column per copy).
+    pub fn fixed_width(self) -> Option<usize> {
+        self.is_mirror().then(|| self.copies())
+    }
     pub fn name(self) -> &'static str {
         match self {
             Level::Raid5 => "raid5",
             Level::Raid6 => "raid6",
+            Level::Mirror { copies: 2 } => "mirror",
+            Level::Mirror { .. } => "mirror3",
         }
     }
 }
@@ -36,7 +60,11 @@ impl std::str::FromStr for Level {
         match s.to_ascii_lowercase().as_str() {
             "raid5" | "5" => Ok(Level::Raid5),
             "raid6" | "6" => Ok(Level::Raid6),
-            _ => Err(format!("unknown RAID level '{s}' (raid5 or raid6)")),
+            "mirror" | "mirror2" | "raid1" | "1" => Ok(Level::Mirror { copies: 2 }),
+            "mirror3" => Ok(Level::Mirror { copies: 3 }),
+            _ => Err(format!(
+                "unknown RAID level '{s}' (raid5, raid6, mirror or mirror3)"
+            )),
         }
     }
 }
@@ -118,6 +146,12 @@ impl VolumeConfig {
         }
     }
 }
+
+/// A mirror's cleaning moves fill one-block stripes (a RAID stripe of the usual widths
+/// takes four blocks or more), and its conversions do no I/O: this many times the moves in
+/// flight keep its cleaner as far ahead of its writers as a RAID volume's. Within the
+/// cleaner's reserve they still run one at a time (`relocate::readiness`).
+pub const MIRROR_MOVES_FACTOR: usize = 4;
 
 /// When background conversion of replicated pairs to parity stripes runs (paper §4.2).
 #[derive(Clone, Debug)]

@@ -1,6 +1,8 @@
 //! In-position conversion (paper §4.2, Fig. 7): a settled pair set becomes a parity stripe
 //! in place of one of its copies. The kept stripe's data columns are read, parity computed
-//! and written into its parity columns, and the other copies' stripes become free.
+//! and written into its parity columns, and the other copies' stripes become free. A mirror
+//! volume's set is one stripe whose columns are its copies: it converts without I/O, as
+//! soon as it settles (`convert_mirror_sets`).
 
 use super::FusionScheme;
 use super::jobs::{ConvertJob, Job, JobId};
@@ -128,6 +130,20 @@ impl FusionScheme {
         true
     }
 
+    /// A mirror volume converts every settled set at once: only the mapping changes, and a
+    /// converted stripe is one the cleaner can compact.
+    pub(super) fn convert_mirror_sets(&mut self, ctx: &mut Ctx, vol: usize) {
+        if !self.vols[vol].cfg.level.is_mirror() {
+            return;
+        }
+        // Each conversion takes its set out of the candidates; the bound only guards.
+        for _ in 0..self.vols[vol].pairs.lru_len() {
+            if !self.start_conversion(ctx, vol, true, false) {
+                break;
+            }
+        }
+    }
+
     /// The oldest settled pair set that may convert now, and which of its stripes it keeps.
     /// `force` ignores background admission (writes wait for the space).
     fn pick_conversion(&self, ctx: &Ctx, vol: usize, force: bool) -> Option<(u32, usize)> {
@@ -150,6 +166,14 @@ impl FusionScheme {
         for &id in &ids[..n_ids] {
             let set = v.pairs.set(id);
             if set.convert_after > ctx.now {
+                continue;
+            }
+            if v.cfg.level.is_mirror() {
+                // No I/O to admit: the copies are the stripe's columns already. Column 0
+                // becomes the data, readable from the others if its member failed.
+                if healthy || kept_stripe(ctx, v, set).is_some() {
+                    return Some((id, 0));
+                }
                 continue;
             }
             let keep = if healthy {
@@ -192,6 +216,10 @@ impl FusionScheme {
         }));
         let v = &mut self.vols[vol];
         v.bg_running += 1;
+        if v.cfg.level.is_mirror() {
+            // Every column holds the same pages already: the parity is in place.
+            return self.finish_conversion(ctx, h);
+        }
         let mut n = 0;
         for c in 0..dcols {
             let Some((s2, c2)) = column_source(ctx, v, &set, keep, c) else {
@@ -392,8 +420,8 @@ impl FusionScheme {
                 "converted slot not referenced by its owner"
             );
         }
-        for (i, &s) in set.stripes().iter().enumerate() {
-            if i != keep {
+        for (i, &s) in set.distinct_stripes().iter().enumerate() {
+            if i != keep && s != stripe {
                 v.stripes.set_state(s, StripeState::Free);
             }
         }

@@ -98,7 +98,8 @@ fn max_image_bytes(cfg: &FusionConfig, bound: ImageBound) -> u64 {
             ImageBound::Zone => zone_stripe_bound(cfg, v),
         };
         let copies = v.level.copies() as u64;
-        let sets = (stripes / copies).saturating_mul(3 + 4 * copies + dcols * copies);
+        let sets = (stripes / v.level.set_stripes() as u64)
+            .saturating_mul(3 + 4 * copies + dcols * copies);
         total = total
             .saturating_add(10 + 8 + 4)
             .saturating_add(blocks.saturating_mul(5))

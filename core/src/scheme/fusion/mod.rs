@@ -140,6 +140,16 @@ fn check_volume_config(v: &VolumeConfig, bs: u64) -> Result<(), ConfigError> {
             "replicated_fraction must be in [0,1] and spare_fraction in [0,4]".into(),
         ));
     }
+    if let Level::Mirror { copies } = v.level {
+        if !(2..=3).contains(&copies) || v.width != copies as usize {
+            return Err(verr(format!(
+                "a mirror keeps 2 or 3 copies in stripes as wide as its copies (copies {copies}, \
+                 width {})",
+                v.width
+            )));
+        }
+        return Ok(());
+    }
     let np = v.level.nparity();
     if v.width < np + 2 || v.width > 32 {
         return Err(verr(format!(
@@ -259,6 +269,11 @@ impl FusionScheme {
     }
 
     fn threshold(&self, v: &Vol) -> usize {
+        if v.cfg.level.is_mirror() {
+            // A whole block is a whole mirror stripe: the same device writes as a replica
+            // slot, without the conversion.
+            return 0;
+        }
         self.cfg
             .raid_threshold
             .unwrap_or(v.zone.width() / v.copies())
@@ -443,12 +458,10 @@ impl Scheme for FusionScheme {
         Some(VolumeStatus {
             name: vol.cfg.name.clone(),
             size_bytes: vol.cfg.size_bytes,
-            level: format!(
-                "{} {}+{}",
-                vol.cfg.level.name(),
-                vol.zone.dcols(),
-                vol.zone.nparity()
-            ),
+            level: match vol.cfg.level {
+                Level::Mirror { copies } => format!("mirror x{copies}"),
+                l => format!("{} {}+{}", l.name(), vol.zone.dcols(), vol.zone.nparity()),
+            },
             raid_bytes: vol.stripes.count(StripeState::Raid) * w * bs,
             replicated_bytes: vol.stripes.count(StripeState::Replica) * w * bs,
             free_bytes: vol.stripes.count(StripeState::Free) * w * bs,

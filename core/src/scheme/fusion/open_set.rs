@@ -33,9 +33,8 @@ pub(super) fn ensure_slots(
 
 /// Does the replicated area's cap (or the spare-stripe reserve) keep new pair sets out?
 pub(super) fn replicated_area_full(v: &Vol) -> bool {
-    let copies = v.copies() as u64;
-    v.stripes.count(StripeState::Replica) + copies > v.max_replica_stripes
-        || !v.user_may_take(copies)
+    let n = v.set_stripes();
+    v.stripes.count(StripeState::Replica) + n > v.max_replica_stripes || !v.user_may_take(n)
 }
 
 /// Open one more pair set if the replicated area and the reserve allow it.
@@ -71,6 +70,9 @@ impl Candidates {
 fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> bool {
     let copies = v.copies();
     let cand = draw_candidates(ctx, v, placement);
+    if v.cfg.level.is_mirror() {
+        return open_mirror_set(ctx, v, placement, &cand);
+    }
     if cand.len < copies {
         cand.untake_all(v);
         return false;
@@ -100,6 +102,38 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> boo
     }
     install(ctx, v, stripes, copies, matching);
     if chosen.iter().any(|&c| cand.steered[c]) {
+        ctx.stats.steered_pair_sets += 1;
+    }
+    true
+}
+
+/// A mirror volume's pair set: the cheapest candidate stripe alone, its one slot a copy in
+/// each column (the layout puts a stripe's columns on distinct members). Written to the
+/// same pages of every column, it is a mirror stripe from the start.
+fn open_mirror_set(
+    ctx: &mut Ctx,
+    v: &mut Vol,
+    placement: &PlacementPolicy,
+    cand: &Candidates,
+) -> bool {
+    if cand.len == 0 {
+        return false;
+    }
+    let copies = v.copies();
+    let members = Members::new(&*ctx.disks, ctx.now);
+    let chosen = (0..cand.len)
+        .min_by_key(|&i| placement.pair_set_cost(&members, &[&cand.disks[i][..copies]], copies))
+        .expect("a candidate");
+    for (i, &s) in cand.stripes[..cand.len].iter().enumerate() {
+        if i == chosen {
+            v.stripes.set_state(s, StripeState::Replica);
+        } else {
+            v.stripes.untake(s);
+        }
+    }
+    let s = cand.stripes[chosen];
+    install(ctx, v, [s; 3], copies, vec![[0, 1, 2]]);
+    if cand.steered[chosen] {
         ctx.stats.steered_pair_sets += 1;
     }
     true

@@ -8,6 +8,9 @@
 //!
 //! A slot is named by its *key*, the FLBN of its copy in the set's first stripe; the BMT
 //! stores that key with W = 1. The BPT maps a key back to its set, slot and copies.
+//!
+//! A mirror volume's set is one stripe named `copies` times, with one slot whose copy `i`
+//! is column `i` (`config::Level`): its conversion only changes the mapping.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -64,8 +67,18 @@ pub struct PairSet {
 }
 
 impl PairSet {
+    /// The stripe of each copy, in copy order.
     pub fn stripes(&self) -> &[u32] {
         &self.stripes[..self.copies as usize]
+    }
+    /// The set's stripes, each once (a mirror set names its one stripe for every copy).
+    pub fn distinct_stripes(&self) -> &[u32] {
+        let n = if self.copies > 1 && self.stripes[1] == self.stripes[0] {
+            1
+        } else {
+            self.copies as usize
+        };
+        &self.stripes[..n]
     }
     pub fn count(&self, f: impl Fn(SlotState) -> bool) -> usize {
         self.slots.iter().filter(|s| f(s.state)).count()
@@ -165,7 +178,7 @@ impl PairTable {
                 (self.sets.len() - 1) as u32
             }
         };
-        for (i, &s) in set.stripes().iter().enumerate() {
+        for (i, &s) in set.distinct_stripes().iter().enumerate() {
             let prev = self.by_stripe.insert(s, (id, i as u8));
             assert!(prev.is_none(), "stripe {s} already in a pair set");
         }
@@ -208,7 +221,7 @@ impl PairTable {
         if set.in_lru {
             self.lru.remove(&(set.last_access, id));
         }
-        for &s in set.stripes() {
+        for &s in set.distinct_stripes() {
             self.by_stripe.remove(&s);
         }
         if set.slots.iter().any(|s| s.state == SlotState::Spare) {

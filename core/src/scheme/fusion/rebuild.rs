@@ -98,10 +98,13 @@ fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
     match loc {
         Loc::Unmapped => false,
         Loc::Raid(f) => touches(v.zone.split(f).0),
-        Loc::Rep(k) => v
-            .pairs
-            .lookup(&v.zone, k)
-            .is_some_and(|r| v.pairs.set(r.set).stripes().iter().any(|&s| touches(s))),
+        Loc::Rep(k) => v.pairs.lookup(&v.zone, k).is_some_and(|r| {
+            v.pairs
+                .set(r.set)
+                .distinct_stripes()
+                .iter()
+                .any(|&s| touches(s))
+        }),
     }
 }
 

@@ -9,6 +9,10 @@ pub struct Item {
     /// Pages when planned (they only get fewer: nothing is written into a RAID block after
     /// its stripe is).
     pub pages: u16,
+    /// Only the first `pages` of the block's pages in `from` (in page order) move; the rest
+    /// follow in the plan's next batch, so the block does not leave `from` with this one.
+    /// Plans of mirror volumes split items this way (`reloc_plan::fill`).
+    pub head: bool,
 }
 
 /// One relocation's worth of moves, planned by a sweep: items whose pages fit one stripe.

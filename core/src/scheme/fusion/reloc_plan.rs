@@ -45,11 +45,30 @@ pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> 
         for c in (0..v.zone.dcols()).filter(|c| valid & (1 << c) != 0) {
             let from = v.zone.flbn(s, c);
             for &(ub, pages) in &owners[&from] {
-                items.push((Item { ub, from, pages }, k));
+                let head = false;
+                items.push((
+                    Item {
+                        ub,
+                        from,
+                        pages,
+                        head,
+                    },
+                    k,
+                ));
             }
         }
     }
-    fill(items, victims.len(), capacity, max_batches, min_yield)
+    // A mirror stripe holds one block: items of most of a block each would leave most of
+    // every target unfilled and the plan would give nothing back, so its items split.
+    let split = v.cfg.level.is_mirror();
+    fill(
+        items,
+        victims.len(),
+        capacity,
+        max_batches,
+        min_yield,
+        split,
+    )
 }
 
 /// The owners of every RAID block one step of the sweep sees, with their pages there.
@@ -135,13 +154,18 @@ fn victims(v: &Vol, owners: &FastMap<u64, Vec<(u64, u16)>>, capacity: usize) -> 
 
 /// Cut `items` (in victim order) into batches of at most `capacity` pages, the first
 /// last, keeping the longest run of batches that gives back the most stripes, at least
-/// `min_yield` per batch (none when no run gives back any).
+/// `min_yield` per batch (none when no run gives back any). `split`: an item that does not
+/// fit the pages left in a batch moves its first pages there (a head) and the rest in the
+/// next batch, so every batch is full; otherwise later items that fit are looked for.
+/// Split or not, a batch after the first starts where the one before it stopped, and the
+/// victim it finishes holds less than a stripe of live pages, so each empties a victim.
 fn fill(
     mut items: Vec<(Item, usize)>,
     nvictims: usize,
     capacity: usize,
     max_batches: usize,
     min_yield: f64,
+    split: bool,
 ) -> Vec<RelocBatch> {
     // Items of each victim not yet in a batch.
     let mut left = vec![0usize; nvictims];
@@ -170,6 +194,15 @@ fn fill(
                 taken[i] = true;
                 left[k] -= 1;
                 emptied += i64::from(left[k] == 0);
+            } else if split {
+                let room = (capacity - pages) as u16;
+                b.items.push(Item {
+                    pages: room,
+                    head: true,
+                    ..it
+                });
+                items[i].0.pages -= room;
+                break;
             } else {
                 skipped += 1;
             }
@@ -197,7 +230,7 @@ fn fill(
 /// cleaning relocations in flight are done.
 pub fn stripes_emptied(v: &Vol, b: &RelocBatch) -> usize {
     let mut removed: FastMap<u64, u32> = FastMap::default();
-    for it in &b.items {
+    for it in b.items.iter().filter(|it| !it.head) {
         if v.references(it.ub, Loc::Raid(it.from)) {
             *removed.entry(it.from).or_default() += 1;
         }
@@ -229,6 +262,7 @@ mod tests {
             ub,
             from: ub,
             pages,
+            head: false,
         }
     }
 
@@ -243,7 +277,7 @@ mod tests {
                 items.push((it(k * 10 + j, 8), k as usize));
             }
         }
-        let batches = fill(items, 4, 64, 16, 0.0);
+        let batches = fill(items, 4, 64, 16, 0.0, false);
         assert!(!batches.is_empty());
         for b in &batches {
             assert!(b.items.iter().map(|i| i.pages as usize).sum::<usize>() <= 64);
@@ -259,7 +293,7 @@ mod tests {
     #[test]
     fn no_plan_without_dead_pages_to_win() {
         let items: Vec<(Item, usize)> = (0..8).map(|k| (it(k, 16), k as usize / 4)).collect();
-        assert!(fill(items, 2, 64, 16, 0.0).is_empty());
+        assert!(fill(items, 2, 64, 16, 0.0, false).is_empty());
     }
 
     /// A batch takes later, smaller items to fill its last pages.
@@ -274,7 +308,7 @@ mod tests {
             (it(6, 6), 1),
             (it(7, 8), 2),
         ];
-        let mut batches = fill(items, 3, 64, 16, 0.0);
+        let mut batches = fill(items, 3, 64, 16, 0.0, false);
         assert_eq!(batches.len(), 2);
         let first = batches.pop().unwrap();
         let pages: usize = first.items.iter().map(|i| i.pages as usize).sum();
@@ -295,8 +329,35 @@ mod tests {
                 items.push((it(k * 100 + j as u64, 8), k as usize));
             }
         }
-        let all = fill(items.clone(), 12, 64, 64, 0.0);
-        let lean = fill(items, 12, 64, 64, 0.6);
+        let all = fill(items.clone(), 12, 64, 64, 0.0, false);
+        let lean = fill(items, 12, 64, 64, 0.6, false);
         assert_eq!((all.len(), lean.len()), (4, 1));
+    }
+
+    /// Mirror plans: victims of 12 live pages in one item each, targets of 16. Whole items
+    /// fill a target to 12 only (each batch empties one victim and takes a target: nothing
+    /// gained, no plan); split, every target is full, six take all eight victims, and the
+    /// parts of an item add up to it.
+    #[test]
+    fn split_items_fill_one_block_targets() {
+        let items: Vec<(Item, usize)> = (0..8).map(|k| (it(k, 12), k as usize)).collect();
+        assert!(fill(items.clone(), 8, 16, 16, 0.0, false).is_empty());
+        let batches = fill(items, 8, 16, 16, 0.0, true);
+        assert_eq!(batches.len(), 6, "6 targets take the 8 victims' 96 pages");
+        for b in &batches {
+            assert_eq!(b.items.iter().map(|i| i.pages).sum::<u16>(), 16);
+        }
+        for k in 0..8 {
+            let parts: Vec<&Item> = batches
+                .iter()
+                .flat_map(|b| &b.items)
+                .filter(|i| i.ub == k)
+                .collect();
+            assert_eq!(parts.iter().map(|i| i.pages).sum::<u16>(), 12);
+            assert!(
+                parts.iter().filter(|i| !i.head).count() == 1,
+                "one tail per item"
+            );
+        }
     }
 }

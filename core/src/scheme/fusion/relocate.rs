@@ -81,6 +81,11 @@ impl FusionScheme {
                     }
                     Ready::Go => {}
                 }
+                if lay_out(v, 0, &batch.items).segments.is_empty() {
+                    // Every item changed since the plan (a split item's tail whose head
+                    // did not move): nothing left to move.
+                    continue;
+                }
                 let items = batch.items.clone();
                 if !self.launch_relocation_as(ctx, vol, Vec::new(), items, RelocKind::Clean) {
                     // No target stripe: nothing more can start now.
@@ -188,6 +193,10 @@ impl FusionScheme {
         }
         let (snapshot, pins) = pin_sources(v, &picked, &owners);
         let n = picked.len() + segments.len();
+        assert!(
+            n > 0,
+            "a relocation with nothing to move would never finish"
+        );
         let bs = v.zone.block_size();
         let reads: Vec<(u64, u64)> = picked
             .iter()
@@ -423,7 +432,7 @@ fn pin_sources(
                         .pairs
                         .lookup(&v.zone, k)
                         .expect("replica key without a set");
-                    v.pairs.set(r.set).stripes().to_vec()
+                    v.pairs.set(r.set).distinct_stripes().to_vec()
                 }
             };
             for s in stripes {
@@ -452,18 +461,25 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
     for it in items {
         let e = v.bmt.get(it.ub);
         let nodes = v.patches.get(it.ub);
-        let mine: Vec<Seg> = segments(e.base, nodes, 0, ppb)
+        let mut mine: Vec<Seg> = segments(e.base, nodes, 0, ppb)
             .into_iter()
             .filter(|g| g.loc == Loc::Raid(it.from))
             .collect();
-        let pages: usize = mine.iter().map(|g| g.count as usize).sum();
+        let mut pages: usize = mine.iter().map(|g| g.count as usize).sum();
+        // A head moves the first pages only, when the rest is still there to follow.
+        let head = it.head && pages > it.pages as usize;
+        if head {
+            pages = first_pages(&mut mine, it.pages);
+        }
         // More pages than planned: the block was rewritten into a new stripe that reuses
         // the planned block's place, and this move is stale.
         if pages == 0 || pages > it.pages as usize || pages > room {
             continue;
         }
         room -= pages;
-        leaving.push(it.from);
+        if !head {
+            leaving.push(it.from);
+        }
         runs.extend(mine.into_iter().map(|g| (it.ub, g)));
         if !owners.iter().any(|o| o.0 == it.ub) {
             owners.push((it.ub, e, nodes.to_vec()));
@@ -509,6 +525,18 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
         owners,
         leaving,
     }
+}
+
+/// Cuts `segs` to their first `n` pages (in order); returns how many that is.
+fn first_pages(segs: &mut Vec<Seg>, n: u16) -> usize {
+    let mut left = n;
+    segs.retain_mut(|g| {
+        let take = g.count.min(left);
+        g.count = take;
+        left -= take;
+        take > 0
+    });
+    (n - left) as usize
 }
 
 /// The pages relocation `j` moved: map every owner nobody rewrote since the read to its

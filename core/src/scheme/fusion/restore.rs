@@ -28,7 +28,13 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
 /// The recovered pair sets, every slot dead until a mapping names it.
 fn restore_sets(v: &mut Vol, img: &VolImage, now: Nanos) -> Result<(), String> {
     let nstripes = v.zone.stripes();
-    let dcols = v.zone.dcols();
+    // A mirror set's copies are its one stripe's columns, parity columns included.
+    let mirror = v.cfg.level.is_mirror();
+    let cols_in = if mirror {
+        v.zone.width()
+    } else {
+        v.zone.dcols()
+    };
     let copies = v.copies();
     for s in img.sets() {
         if s.stripes.len() != copies {
@@ -40,9 +46,12 @@ fn restore_sets(v: &mut Vol, img: &VolImage, now: Nanos) -> Result<(), String> {
         if s.stripes.iter().any(|&x| x as u64 >= nstripes)
             || s.cols
                 .iter()
-                .any(|c| c[..copies].iter().any(|&x| x as usize >= dcols))
+                .any(|c| c[..copies].iter().any(|&x| x as usize >= cols_in))
         {
             return Err("pair set outside the zone".into());
+        }
+        if mirror && (s.stripes.iter().any(|&x| x != s.stripes[0]) || s.cols.len() != 1) {
+            return Err("a mirror's pair set is one stripe with one slot".into());
         }
         let mut stripes = [0u32; 3];
         stripes[..copies].copy_from_slice(&s.stripes);
@@ -160,7 +169,7 @@ fn stripe_states(v: &mut Vol, valid: &[u32]) -> Result<Vec<StripeState>, String>
             v.pairs.remove(id);
             continue;
         }
-        for &s in v.pairs.set(id).stripes() {
+        for &s in v.pairs.set(id).distinct_stripes() {
             if states[s as usize] == StripeState::Raid {
                 return Err(format!("stripe {s} is both RAID data and a live pair set"));
             }

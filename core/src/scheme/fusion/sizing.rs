@@ -25,7 +25,7 @@ pub fn zone_stripes(v: &VolumeConfig, tpl: u64, bs: u64, max_request_bytes: u64)
     let blocks = v.size_bytes / bs;
     let data_stripes = blocks.div_ceil(dcols);
     let rep_blocks = (blocks as f64 * v.replicated_fraction).ceil() as u64;
-    let rep_stripes = rep_blocks.div_ceil(dcols) * v.level.copies() as u64;
+    let rep_stripes = rep_blocks.div_ceil(dcols) * v.level.set_stripes() as u64;
     // Out-of-place writes need spare stripes: one request's worth on top of the
     // background reserve (see Vol::reserve_stripes), at the very least.
     let request_stripes = max_request_bytes.div_ceil(bs * dcols) + 1;

@@ -120,9 +120,9 @@ impl Vol {
         let block = zone.block_size();
         let blocks = cfg.size_bytes.div_ceil(block);
         let dcols = zone.dcols() as u64;
-        let copies = cfg.level.copies() as u64;
+        let set_stripes = cfg.level.set_stripes() as u64;
         let rep_blocks = (blocks as f64 * cfg.replicated_fraction).ceil() as u64;
-        let max_replica_stripes = rep_blocks.div_ceil(dcols) * copies;
+        let max_replica_stripes = rep_blocks.div_ceil(dcols) * set_stripes;
         let spare_stripes = zone
             .stripes()
             .saturating_sub(blocks.div_ceil(dcols) + max_replica_stripes);
@@ -172,6 +172,10 @@ impl Vol {
 
     pub fn copies(&self) -> usize {
         self.cfg.level.copies()
+    }
+    /// Stripes a new pair set takes (`Level::set_stripes`).
+    pub fn set_stripes(&self) -> u64 {
+        self.cfg.level.set_stripes() as u64
     }
     pub fn free_share(&self) -> f64 {
         self.stripes.available() as f64 / self.stripes.len() as f64
@@ -350,7 +354,7 @@ impl Vol {
         let set = self.pairs.set(id);
         if set.is_settled() && set.live() == 0 && !set.converting {
             let set = self.pairs.remove(id);
-            for &s in set.stripes() {
+            for &s in set.distinct_stripes() {
                 self.stripes.set_state(s, StripeState::Free);
             }
             return true;
