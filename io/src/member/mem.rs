@@ -1,9 +1,11 @@
 //! `mem:SIZE`: a member in anonymous memory. Pages are allocated by the kernel on first
 //! write (MAP_NORESERVE), so a large pool of mostly empty members costs little, and a trim
-//! gives whole pages back. `mem:SIZE,populate` allocates every page when the member opens:
-//! a first write into a page costs a fault and the zeroing of the page, several times the
-//! copy itself, which a storage device does not charge (docs/BENCHMARKS-HISTORY.md,
-//! "connection threads run the turns; populated members"). Operations complete inline;
+//! gives whole pages back. `mem:SIZE,populate` allocates every page when the member opens
+//! and keeps them (a trim leaves the bytes, which a trim allows): a first write into a page
+//! costs a fault and the zeroing of the page, several times the copy itself, which a
+//! storage device does not charge (docs/BENCHMARKS-HISTORY.md, "connection threads run the
+//! turns; populated members"), and the engine's discards of freed stripes would otherwise
+//! bring that cost back on every stripe it reuses. Operations complete inline;
 //! `reap` returns them on the same turn, so no wake-up is needed.
 
 use fusionraid_core::{Data, DevError, DevOp, IoResult, Nanos};
@@ -14,6 +16,8 @@ pub struct MemMember {
     name: String,
     base: *mut u8,
     size: usize,
+    /// Every page stays allocated: trims are answered without giving pages back.
+    populated: bool,
     ready: Vec<Completion>,
 }
 
@@ -49,6 +53,7 @@ impl MemMember {
             name: name.to_string(),
             base: p.cast(),
             size,
+            populated: populate,
             ready: Vec::new(),
         };
         if populate {
@@ -113,7 +118,7 @@ impl MemMember {
                 // trim allows.
                 let start = off.next_multiple_of(PAGE);
                 let end = (off + len) / PAGE * PAGE;
-                if end > start {
+                if end > start && !self.populated {
                     // SAFETY: [start, end) lies inside our mapping. DONTNEED on a private
                     // anonymous mapping makes the pages read as zeros afterwards.
                     unsafe {
@@ -189,6 +194,18 @@ mod tests {
         let mut out = Vec::new();
         full.reap(0, &mut out);
         assert_eq!(out[0].result, Ok(Some(Data::Bytes(vec![0; 4096]))));
+        // A trim keeps a populated member's pages (a lazy one's go: `write_read_trim`).
+        full.submit(
+            2,
+            DevOp::Trim {
+                offset: 0,
+                len: 1 << 20,
+            },
+            0,
+        );
+        full.reap(0, &mut out);
+        assert_eq!(out[1].result, Ok(None));
+        assert_eq!(resident(&full), 1024);
     }
 
     #[test]
