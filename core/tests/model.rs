@@ -120,6 +120,8 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
         cfg.curves = curves;
     }
     cfg.trim = common::trim_policy(sc.seed);
+    let wear = common::wear_ladder(sc.seed, sc.disks);
+    cfg.wear_gap = wear.as_ref().map(|w| w.0);
     cfg.conversion.idle_ns = Some(2_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
     cfg.max_request_bytes = 8 * sc.block_size;
@@ -137,7 +139,10 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
         x_high: 2,
         x_low: 0,
     };
-    let engine = Engine::new(ecfg, Box::new(scheme), 0);
+    let mut engine = Engine::new(ecfg, Box::new(scheme), 0);
+    for (i, &w) in wear.iter().flat_map(|w| w.1.iter()).enumerate() {
+        engine.set_wear(fusionraid_core::DiskId(i as u32), Some(w));
+    }
     let mut d = Driver::new(engine, sc.disks, disk_bytes, sc.seed);
     d.poison_trims = true;
     (d, sizes)

@@ -143,12 +143,22 @@ pub trait DeviceModel: Send {
     /// Per-device speed factor from now on: multiplies service times and stalls (1.0 =
     /// nominal, 2.0 = twice as slow). For heterogeneous fleets and slow-peer studies.
     fn set_speed_factor(&mut self, _factor: f64) {}
+    /// Share of its rated endurance the device has used (0 new, 1 worn out), as an NVMe
+    /// drive reports "percentage used"; `None` for devices that do not wear (HDDs).
+    fn wear(&self) -> Option<f64> {
+        None
+    }
     /// A copy in the same state (same future behaviour), for reusing a preconditioned
     /// fleet across runs; `None` where a model cannot be copied.
     fn clone_box(&self) -> Option<Box<dyn DeviceModel>> {
         None
     }
 }
+
+/// Program/erase cycles a flash cell is rated for: the typical rating of the TLC NAND in
+/// consumer and data-centre drives (3,000; MLC is rated higher, QLC about 1,000). The models'
+/// wear is their flash bytes programmed over their raw flash times this.
+pub const RATED_PE_CYCLES: f64 = 3000.0;
 
 /// 4 KiB: the logical page, the unit of the measured profiles and of per-page costs.
 pub const PAGE: u64 = 4096;

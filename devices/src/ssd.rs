@@ -506,6 +506,11 @@ impl DeviceModel for SsdModel {
         &self.cfg.name
     }
 
+    fn wear(&self) -> Option<f64> {
+        let raw = self.cfg.physical_bytes().max(1) as f64;
+        Some(self.stats.flash_bytes_written as f64 / (raw * crate::RATED_PE_CYCLES))
+    }
+
     fn age(&mut self, spec: &AgeSpec) {
         let phase = phase_draw(self.cfg.seed, GC_PHASE);
         age::apply(&mut self.flash, &self.cfg.gc, spec, phase);

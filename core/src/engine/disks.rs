@@ -55,6 +55,9 @@ pub struct DiskState {
     pub dirty: bool,
     /// Completions of the last few milliseconds.
     pub window: IoWindow,
+    /// Share of its rated endurance the member has used (0 new, 1 worn out), when its
+    /// driver knows it: NVMe's "percentage used", a model's program/erase count.
+    pub wear: Option<f64>,
     meter_start: Nanos,
     meter_cur: u64,
     meter_prev: u64,
@@ -69,6 +72,7 @@ impl DiskState {
             counters: DiskCounters::default(),
             dirty: false,
             window: IoWindow::new(now),
+            wear: None,
             meter_start: now,
             meter_cur: 0,
             meter_prev: 0,

@@ -16,6 +16,10 @@ impl<'a> Members<'a> {
         Members { disks, now }
     }
 
+    /// The time the signals are read at.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
     pub fn count(&self) -> usize {
         self.disks.len()
     }
@@ -42,6 +46,10 @@ impl<'a> Members<'a> {
     /// [`crate::steer::WINDOW_NS`]; None when it has been idle longer than that.
     pub fn recent(&self, d: DiskId) -> Option<&'a Tally> {
         self.disks.get(d).window.last(self.now)
+    }
+    /// Share of its rated endurance the member has used, when its driver reports it.
+    pub fn wear(&self, d: DiskId) -> Option<f64> {
+        self.disks.get(d).wear
     }
     /// Steering, when the scheme runs it.
     pub fn steering(&self) -> Option<&'a Steering> {

@@ -242,6 +242,12 @@ impl Engine {
         }
     }
 
+    /// The driver reports how much of its rated endurance member `disk` has used (a share,
+    /// 0 new, 1 worn out; `None`: unknown). Wear-aware placement reads it.
+    pub fn set_wear(&mut self, disk: DiskId, wear: Option<f64>) {
+        self.disks.get_mut(disk).wear = wear.filter(|w| w.is_finite() && *w >= 0.0);
+    }
+
     /// The operator asks for a scrub: everything stored is read and checked in the
     /// background (see the scheme's documentation).
     pub fn start_scrub(&mut self, now: Nanos) -> Result<(), String> {

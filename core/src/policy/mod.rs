@@ -17,11 +17,13 @@ pub mod admission;
 
 pub mod placement;
 pub mod routing;
+pub mod wear;
 
 pub use crate::engine::members::Members;
 pub use admission::{BackgroundAdmission, ForegroundPause, WriteSetPause};
 pub use placement::{HealthOnly, SteerAroundSpikes, WritePlacement, WriteSetOnly};
 pub use routing::{FewestStragglers, FirstCopy, ReadModeFirst, ReadRouting};
+pub use wear::{WearLadder, WearSkewed};
 
 use crate::types::DiskId;
 
@@ -58,6 +60,13 @@ impl Policies {
             routing: RoutingPolicy::ReadModeFirst(ReadModeFirst),
             admission: AdmissionPolicy::WriteSetPause(WriteSetPause { pause }),
         }
+    }
+
+    /// The same policies with wear-aware placement on top (`wear`).
+    pub fn skew_for_wear(&mut self, ladder: WearLadder) {
+        let inner = std::mem::replace(&mut self.placement, PlacementPolicy::HealthOnly(HealthOnly));
+        self.placement =
+            PlacementPolicy::Custom(Box::new(WearSkewed::new(Box::new(inner), ladder)));
     }
 
     /// Fusion-ND (the paper's evaluation, §5): the same scheme with the detector's advice
@@ -108,6 +117,16 @@ impl WritePlacement for PlacementPolicy {
     }
     fn pair_set_cost(&self, m: &Members, stripes: &[&[DiskId]], dcols: usize) -> usize {
         dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.pair_set_cost(m, stripes, dcols))
+    }
+    fn candidates(&self) -> usize {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.candidates())
+    }
+    fn rather_not(&self, m: &Members, d: DiskId) -> bool {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.rather_not(m, d))
+    }
+    #[inline]
+    fn has_preferences(&self) -> bool {
+        dispatch!(self, PlacementPolicy { SteerAroundSpikes, HealthOnly, WriteSetOnly }, p => p.has_preferences())
     }
 }
 

@@ -17,6 +17,22 @@ pub trait WritePlacement: Send {
     /// (`EngineStats::redirected_writes`): false for a policy that never steers.
     fn steers(&self) -> bool;
 
+    /// Whether new data would rather not go to `d` where the choice costs nothing (a
+    /// cleaning move's target stripe among the spare ones): weaker than `steer_clear`.
+    fn rather_not(&self, _m: &Members, _d: DiskId) -> bool {
+        false
+    }
+    /// Whether `rather_not` can ever be true (saves the extra search otherwise).
+    fn has_preferences(&self) -> bool {
+        false
+    }
+
+    /// Spare stripes a new pair set is chosen from (at most 8): more choices let
+    /// `pair_set_cost` weigh more, at the price of the draws and the combinations priced.
+    fn candidates(&self) -> usize {
+        4
+    }
+
     /// What a pair set of these stripes costs (the stripes' member lists, data columns
     /// first): a new pair set takes the cheapest of a few random candidates. The default,
     /// the paper's power of two choices, counts the members two stripes' data columns

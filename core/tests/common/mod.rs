@@ -550,3 +550,16 @@ pub fn trim_policy(seed: u64) -> fusionraid_core::scheme::fusion::TrimPolicy {
         interval_ns: [50_000u64, 500_000, 5_000_000][r.below(3) as usize],
     }
 }
+
+/// Wear-aware placement on a quarter of the seeds (its own generator, so the rest of a
+/// scenario stays as it was): the ladder's gap and each member's wear, spread so that some
+/// members are held back and some are not.
+pub fn wear_ladder(seed: u64, disks: usize) -> Option<(f64, Vec<f64>)> {
+    let mut r = Rng::new(seed ^ 0x3EA7_1ADD);
+    if r.below(4) != 0 {
+        return None;
+    }
+    let gap = [0.01, 0.05, 0.2][r.below(3) as usize];
+    let wear = (0..disks).map(|_| r.below(300) as f64 / 1000.0).collect();
+    Some((gap, wear))
+}

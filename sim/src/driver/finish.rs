@@ -5,10 +5,12 @@ use fusionraid_core::engine::stats::EngineStats;
 use std::sync::atomic::Ordering;
 
 use super::Sim;
+use crate::stats::wear::WearReport;
 use crate::stats::{
     DiskReport, EngineCounters, Latency, Redirection, Report, Space, Spikes, WorkloadLatency,
     WriteAmp,
 };
+use fusionraid_core::policy::WearLadder;
 
 /// Counters accumulated after `base` (the prefill's).
 fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
@@ -53,6 +55,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 impl Sim {
     pub(super) fn finish(mut self) -> Report {
         let open = self.spikes.finish(self.now);
+        let wear = self.wear_report();
         // Reported times count from the start of the run.
         let now = self.now - self.start;
         let es = since(self.engine.stats(), &self.baseline);
@@ -242,6 +245,26 @@ impl Sim {
             redirection,
             engine,
             disks,
+            wear,
         }
+    }
+
+    /// The members' wear over the run, when it is reported.
+    fn wear_report(&self) -> Option<WearReport> {
+        if !self.wants_wear() {
+            return None;
+        }
+        let used = self
+            .devices
+            .iter()
+            .zip(&self.wear_at_start)
+            .map(|(d, &w0)| (d.wear().unwrap_or(0.0) - w0).max(0.0))
+            .collect();
+        let ladder = self
+            .scenario
+            .scheme_options
+            .wear_gap
+            .map(|g| WearLadder::new(g, self.devices.len()));
+        Some(WearReport::new(used, self.now - self.start, ladder))
     }
 }

@@ -26,7 +26,7 @@ mod store;
 use std::collections::HashMap;
 
 use fusionraid_core::engine::stats::EngineStats;
-use fusionraid_core::{Data, DevOp, Engine, EngineConfig, IoId, IoResult, Nanos};
+use fusionraid_core::{Data, DevOp, DiskId, Engine, EngineConfig, IoId, IoResult, Nanos};
 use fusionraid_devices::DeviceModel;
 
 use crate::scenario::{Scenario, SchemeError, build_scheme};
@@ -145,6 +145,8 @@ pub struct Sim {
     baseline: EngineStats,
     /// Virtual time spent after the last reply letting background work finish.
     settled_ns: Nanos,
+    /// Each member's wear when the run started (after the prefill).
+    wear_at_start: Vec<f64>,
 }
 
 pub use fleet::build_fleet;
@@ -249,6 +251,7 @@ impl Sim {
             start: 0,
             baseline: EngineStats::default(),
             settled_ns: 0,
+            wear_at_start: Vec::new(),
             scenario: scenario.clone(),
         };
         if scenario.prefill {
@@ -256,6 +259,14 @@ impl Sim {
         }
         // The run starts when the prefill is done (at 0 unless a scheme needed timers).
         sim.start = sim.now;
+        sim.wear_at_start = sim
+            .devices
+            .iter()
+            .map(|d| d.wear().unwrap_or(0.0))
+            .collect();
+        for d in 0..disks {
+            sim.report_wear_of(d);
+        }
         sim.last_arrival_at = sim.now;
         let (sources, trace_errors) =
             sources::build_sources(scenario, &sim.volume_sizes, sim.start)
@@ -265,6 +276,19 @@ impl Sim {
         sim.sources = sources;
         sim.trace_errors = trace_errors;
         Ok(sim)
+    }
+
+    /// Whether the members' wear is reported (and fed to the engine's placement).
+    fn wants_wear(&self) -> bool {
+        self.scenario.report_wear || self.scenario.scheme_options.wear_gap.is_some()
+    }
+
+    /// Tells the engine member `d`'s wear, as its device reports it, when placement uses it.
+    fn report_wear_of(&mut self, d: usize) {
+        if self.scenario.scheme_options.wear_gap.is_some() {
+            let wear = self.devices[d].wear();
+            self.engine.set_wear(DiskId(d as u32), wear);
+        }
     }
 
     /// The engine, e.g. to inspect its scheme after a run step.

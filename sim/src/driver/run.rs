@@ -134,6 +134,7 @@ impl Sim {
                         return Err(self.stuck(&e.to_string()));
                     }
                     self.observe(disk as usize);
+                    self.report_wear_of(disk as usize);
                 }
                 Event::Timeout => {
                     if self.timer != Some(t) {

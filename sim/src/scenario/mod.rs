@@ -190,6 +190,8 @@ pub struct Scenario {
     /// background work (conversion) is done, so the report shows the settled state (space
     /// after conversion). 0 = stop at the last reply.
     pub settle_ns: Nanos,
+    /// Report the members' wear and wear-out times (always with wear-aware placement).
+    pub report_wear: bool,
 }
 
 impl Scenario {
@@ -232,6 +234,7 @@ impl Scenario {
             detector: None,
             prefill: true,
             settle_ns: 0,
+            report_wear: false,
         }
     }
 

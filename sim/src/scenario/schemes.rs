@@ -64,6 +64,9 @@ pub struct SchemeOptions {
     /// FusionRAID and Fusion-ND: re-issue a replicated read to another copy after this long
     /// (hedged request, paper §6); None: off.
     pub hedge_ns: Option<Nanos>,
+    /// FusionRAID and Fusion-ND: wear-aware placement with this ladder gap (a share of
+    /// rated life, `fusionraid_core::policy::WearLadder`); None: off.
+    pub wear_gap: Option<f64>,
 }
 
 impl Default for SchemeOptions {
@@ -75,6 +78,7 @@ impl Default for SchemeOptions {
             curves: Vec::new(),
             trim: None,
             hedge_ns: None,
+            wear_gap: None,
         }
     }
 }
@@ -137,6 +141,7 @@ fn fusion(
     }
     cfg.conversion.enabled = p.options.conversion;
     cfg.hedge_ns = p.options.hedge_ns;
+    cfg.wear_gap = p.options.wear_gap;
     // The combined system (`steer`) runs every policy the pool offers, discards included.
     if p.options.trim.unwrap_or(steer) {
         cfg.trim = TrimPolicy::on();

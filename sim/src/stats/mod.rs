@@ -5,6 +5,7 @@ pub mod latency;
 pub mod report;
 pub mod spikes;
 mod table;
+pub mod wear;
 
 pub(crate) use table::{pool_line, source_text};
 

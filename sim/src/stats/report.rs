@@ -26,6 +26,9 @@ pub struct Report {
     pub redirection: Redirection,
     pub engine: EngineCounters,
     pub disks: Vec<DiskReport>,
+    /// Members' wear and wear-out times (`Scenario::report_wear` or wear-aware placement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wear: Option<super::wear::WearReport>,
 }
 
 /// User requests, as the driver saw them.

@@ -195,6 +195,22 @@ impl Report {
             "device stalls        {} GC + {} buffer flush, {:.1} ms in total",
             k.device_gc_stalls, k.device_flush_stalls, k.device_stall_ms
         );
+        if let Some(w) = &self.wear {
+            let finite: Vec<f64> = w
+                .hours_to_wear_out
+                .iter()
+                .copied()
+                .filter(|&h| h > 0.0)
+                .collect();
+            let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = finite.iter().copied().fold(0.0, f64::max);
+            let _ = writeln!(
+                o,
+                "wear                 members wear out after {lo:.0}-{hi:.0} h at this load; successive wear-outs apart by at least {} (median {}) of the first",
+                pct(w.min_gap_share),
+                pct(w.median_gap_share)
+            );
+        }
         let r = &self.redirection;
         let _ = writeln!(
             o,

@@ -260,6 +260,9 @@ pub struct FusionConfig {
     pub curves: Vec<Option<crate::steer::DeviceCurves>>,
     /// Discards of freed stripes (off by default: the paper's configuration).
     pub trim: TrimPolicy,
+    /// Wear-aware placement (`crate::policy::WearLadder`): the share of rated life each
+    /// member should trail the next more worn one by; off by default.
+    pub wear_gap: Option<f64>,
 }
 
 impl FusionConfig {
@@ -276,6 +279,7 @@ impl FusionConfig {
             steer: None,
             curves: Vec::new(),
             trim: TrimPolicy::off(),
+            wear_gap: None,
         }
     }
 }

@@ -42,7 +42,7 @@ use crate::engine::api::{IoResult, Op, Request, VolumeId};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::meta::Record;
-use crate::policy::Policies;
+use crate::policy::{Policies, WearLadder};
 use crate::scheme::{Scheme, VolumeStatus};
 use crate::slab::Slab;
 use crate::space::{StripeState, Zone};
@@ -197,11 +197,14 @@ impl FusionScheme {
         }
         let vols = build_volumes(&cfg)?;
         let pause = cfg.conversion.pause_fg_bytes_per_sec;
-        let (name, policy) = match (cfg.redirect, &cfg.steer) {
+        let (name, mut policy) = match (cfg.redirect, &cfg.steer) {
             (true, Some(_)) => ("fusionraid", Policies::steered(pause)),
             (true, None) => ("fusionraid", Policies::redirecting(pause)),
             (false, _) => ("fusion-nd", Policies::non_redirecting(pause)),
         };
+        if let Some(gap) = cfg.wear_gap {
+            policy.skew_for_wear(WearLadder::new(gap, cfg.pool.disks));
+        }
         let steering = cfg.steer.clone().filter(|_| cfg.redirect).map(|sc| {
             let mut curves = cfg.curves.clone();
             curves.resize(cfg.pool.disks, None);

@@ -11,9 +11,9 @@ use crate::policy::{Members, PlacementPolicy, WritePlacement};
 use crate::space::StripeState;
 use crate::types::DiskId;
 
-/// Random spare stripes drawn per new pair set (the paper's power of two choices draws
-/// twice the copies it keeps).
-const CANDIDATES: usize = 4;
+/// Random spare stripes drawn per new pair set, at most (`WritePlacement::candidates`; the
+/// paper's power of two choices draws twice the copies it keeps).
+const CANDIDATES: usize = 8;
 
 /// Make sure `needed` spare replica slots exist, opening new pair sets while the replicated
 /// area is below its configured size. Returns false when the area is full.
@@ -78,7 +78,8 @@ fn open_pair_set(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> boo
         return false;
     }
     let members = Members::new(&*ctx.disks, ctx.now);
-    let chosen = cheapest(&cand, copies, v.zone.dcols(), &members, placement);
+    let shape = (v.zone.width(), v.zone.dcols());
+    let chosen = cheapest(&cand, copies, shape, &members, placement);
     let chosen = &chosen[..copies];
     let chosen_disks = [
         cand.disks[chosen[0]],
@@ -139,7 +140,7 @@ fn open_mirror_set(
     true
 }
 
-/// Draws up to `CANDIDATES` spare stripes: each away from members to avoid if one is,
+/// Draws up to `placement.candidates()` spare stripes: each away from members to avoid if one is,
 /// else on healthy members, else one whose parity covers the failed members.
 fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> Candidates {
     let mut cand = Candidates {
@@ -162,12 +163,22 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
         }
         steered
     };
-    for _ in 0..CANDIDATES {
+    for _ in 0..placement.candidates().min(CANDIDATES) {
         let zone = &v.zone;
         avoided.set(false);
-        let pick = v
-            .stripes
-            .take_random_spare(rng, |s| zone.stripe_disk_list(s).iter().all(|&d| !bad(d)));
+        // Off members the policy would rather not write either, when it has such members
+        // and such a stripe is found; else off those it steers clear of.
+        let preferred = placement.has_preferences().then(|| {
+            v.stripes.take_random_spare(rng, |s| {
+                zone.stripe_disk_list(s)
+                    .iter()
+                    .all(|&d| !bad(d) && !placement.rather_not(&members, d))
+            })
+        });
+        let pick = preferred.flatten().or_else(|| {
+            v.stripes
+                .take_random_spare(rng, |s| zone.stripe_disk_list(s).iter().all(|&d| !bad(d)))
+        });
         cand.steered[cand.len] = pick.is_some() && avoided.get();
         let pick = pick.or_else(|| {
             v.stripes
@@ -187,11 +198,12 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
 }
 
 /// The combination of `copies` candidates (indices, ascending) the placement policy finds
-/// cheapest; the first of equals, in the order a, b (, c) ascending.
+/// cheapest; the first of equals, in the order a, b (, c) ascending. `shape`: the stripes'
+/// width and data columns.
 fn cheapest(
     cand: &Candidates,
     copies: usize,
-    dcols: usize,
+    (width, dcols): (usize, usize),
     members: &Members,
     placement: &PlacementPolicy,
 ) -> [usize; 3] {
@@ -202,7 +214,7 @@ fn cheapest(
             let thirds = if copies == 2 { a..a + 1 } else { b + 1..n };
             for c in thirds {
                 let d = &cand.disks;
-                let lists = [&d[a][..], &d[b][..], &d[c][..]];
+                let lists = [&d[a][..width], &d[b][..width], &d[c][..width]];
                 let cost = placement.pair_set_cost(members, &lists[..copies], dcols);
                 if best.as_ref().is_none_or(|(s, _)| cost < *s) {
                     best = Some((cost, [a, b, c]));

@@ -109,11 +109,24 @@ impl FusionScheme {
         let v = &mut self.vols[vol];
         let width = v.zone.width();
         let zone = &v.zone;
-        v.stripes
-            .take_spare(|s| {
+        let preferred = placement.has_preferences().then(|| {
+            v.stripes.take_spare(|s| {
                 (0..width).all(|c| {
                     let d = zone.disk(s, c);
-                    !(ctx.is_failed(d) || placement.steer_clear(&members, d))
+                    !(ctx.is_failed(d)
+                        || placement.steer_clear(&members, d)
+                        || placement.rather_not(&members, d))
+                })
+            })
+        });
+        preferred
+            .flatten()
+            .or_else(|| {
+                v.stripes.take_spare(|s| {
+                    (0..width).all(|c| {
+                        let d = zone.disk(s, c);
+                        !(ctx.is_failed(d) || placement.steer_clear(&members, d))
+                    })
                 })
             })
             .or_else(|| {

@@ -58,13 +58,35 @@ fn scrub_pages(v: &super::vol::Vol) -> u64 {
             let (c, loc) = (g.count, g.loc);
             let copies = match loc {
                 Loc::Unmapped => continue,
-                Loc::Raid(_) => 1,
-                Loc::Rep(_) => v.copies() as u64,
+                Loc::Raid(_) if !v.cfg.level.is_mirror() => 1,
+                Loc::Raid(_) | Loc::Rep(_) => v.copies() as u64,
             };
             pages += c as u64 * copies;
         }
     }
+    if v.cfg.level.is_mirror() {
+        return pages;
+    }
     pages + v.stripes.count(StripeState::Raid) * stripe_pages(v)
+}
+
+/// Where the copies of pages at `loc` are, as (stripe, column); None for unmapped pages.
+fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(u32, usize)>> {
+    Some(match loc {
+        Loc::Unmapped => return None,
+        // A mirror's copies are its stripe's columns: each is checked against the
+        // checksums like a replica (no parity pass: a mirror stripe's pages that hold no
+        // data need not match, and after a discard they may not).
+        Loc::Raid(fl) if v.cfg.level.is_mirror() => {
+            let (stripe, _) = v.zone.split(fl);
+            (0..v.copies()).map(|c| (stripe, c)).collect()
+        }
+        Loc::Raid(fl) => vec![v.zone.split(fl)],
+        Loc::Rep(key) => {
+            let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
+            v.pairs.copies(r)
+        }
+    })
 }
 
 /// Pages of one whole stripe of `v`.
@@ -177,13 +199,8 @@ impl FusionScheme {
             picked += 1;
             for g in segments(e.base, v.patches.get(ub), 0, ppb) {
                 let (f, c, loc) = (g.first, g.count, g.loc);
-                let copies: Vec<(u32, usize)> = match loc {
-                    Loc::Unmapped => continue,
-                    Loc::Raid(fl) => vec![v.zone.split(fl)],
-                    Loc::Rep(key) => {
-                        let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
-                        v.pairs.copies(r)
-                    }
+                let Some(copies) = copies_of(v, loc) else {
+                    continue;
                 };
                 s.passed_pages += c as u64 * copies.len() as u64;
                 let mut expect = if ctx.size_only {
@@ -204,7 +221,7 @@ impl FusionScheme {
                         ub,
                         stripe,
                         raid: match loc {
-                            Loc::Raid(fl) => Some(fl),
+                            Loc::Raid(fl) if !v.cfg.level.is_mirror() => Some(fl),
                             _ => None,
                         },
                         loc,
@@ -242,6 +259,11 @@ impl FusionScheme {
     /// Plan reading the next RAID stripe whole to check its parity (None: the pass is over).
     fn check_parity(&mut self, ctx: &mut Ctx, vol: usize, s: &mut Scrub) -> Option<Check> {
         let v = &mut self.vols[vol];
+        if v.cfg.level.is_mirror() {
+            // Every copy was checked page by page in the block pass.
+            s.pass = Pass::Done;
+            return None;
+        }
         let nstripes = v.zone.stripes();
         let mut scanned = 0;
         while s.cursor < nstripes {
