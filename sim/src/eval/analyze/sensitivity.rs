@@ -10,8 +10,8 @@ use super::super::result::RunResult;
 use super::super::spec::SpikeSetting;
 use super::detector::run_extras;
 use super::{
-    Agg, Block, Cell, CellKind, ExperimentJson, ExperimentOutput, Figure, Results, Section, Table,
-    agg_text, names,
+    Agg, Block, Cell, CellKind, Comparison, ExperimentJson, ExperimentOutput, Figure, Results,
+    Section, Table, agg_text, comparison_table, names,
 };
 
 /// The column name of grid point `k`.
@@ -183,6 +183,76 @@ fn factors(grid: &[Option<SpikeSetting>], cells: &[Cell]) -> Table {
     }
 }
 
+/// Where FusionRAID's advantage starts: the smallest member-time unresponsive at which
+/// `other`'s P99 is at least `factor` times FusionRAID's (and stays so at every larger share
+/// of the grid), with the factors at no spikes and at the grid's harshest point.
+fn comparisons(grid: &[Option<SpikeSetting>], cells: &[Cell]) -> Vec<Comparison> {
+    let p99 = |s: &str, k: Option<SpikeSetting>| {
+        let p = point_label(k);
+        cells
+            .iter()
+            .find(|c| c.series == s && c.workload == p)
+            .and_then(|c| c.p99_us)
+            .map(|a| a.mean)
+    };
+    let ratio = |s: &str, k| match (p99(s, k), p99("fusionraid", k)) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let harshest = grid
+        .iter()
+        .copied()
+        .max_by(|a, b| {
+            let share = |k: &Option<SpikeSetting>| k.map_or(0.0, SpikeSetting::unresponsive_share);
+            share(a).total_cmp(&share(b))
+        })
+        .flatten();
+    let mut sorted: Vec<SpikeSetting> = grid.iter().flatten().copied().collect();
+    sorted.sort_by(|a, b| a.unresponsive_share().total_cmp(&b.unresponsive_share()));
+    let na = "n/a (not in the paper)";
+    let src = "spike-sensitivity study (ours)";
+    let mut cs = Vec::new();
+    for other in ["4-raid5", "raid50", "fusion-nd", COMBINED] {
+        cs.push(Comparison::text(
+            &format!("P99 {other} / FusionRAID, no spikes"),
+            ratio(other, None),
+            na,
+            "x",
+            src,
+        ));
+        if let Some(h) = harshest {
+            cs.push(Comparison::text(
+                &format!("P99 {other} / FusionRAID, {}", h.label()),
+                ratio(other, Some(h)),
+                na,
+                "x",
+                src,
+            ));
+        }
+        // The first share from which the factor holds at every larger one.
+        let start = (0..sorted.len())
+            .find(|&i| {
+                sorted[i..]
+                    .iter()
+                    .all(|&k| ratio(other, Some(k)).is_some_and(|r| r >= ADVANTAGE))
+            })
+            .map(|i| sorted[i].unresponsive_share());
+        cs.push(Comparison::text(
+            &format!(
+                "member-time unresponsive from which P99 {other} / FusionRAID >= {ADVANTAGE}x"
+            ),
+            start,
+            na,
+            "%",
+            src,
+        ));
+    }
+    cs
+}
+
+/// The P99 factor that counts as an advantage.
+const ADVANTAGE: f64 = 1.5;
+
 pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
     let title = "Spike sensitivity";
     let grid = plan.spike_grid();
@@ -193,7 +263,14 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             cells.push(cell(plan, res, s, k));
         }
     }
-    let mut tables = vec![factors(&grid, &cells)];
+    let comparisons = comparisons(&grid, &cells);
+    let mut tables = vec![
+        comparison_table(
+            "Where FusionRAID's advantage starts and how it grows (P99 over all requests)",
+            &comparisons,
+        ),
+        factors(&grid, &cells),
+    ];
     let mut figures = Vec::new();
     for kind in [CellKind::P99, CellKind::P999, CellKind::MEDIAN] {
         tables.push(table(title, &grid, &cells, kind));
@@ -226,7 +303,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
                 workloads: points,
                 cells,
             }],
-            comparisons: Vec::new(),
+            comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
         },
