@@ -30,7 +30,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     running): --tiny 1.7 s (78 runs), --quick 94 s (56 runs); full about 10 minutes \
     (an estimate, not measured today: 6x the quick run, the ratio of the full and quick \
     runs measured on 2026-11-21, docs/EVALUATION.md). An idle machine is about twice as \
-    fast.")]
+    fast. Issue 23 added the sensitivity experiment and the fusionraid+ runs since: --tiny \
+    104 runs (7 s with other builds running), --quick 109, full 319.")]
 pub struct Args {
     /// Fewer and shorter runs (every experiment still runs).
     #[arg(long, conflicts_with = "tiny")]

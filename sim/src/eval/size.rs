@@ -102,7 +102,7 @@ impl Size {
                 nvram_mib: vec![1 << 10, 64 << 10],
                 sensitivity_ms: 1_000,
                 spike_rates: vec![0, 5, 60],
-                spike_lengths_us: vec![1_000, 10_000, 100_000],
+                spike_lengths_us: vec![10_000, 100_000],
             },
             SizeName::Full => Size {
                 name,

@@ -222,7 +222,7 @@ impl FusionScheme {
         let steering = cfg.steer.clone().filter(|_| cfg.redirect).map(|sc| {
             let mut curves = cfg.curves.clone();
             curves.resize(cfg.pool.disks, None);
-            crate::steer::Steering::new(sc, curves, min_writers(&cfg))
+            crate::steer::Steering::new(sc, curves, min_writers(&cfg)).with_fair_write_set()
         });
         let name = name.to_string();
         let layout = durable_state::meta_layout(&cfg);
