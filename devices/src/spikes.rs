@@ -348,7 +348,7 @@ mod tests {
         assert_eq!(stats.unresponsive_ns, stats.spikes * 10 * MSN);
         let per_period = held as f64 / stats.spikes as f64;
         assert!((8.5..=10.0).contains(&per_period), "{per_period}");
-        assert!(worst >= 10 * MSN && worst < 11 * MSN, "{worst}");
+        assert!((10 * MSN..11 * MSN).contains(&worst), "{worst}");
         let again = run(3);
         assert_eq!(again.0, stats);
         assert_eq!(again.3, lat);
