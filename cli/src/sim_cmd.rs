@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use clap::Args as ClapArgs;
 use fusionraid_core::scheme::fusion::{LayoutKind, Level};
 use fusionraid_devices::fail_slow::FailSlowSpec;
+use fusionraid_devices::spikes::SpikeSpec;
 use fusionraid_sim::slo::{self, SloOptions, SloTarget};
 use fusionraid_sim::trace::{ReplayMode, TraceFormat};
 use fusionraid_sim::workload::{Workload, parse_iops, parse_synthetic};
@@ -96,6 +97,11 @@ pub struct Args {
     /// 0.6%). DISKS is one disk or several joined by '+'. Example: 3+7=4x/2s/3s. Repeatable.
     #[arg(long, value_name = "DISKS=SPEC", value_parser = parse_fail_slow)]
     fail_slow: Vec<Vec<(usize, FailSlowSpec)>>,
+    /// A spike process on every member: RATE/min:LENGTH unresponsive periods (a Poisson
+    /// process per member from its own seed, each period LENGTH long, RATE per minute on
+    /// average), e.g. 20/min:10ms. For spike-sensitivity studies; docs/DEVICE_MODELS.md.
+    #[arg(long, value_name = "RATE/min:LENGTH", value_parser = SpikeSpec::parse)]
+    spikes: Option<SpikeSpec>,
     /// Blocks per stripe, data and parity (7 = 6+1 with RAID5).
     #[arg(long, default_value_t = 7)]
     width: usize,
@@ -230,6 +236,7 @@ impl Args {
         sc.pool.capacity_bytes = self.capacity;
         sc.pool.speed_factors = self.slow.clone();
         sc.pool.fail_slow = self.fail_slow.concat();
+        sc.pool.spikes = self.spikes;
         sc.pool.block_size = self.block_size;
         sc.pool.layout = match self.layout.as_deref() {
             None | Some("auto") => None,

@@ -9,8 +9,16 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const EXPERIMENTS: [&str; 8] = [
-    "fig10", "fig12", "fig13", "detector", "fig14", "consumer", "fig11b", "trace",
+const EXPERIMENTS: [&str; 9] = [
+    "fig10",
+    "fig12",
+    "fig13",
+    "detector",
+    "fig14",
+    "consumer",
+    "fig11b",
+    "trace",
+    "sensitivity",
 ];
 
 fn eval(out: &Path, extra: &[&str]) {
@@ -172,6 +180,7 @@ fn check_report(out: &Path) {
         "## 6. Consumer SSD members",
         "## 7. NV-RAID buffer-size sweep",
         "## 8. The real TPC-C trace",
+        "## 9. Spike sensitivity",
         "## Failed runs",
         "## Files",
     ] {

@@ -21,6 +21,8 @@
 //! - [`gc`]: garbage-collection policies (blocking passes, background + urgent).
 //! - [`config`] / [`ssd`]: the SSD model. [`hdd`]: the HDD model.
 //! - [`age`]: analytic preconditioning (the paper's "aged" state).
+//! - [`fail_slow`] and [`spikes`]: wrappers making any model fail-slow (slower by a factor
+//!   in episodes) or spike (unresponsive periods at a set rate and length).
 //! - [`presets`]: named configurations and fleets. [`profile`] / [`profile_rows`] / [`fit`] /
 //!   [`fitted`] / [`fitted_fleet`]: measured load-latency curves, which rows count, the
 //!   routine that fits a configuration to them and its frozen results (two named presets,
@@ -52,6 +54,7 @@ pub mod presets;
 pub mod profile;
 pub mod profile_rows;
 pub mod queues;
+pub mod spikes;
 pub mod ssd;
 #[cfg(test)]
 mod ssd_tests;

@@ -129,6 +129,16 @@ fn fail_slow_members_are_options() {
 }
 
 #[test]
+fn spikes_are_an_option_for_every_member() {
+    let sc = parse(&["--spikes", "20/min:10ms"]).unwrap();
+    let sp = sc.pool.spikes.unwrap();
+    assert_eq!((sp.per_min, sp.length_ns), (20.0, 10_000_000));
+    assert!(parse(&[]).unwrap().pool.spikes.is_none());
+    assert!(parse(&["--spikes", "20/min"]).is_err());
+    assert!(parse(&["--spikes", "6000/min:100ms"]).is_err());
+}
+
+#[test]
 fn errors_are_clear() {
     let sc = parse(&["--scheme", "raid9"]).unwrap();
     let e = Sim::new(&sc).err().unwrap().to_string();

@@ -16,6 +16,10 @@ pub struct Segregation {
     pub rotate_ns: Nanos,
     /// Members every write needs (one per replica).
     pub min_writers: usize,
+    /// Share of the healthy members the set holds at least (0: none): a scheme aiming at
+    /// the tail sets it to the writes' share of the pool's device I/O, so no writer is
+    /// busier than a member would be without segregation ([`Segregation::set_floor_share`]).
+    floor_share: f64,
     start: usize,
     writers: Vec<bool>,
     size: usize,
@@ -29,6 +33,7 @@ impl Segregation {
         Segregation {
             rotate_ns,
             min_writers,
+            floor_share: 0.0,
             start: 0,
             writers: vec![true; members],
             size: members,
@@ -62,7 +67,11 @@ impl Segregation {
                 break;
             }
         }
-        let want = (need + 1).max(self.min_writers).min(healthy.len());
+        let floor = (self.floor_share * healthy.len() as f64).ceil() as usize;
+        let want = (need + 1)
+            .max(self.min_writers)
+            .max(floor)
+            .min(healthy.len());
         let due = self.rotated_at.is_none_or(|at| now >= at + self.rotate_ns);
         let lost = (0..n).any(|i| self.writers[i] && peaks[i].is_none());
         if !(due || want > self.size || lost) {
@@ -85,6 +94,16 @@ impl Segregation {
             }
         }
         before != self.writers
+    }
+
+    /// The least share of the healthy members the next updates keep in write mode (clamped
+    /// to 0..=1; 0 leaves Sandook's sizing alone).
+    pub fn set_floor_share(&mut self, share: f64) {
+        self.floor_share = if share.is_finite() {
+            share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
     }
 
     /// Every healthy member in write mode (segregation off).
@@ -135,5 +154,21 @@ mod tests {
             assert!(!s.is_writer(3));
             assert_eq!(s.writers(), 2);
         }
+    }
+
+    /// With a floor share the set keeps at least that share of the healthy members, even
+    /// when the peaks say fewer would carry the writes; without one Sandook's sizing stands.
+    #[test]
+    fn a_floor_share_keeps_the_set_at_the_writes_share_of_the_members() {
+        let mut s = Segregation::new(10, 2, 300 * MS);
+        let peaks = vec![Some(1000.0); 10];
+        s.update(0, 100.0, &peaks);
+        assert_eq!(s.writers(), 2);
+        s.set_floor_share(0.65);
+        assert!(s.update(MS, 100.0, &peaks));
+        assert_eq!(s.writers(), 7);
+        s.set_floor_share(0.0);
+        s.update(300 * MS, 100.0, &peaks);
+        assert_eq!(s.writers(), 2);
     }
 }

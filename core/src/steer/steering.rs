@@ -115,6 +115,9 @@ pub struct Steering {
     /// Per member without given curves: what it has shown so far (empty when not learning).
     learners: Vec<Option<Learner>>,
     updates: u64,
+    /// Keep the write set at least at the writes' share of the pool's device I/O
+    /// ([`Steering::with_fair_write_set`]).
+    fair_write_set: bool,
 }
 
 /// Learnt curves are rebuilt every this many recomputations (a second at the default 10 ms).
@@ -143,7 +146,19 @@ impl Steering {
             curves,
             cfg,
             epoch: 0,
+            fair_write_set: false,
         }
+    }
+
+    /// Segregation never leaves fewer writers than the writes' share of the pool's device
+    /// I/O times the healthy members, so no writer is busier than a member would be without
+    /// it. Sandook sizes the set as the fewest members whose peaks (its 1 ms rule) cover the
+    /// write rate: writers run near their peak, which suits its P90 target on read-mostly
+    /// loads. A scheme aiming at the tail under write-heavy loads asks for this floor
+    /// (FusionRAID's combined system: docs/EVALUATION.md, "The combined system").
+    pub fn with_fair_write_set(mut self) -> Self {
+        self.fair_write_set = true;
+        self
     }
 
     /// The curves steering uses for member `d`: given, or learnt so far.
@@ -254,6 +269,11 @@ impl Steering {
         let peaks: Vec<Option<f64>> = (0..healthy.len())
             .map(|i| healthy[i].then(|| self.peak(i, share)))
             .collect();
+        if self.fair_write_set {
+            let (r, w) = (self.seen.read_iops, self.seen.write_iops);
+            self.seg
+                .set_floor_share(if r + w > 0.0 { w / (r + w) } else { 0.0 });
+        }
         self.seg.update(now, self.seen.write_iops, &peaks)
     }
 

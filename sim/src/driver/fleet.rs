@@ -1,9 +1,10 @@
 //! The pool's members as device models: each member's preset by name
 //! ([`PoolSpec::member_devices`]: one preset for all, or a mix), its own seed per member,
-//! optionally aged, slowed down and fail-slow.
+//! optionally aged, slowed down and fail-slow; and the spike process laid over them.
 
 use fusionraid_core::rng::Rng;
 use fusionraid_devices::fail_slow::FailSlow;
+use fusionraid_devices::spikes::Spiking;
 use fusionraid_devices::{AgeSpec, DeviceModel, HddModel, SsdModel, hdd_preset, preset};
 
 use crate::scenario::PoolSpec;
@@ -34,6 +35,26 @@ pub fn build_fleet(pool: &PoolSpec, seed: u64) -> Result<Vec<Box<dyn DeviceModel
         out[d].set_speed_factor(f);
     }
     Ok(out)
+}
+
+/// Lays the pool's spike process (if any) over `fleet`, the members [`build_fleet`] gave
+/// (or a copy of them). Apart from `build_fleet`, so a fleet aged once serves runs at every
+/// spike setting; each member draws its periods from its own seed.
+pub fn add_spikes(
+    pool: &PoolSpec,
+    seed: u64,
+    fleet: Vec<Box<dyn DeviceModel>>,
+) -> Vec<Box<dyn DeviceModel>> {
+    match pool.spikes {
+        Some(spec) if spec.is_active() => fleet
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| {
+                Box::new(Spiking::new(m, spec, member_seed(seed, i))) as Box<dyn DeviceModel>
+            })
+            .collect(),
+        _ => fleet,
+    }
 }
 
 /// A fresh member of preset `name`, with the pool's capacity when it sets one.

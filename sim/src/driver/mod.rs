@@ -161,7 +161,8 @@ impl Sim {
 
     /// Like [`Sim::new`], with the members given: they must be what
     /// [`build_fleet`]`(&scenario.pool, scenario.seed)` returns (or a copy of it, as a
-    /// cache of preconditioned fleets hands out), or the run is not the scenario's.
+    /// cache of preconditioned fleets hands out), or the run is not the scenario's. The
+    /// pool's spike process, if any, is laid over them here ([`fleet::add_spikes`]).
     pub fn with_fleet(
         scenario: &Scenario,
         devices: Vec<Box<dyn DeviceModel>>,
@@ -174,6 +175,7 @@ impl Sim {
                 scenario.pool.disks
             )));
         }
+        let devices = fleet::add_spikes(&scenario.pool, scenario.seed, devices);
         let disk_bytes = devices
             .iter()
             .map(|d| d.capacity_bytes())

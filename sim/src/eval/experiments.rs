@@ -7,7 +7,7 @@ use fusionraid_core::rng::Rng;
 use serde::Serialize;
 
 use super::size::Size;
-use super::spec::{DetectorSpec, LoadSpec, RunSpec};
+use super::spec::{DetectorSpec, LoadSpec, RunSpec, SpikeSetting};
 use crate::workload::Workload;
 
 /// The experiments, in report order. The string is the id used by `--only` and for the
@@ -32,10 +32,13 @@ pub enum ExpId {
     Fig11b,
     /// The real TPC-C trace, alone and as one tenant of a mix.
     Trace,
+    /// Not in the paper: the main mix on every system while a controlled spike process on
+    /// every member sweeps spike rate and length.
+    Sensitivity,
 }
 
 impl ExpId {
-    pub const ALL: [ExpId; 8] = [
+    pub const ALL: [ExpId; 9] = [
         ExpId::Fig10,
         ExpId::Fig12,
         ExpId::Fig13,
@@ -44,6 +47,7 @@ impl ExpId {
         ExpId::Consumer,
         ExpId::Fig11b,
         ExpId::Trace,
+        ExpId::Sensitivity,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +60,7 @@ impl ExpId {
             ExpId::Consumer => "consumer",
             ExpId::Fig11b => "fig11b",
             ExpId::Trace => "trace",
+            ExpId::Sensitivity => "sensitivity",
         }
     }
 
@@ -70,14 +75,43 @@ impl ExpId {
     }
 }
 
-/// Fig. 10's systems (paper §5.2).
-pub const FIG10_SCHEMES: [&str; 5] = ["4-raid5", "raid50", "lograid", "toleraid", "fusionraid"];
-/// Fig. 12's steps (paper §5.3).
-pub const FIG12_SCHEMES: [&str; 5] = ["4-raid5", "raid50", "4-raidm", "fusion-nd", "fusionraid"];
+/// FusionRAID with every policy the pool offers (Sandook's steering: weights, read/write
+/// segregation, congestion control; proactive discard), on the same pool, volumes and spare
+/// share as the paper's FusionRAID: every experiment comparing systems runs it next to them.
+pub const COMBINED: &str = "fusionraid+";
+/// Fig. 10's systems (paper §5.2), and the combined system.
+pub const FIG10_SCHEMES: [&str; 6] = [
+    "4-raid5",
+    "raid50",
+    "lograid",
+    "toleraid",
+    "fusionraid",
+    COMBINED,
+];
+/// Fig. 12's steps (paper §5.3), and the combined system.
+pub const FIG12_SCHEMES: [&str; 6] = [
+    "4-raid5",
+    "raid50",
+    "4-raidm",
+    "fusion-nd",
+    "fusionraid",
+    COMBINED,
+];
 /// Fig. 13b-c's systems; FusionRAID runs with conversion on and off.
-pub const FIG13_SCHEMES: [&str; 3] = ["4-raid5", "4-raidm", "fusionraid"];
+pub const FIG13_SCHEMES: [&str; 4] = ["4-raid5", "4-raidm", "fusionraid", COMBINED];
 /// Fig. 14's systems.
-pub const FIG14_SCHEMES: [&str; 3] = ["raid50", "lograid", "fusionraid"];
+pub const FIG14_SCHEMES: [&str; 4] = ["raid50", "lograid", "fusionraid", COMBINED];
+/// The spike-sensitivity study's systems: every one the evaluation compares on the main mix.
+pub const SENSITIVITY_SCHEMES: [&str; 8] = [
+    "4-raid5",
+    "raid50",
+    "lograid",
+    "toleraid",
+    "4-raidm",
+    "fusion-nd",
+    "fusionraid",
+    COMBINED,
+];
 /// The device preset of the `consumer` experiment (Intel 545s class).
 pub const CONSUMER_DEVICE: &str = "consumer";
 /// Fig. 11b's workloads (each alone on the pool).
@@ -271,6 +305,11 @@ impl Plan {
         r
     }
 
+    /// Fig. 11b's runs of the combined system: `w` alone, as FusionRAID's.
+    pub fn combined_alone_run(&self, w: Workload) -> RunSpec {
+        self.alone_run(COMBINED, w)
+    }
+
     /// The trace once at its timestamps, alone.
     pub fn trace_run(&self, scheme: &str) -> Option<RunSpec> {
         let path = self.trace.clone()?;
@@ -300,6 +339,34 @@ impl Plan {
             self.seed,
             self.size.pool,
         ))
+    }
+
+    /// The sensitivity grid: no spikes first, then every rate above 0 x every length.
+    pub fn spike_grid(&self) -> Vec<Option<SpikeSetting>> {
+        let mut g = Vec::new();
+        if self.size.spike_rates.contains(&0) {
+            g.push(None);
+        }
+        for &per_min in self.size.spike_rates.iter().filter(|&&r| r > 0) {
+            for &length_us in &self.size.spike_lengths_us {
+                g.push(Some(SpikeSetting { per_min, length_us }));
+            }
+        }
+        g
+    }
+
+    /// The sensitivity study: `scheme` on the main mix (aged `dc` members, the first seed)
+    /// with spike process `k` on every member.
+    pub fn spike_run(&self, scheme: &str, k: Option<SpikeSetting>) -> RunSpec {
+        let mut r = RunSpec::new(
+            scheme,
+            self.mix(&MAIN_MIX),
+            self.size.sensitivity_ms,
+            self.seed,
+            self.size.pool,
+        );
+        r.spikes = k;
+        r
     }
 
     /// The runs of one experiment, in a fixed order.
@@ -351,6 +418,7 @@ impl Plan {
             ExpId::Fig11b => {
                 for w in FIG11B_WORKLOADS {
                     v.push(self.nvram_run(w, None));
+                    v.push(self.combined_alone_run(w));
                     v.extend(
                         self.size
                             .nvram_mib
@@ -363,6 +431,11 @@ impl Plan {
                 for &s in &self.size.trace_schemes {
                     v.extend(self.trace_run(s));
                     v.extend(self.trace_mix_run(s));
+                }
+            }
+            ExpId::Sensitivity => {
+                for k in self.spike_grid() {
+                    v.extend(SENSITIVITY_SCHEMES.iter().map(|s| self.spike_run(s, k)));
                 }
             }
         }

@@ -25,10 +25,16 @@ pub struct FleetCache {
 
 /// Runs with equal keys build equal fleets. The whole pool spec is in the key, so members
 /// of different device presets (or capacities, spare, speeds) never share a fleet; nor do
-/// pools mixing the same presets in another order (member `i` differs).
+/// pools mixing the same presets in another order (member `i` differs). Only the spike
+/// process is left out: it is not part of the built fleet.
 fn key(sc: &Scenario) -> Option<String> {
-    // Fresh members cost nothing to build.
-    sc.pool.aged.then(|| format!("{:?}|{}", sc.pool, sc.seed))
+    // Fresh members cost nothing to build. The spike process is laid over the fleet after
+    // the copy (`Sim::with_fleet`), so runs at every spike setting share one fleet.
+    let pool = crate::scenario::PoolSpec {
+        spikes: None,
+        ..sc.pool.clone()
+    };
+    sc.pool.aged.then(|| format!("{pool:?}|{}", sc.seed))
 }
 
 impl FleetCache {

@@ -50,6 +50,11 @@ pub struct Size {
     pub t_us: Vec<u64>,
     /// Fig. 11b: NV-RAID buffer sizes in MiB.
     pub nvram_mib: Vec<u64>,
+    /// Spike sensitivity: virtual time per run, spike rates (per member-minute; 0 is the
+    /// run without spikes) and lengths (microseconds) of the grid.
+    pub sensitivity_ms: u64,
+    pub spike_rates: Vec<u32>,
+    pub spike_lengths_us: Vec<u64>,
 }
 
 impl Size {
@@ -74,6 +79,9 @@ impl Size {
                 x_high: vec![1, 4],
                 t_us: vec![2_500, 10_000],
                 nvram_mib: vec![64, 512],
+                sensitivity_ms: 40,
+                spike_rates: vec![0, 60],
+                spike_lengths_us: vec![100_000],
             },
             SizeName::Quick => Size {
                 name,
@@ -88,10 +96,13 @@ impl Size {
                 wa_workloads: super::experiments::MAIN_MIX.to_vec(),
                 trace_mix_ms: 1_000,
                 trace_ms: None,
-                trace_schemes: vec!["4-raid5", "fusionraid"],
+                trace_schemes: vec!["4-raid5", "fusionraid", super::experiments::COMBINED],
                 x_high: vec![1, 4],
                 t_us: vec![2_500, 10_000],
                 nvram_mib: vec![1 << 10, 64 << 10],
+                sensitivity_ms: 1_000,
+                spike_rates: vec![0, 5, 60],
+                spike_lengths_us: vec![10_000, 100_000],
             },
             SizeName::Full => Size {
                 name,
@@ -117,6 +128,9 @@ impl Size {
                     64 << 10,
                     256 << 10,
                 ],
+                sensitivity_ms: 4_000,
+                spike_rates: vec![0, 5, 20, 60],
+                spike_lengths_us: vec![1_000, 10_000, 100_000],
             },
         }
     }

@@ -5,8 +5,10 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use fusionraid_core::detector::DetectorConfig;
+use fusionraid_devices::spikes::SpikeSpec;
 use serde::{Serialize, Serializer};
 
+use super::svg::fmt_us;
 use crate::scenario::{Load, Scenario, SchemeOptions};
 use crate::trace::{ReplayMode, TraceFormat};
 use crate::workload::Workload;
@@ -68,6 +70,33 @@ impl DetectorSpec {
     }
 }
 
+/// A controlled spike process on every member (the sensitivity study): `per_min` unresponsive
+/// periods per member-minute on average, each `length_us` long
+/// ([`fusionraid_devices::spikes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SpikeSetting {
+    pub per_min: u32,
+    pub length_us: u64,
+}
+
+impl SpikeSetting {
+    pub fn spec(self) -> SpikeSpec {
+        SpikeSpec {
+            per_min: f64::from(self.per_min),
+            length_ns: self.length_us * 1000,
+        }
+    }
+
+    /// Long-run share of member-time unresponsive: rate x length.
+    pub fn unresponsive_share(self) -> f64 {
+        self.spec().unresponsive_share()
+    }
+
+    pub fn label(self) -> String {
+        format!("{}/min x {}", self.per_min, fmt_us(self.length_us as f64))
+    }
+}
+
 /// Pool and volume sizes: the paper's (29 members of the preset's capacity, volumes of each
 /// workload's footprint) or a tiny one for tests.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -109,6 +138,10 @@ pub struct RunSpec {
     pub nvram_bytes: Option<u64>,
     /// `None` = the paper's setting for the device class.
     pub detector: Option<DetectorSpec>,
+    /// A spike process laid on every member; left out of the JSON (and the id) when there is
+    /// none, so every other run keeps its id and file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spikes: Option<SpikeSetting>,
     /// Arrivals stop after this much virtual time (trace replays: the whole trace).
     pub duration_ms: Option<u64>,
     /// Requests arriving before this are left out of the statistics.
@@ -131,6 +164,7 @@ impl RunSpec {
             conversion: true,
             nvram_bytes: None,
             detector: None,
+            spikes: None,
             duration_ms: Some(duration_ms),
             warmup_ms: duration_ms / 10,
             settle_ms: 0,
@@ -176,6 +210,9 @@ impl RunSpec {
         if let Some(d) = self.detector {
             let _ = write!(s, "_x{}t{}us", d.x_high, d.t_us);
         }
+        if let Some(k) = self.spikes {
+            let _ = write!(s, "_spk{}x{}us", k.per_min, k.length_us);
+        }
         if let Some(d) = self.duration_ms {
             let _ = write!(s, "_{d}ms");
         }
@@ -213,6 +250,7 @@ impl RunSpec {
         };
         sc.pool.device = self.device.clone();
         sc.pool.aged = self.aged;
+        sc.pool.spikes = self.spikes.map(SpikeSetting::spec);
         sc.prefill = self.prefill;
         sc.detector = self.detector.map(DetectorSpec::config);
         sc.duration_ns = self.duration_ms.map(|d| d * 1_000_000);
@@ -328,6 +366,23 @@ mod tests {
         assert_eq!(sc.detector_config(), DetectorConfig::paper_consumer());
         c.device = "sandook12".into();
         assert_eq!(c.scenario().detector_config(), DetectorConfig::paper_dc());
+    }
+
+    #[test]
+    fn spikes_show_in_the_id_and_reach_the_pool_only_when_set() {
+        let plain = spec();
+        assert!(!serde_json::to_string(&plain).unwrap().contains("spikes"));
+        assert!(plain.scenario().pool.spikes.is_none());
+        let mut k = spec();
+        k.spikes = Some(SpikeSetting {
+            per_min: 20,
+            length_us: 10_000,
+        });
+        assert!(k.id().contains("_spk20x10000us_2000ms_"), "{}", k.id());
+        assert_ne!(k.id(), plain.id());
+        let sp = k.scenario().pool.spikes.unwrap();
+        assert_eq!((sp.per_min, sp.length_ns), (20.0, 10_000_000));
+        assert!((k.spikes.unwrap().unresponsive_share() - 20.0 * 0.01 / 60.0).abs() < 1e-12);
     }
 
     #[test]

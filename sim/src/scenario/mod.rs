@@ -14,6 +14,7 @@ use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::layout::MolsLayout;
 use fusionraid_core::scheme::fusion::{LayoutKind, Level, PoolGeometry, VolumeConfig};
 use fusionraid_devices::fail_slow::FailSlowSpec;
+use fusionraid_devices::spikes::SpikeSpec;
 use serde::Serialize;
 
 use crate::trace::{ReplayMode, TraceFormat};
@@ -69,6 +70,10 @@ pub struct PoolSpec {
     /// Fail-slow members `(disk, behaviour)`: slow by a factor in episodes
     /// ([`fusionraid_devices::fail_slow`]); on top of any speed factor.
     pub fail_slow: Vec<(usize, FailSlowSpec)>,
+    /// A controlled spike process on every member: unresponsive periods at a rate and
+    /// length ([`fusionraid_devices::spikes`], the spike-sensitivity study). Laid over the
+    /// built (and aged) members by the driver, so fleets built once serve every setting.
+    pub spikes: Option<SpikeSpec>,
     /// Stripe unit (64 KiB in the paper).
     pub block_size: u64,
     /// `None` picks MOLS when the pool size and width allow it, else permutations.
@@ -206,6 +211,7 @@ impl Scenario {
                 capacity_bytes: None,
                 speed_factors: Vec::new(),
                 fail_slow: Vec::new(),
+                spikes: None,
                 block_size: 64 * KIB,
                 layout: None,
             },
@@ -391,6 +397,9 @@ impl Scenario {
             }
         }
         self.validate_fail_slow()?;
+        if let Some(sp) = self.pool.spikes {
+            sp.validate().map_err(|e| format!("spikes {sp}: {e}"))?;
+        }
         match &self.load {
             Load::Workloads { list, scale } => {
                 if list.is_empty() {
@@ -516,6 +525,7 @@ impl Scenario {
                 .iter()
                 .map(|(d, f)| (*d, f.to_string()))
                 .collect(),
+            spikes: self.pool.spikes.map(|s| s.to_string()),
             block_size: self.pool.block_size,
             layout: if schemes::is_fusion(&self.scheme) {
                 layout_name(self.layout()).to_string()
@@ -618,6 +628,9 @@ pub struct ScenarioSummary {
     pub speed_factors: Vec<(usize, f64)>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fail_slow: Vec<(usize, String)>,
+    /// The spike process on every member (`RATE/min:LENGTH`), when one runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spikes: Option<String>,
     pub block_size: u64,
     pub layout: String,
     pub level: String,

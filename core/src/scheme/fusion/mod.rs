@@ -92,6 +92,23 @@ pub struct FusionScheme {
     trim: trim_state::TrimState,
 }
 
+/// The fewest members segregation may leave in write mode: the members one pair set spans
+/// (its stripes, `copies` of `width` columns each or one mirror stripe, on distinct members), so a new pair set
+/// can be opened on writers alone and its replica slots fill. Sandook's own floor, one
+/// member per replica, fits its mirrored units; with it a FusionRAID pool of 29 kept a
+/// handful of writers, the pair sets fell mostly on read-mode members whose slots stay
+/// empty, and every write queued on the few writers (docs/EVALUATION.md, "The combined
+/// system").
+fn min_writers(cfg: &FusionConfig) -> usize {
+    let spans = cfg
+        .volumes
+        .iter()
+        .map(|v| v.level.set_stripes() * v.width)
+        .max()
+        .unwrap_or(2);
+    spans.min(cfg.pool.disks)
+}
+
 /// Every volume's zone, laid out one after the other on the members; refused when a
 /// volume is malformed or the members can not hold them all.
 fn build_volumes(cfg: &FusionConfig) -> Result<Vec<Vol>, ConfigError> {
@@ -208,8 +225,7 @@ impl FusionScheme {
         let steering = cfg.steer.clone().filter(|_| cfg.redirect).map(|sc| {
             let mut curves = cfg.curves.clone();
             curves.resize(cfg.pool.disks, None);
-            let copies = cfg.volumes.iter().map(|v| v.level.nparity() + 1).max();
-            crate::steer::Steering::new(sc, curves, copies.unwrap_or(2))
+            crate::steer::Steering::new(sc, curves, min_writers(&cfg)).with_fair_write_set()
         });
         let name = name.to_string();
         let layout = durable_state::meta_layout(&cfg);

@@ -9,6 +9,7 @@ mod detector;
 mod incremental;
 mod nvram;
 mod overall;
+mod sensitivity;
 mod trace;
 
 use std::collections::{BTreeMap, HashMap};
@@ -243,6 +244,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Consumer => consumer::analyze(plan, res),
         ExpId::Fig11b => nvram::analyze(plan, res),
         ExpId::Trace => trace::analyze(plan, res),
+        ExpId::Sensitivity => sensitivity::analyze(plan, res),
     };
     let runs = plan.runs_of(e);
     out.json.runs = runs.iter().map(RunSpec::id).collect();
@@ -252,6 +254,12 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         .filter_map(|r| res.error(r).map(|m| (r.id(), m.to_string())))
         .collect();
     out.json.failed.dedup();
+    if runs
+        .iter()
+        .any(|r| r.scheme == super::experiments::COMBINED)
+    {
+        out.section.paragraphs.push(sensitivity::combined_note());
+    }
     let health = health_note(&runs, res);
     out.section.paragraphs.extend(health);
     out

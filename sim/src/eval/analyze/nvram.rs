@@ -1,6 +1,6 @@
 //! Fig. 11b: NV-RAID with growing NVRAM buffers against FusionRAID.
 
-use super::super::experiments::{ExpId, FIG11B_WORKLOADS, Plan};
+use super::super::experiments::{COMBINED, ExpId, FIG11B_WORKLOADS, Plan};
 use super::super::paper::{
     FIG11B_SOURCE, FIG11B_TPCC_MEDIANS_256G, FIG11B_YCSBA_MEDIANS_256G,
     FIG11B_YCSBA_SMALL_BUFFER_FACTOR, FIG11B_YCSBA_SMALL_BUFFER_P99_US,
@@ -23,13 +23,16 @@ fn label(mib: u64) -> String {
 
 pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
     let sizes = &plan.size.nvram_mib;
-    let mut series = vec!["fusionraid".to_string()];
+    let mut series = vec!["fusionraid".to_string(), COMBINED.to_string()];
     series.extend(sizes.iter().map(|&m| label(m)));
     let work: Vec<String> = FIG11B_WORKLOADS
         .iter()
         .map(|w| w.name().to_string())
         .collect();
     let run = |s: &str, w: Workload| -> Option<&RunResult> {
+        if s == COMBINED {
+            return res.get(&plan.combined_alone_run(w));
+        }
         let mib = sizes.iter().copied().find(|&m| label(m) == s);
         res.get(&plan.nvram_run(w, mib))
     };
