@@ -73,6 +73,11 @@ pub struct Args {
     /// docs/DEVICE_MODELS.md), or a comma-separated list of them, cycled over the members.
     #[arg(long, default_value = "dc")]
     device: String,
+    /// HDD members (hdd7200) added after the --disks SSDs: a hybrid pool (issue 21). They
+    /// hold no stripes (the fusionraid schemes only; the baselines refuse them). Members
+    /// --device names with an HDD preset are HDDs too.
+    #[arg(long, default_value_t = 0)]
+    hdds: usize,
     /// Precondition the members to the paper's aged state (default).
     #[arg(long, overrides_with = "clean")]
     aged: bool,
@@ -124,6 +129,10 @@ pub struct Args {
     /// not completed after this long (hedged read), e.g. 500us.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     hedge: Option<u64>,
+    /// FusionRAID: offload replica writes from busy SSDs to the HDD members' logs (SeRW,
+    /// issue 21; on|off, default off). Needs HDD members (--hdds).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    offload: Option<bool>,
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
@@ -208,10 +217,13 @@ impl Args {
         sc.scheme_options.steer = self.steer.clone();
         sc.scheme_options.trim = self.trim;
         sc.scheme_options.hedge_ns = self.hedge;
+        sc.scheme_options.offload = self.offload.unwrap_or(false);
         sc.pool.disks = self
             .disks
             .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))
             .unwrap_or(sc.pool.disks);
+        sc.pool.disks += self.hdds;
+        sc.pool.hdds = self.hdds;
         sc.pool.device = self.device.clone();
         sc.pool.aged = !self.clean;
         sc.pool.spare = self.spare;
@@ -652,6 +664,37 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(e.contains("12 devices") && e.contains("8 disks"), "{e}");
+    }
+
+    /// Issue 21: `--hdds N` adds N HDD members after the SSDs; an HDD preset in `--device`
+    /// makes its members HDDs too; the schemes see them as the pool's HDD tier.
+    #[test]
+    fn hdd_members_join_the_pool_as_its_hdd_tier() {
+        let sc = parse(&[
+            "--disks",
+            "8",
+            "--hdds",
+            "2",
+            "--width",
+            "5",
+            "--offload",
+            "on",
+        ])
+        .unwrap();
+        assert_eq!(sc.pool.disks, 10);
+        let names = sc.pool.member_devices().unwrap();
+        assert_eq!((names[7].as_str(), names[8].as_str()), ("dc", "hdd7200"));
+        assert_eq!(sc.pool.hdd_members(), vec![8, 9]);
+        assert_eq!(sc.scheme_params(1 << 40).pool.hdds, vec![8, 9]);
+        assert!(sc.scheme_options.offload);
+        assert_eq!(sc.layout(), LayoutKind::Mols, "MOLS over the 8 SSDs");
+        sc.validate().unwrap();
+        let sc = parse(&["--disks", "4", "--device", "dc,hdd7200"]).unwrap();
+        assert_eq!(sc.pool.hdd_members(), vec![1, 3]);
+        assert!(
+            !parse(&[]).unwrap().scheme_options.offload,
+            "off by default"
+        );
     }
 
     #[test]

@@ -121,6 +121,7 @@ fn config(sc: &Scenario) -> FusionConfig {
         block_size: sc.block_size,
         data_offset: 0,
         layout: sc.layout,
+        hdds: Vec::new(),
     };
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.trim = common::trim_policy(sc.seed);

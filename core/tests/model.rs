@@ -108,6 +108,7 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
         block_size: sc.block_size,
         data_offset: 4096,
         layout: sc.layout,
+        hdds: Vec::new(),
     };
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.redirect = sc.redirect;

@@ -43,6 +43,8 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         trim_errors: now.trim_errors - base.trim_errors,
         stripes_trimmed: now.stripes_trimmed - base.stripes_trimmed,
         trims_dropped: now.trims_dropped - base.trims_dropped,
+        offloaded_writes: now.offloaded_writes - base.offloaded_writes,
+        offloaded_bytes: now.offloaded_bytes - base.offloaded_bytes,
     }
 }
 
@@ -207,6 +209,8 @@ impl Sim {
             timer_bumps: self.timer_bumps,
             bytes_trimmed: es.device_bytes_trimmed,
             stripes_trimmed: es.stripes_trimmed,
+            offloaded_writes: es.offloaded_writes,
+            offloaded_bytes: es.offloaded_bytes,
         };
 
         let mut requests = std::mem::take(&mut self.counts);

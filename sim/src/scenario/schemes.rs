@@ -64,6 +64,8 @@ pub struct SchemeOptions {
     /// FusionRAID and Fusion-ND: re-issue a replicated read to another copy after this long
     /// (hedged request, paper §6); None: off.
     pub hedge_ns: Option<Nanos>,
+    /// FusionRAID: offload replica writes from busy SSDs to HDD logs (issue 21).
+    pub offload: bool,
 }
 
 impl Default for SchemeOptions {
@@ -75,6 +77,7 @@ impl Default for SchemeOptions {
             curves: Vec::new(),
             trim: None,
             hedge_ns: None,
+            offload: false,
         }
     }
 }
@@ -119,6 +122,7 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
             if baselines::canonical(&key).is_err() {
                 return Err(SchemeError::Unknown { name: key });
             }
+            baselines::check_no_hdds(&key, &p.pool.hdds).map_err(config_err)?;
             baselines::build(&key, &baseline_config(p).map_err(config_err)?).map_err(config_err)
         }
     }
@@ -137,6 +141,9 @@ fn fusion(
     }
     cfg.conversion.enabled = p.options.conversion;
     cfg.hedge_ns = p.options.hedge_ns;
+    if p.options.offload {
+        cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig::default());
+    }
     // The combined system (`steer`) runs every policy the pool offers, discards included.
     if p.options.trim.unwrap_or(steer) {
         cfg.trim = TrimPolicy::on();
@@ -183,6 +190,7 @@ mod tests {
                 block_size: 64 << 10,
                 data_offset: 1 << 20,
                 layout: LayoutKind::Mols,
+                hdds: Vec::new(),
             },
             volumes: vec![VolumeConfig::new("v", Level::Raid5, 7, 1 << 30)],
             seed: 1,

@@ -174,6 +174,11 @@ pub struct EngineCounters {
     /// Spare stripes discarded.
     #[serde(skip_serializing_if = "is_zero")]
     pub stripes_trimmed: u64,
+    /// Replica writes offloaded to HDD logs, and their bytes (issue 21; left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offloaded_writes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offloaded_bytes: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -182,7 +182,7 @@ impl FusionScheme {
                     Loc::Raid(fl) => vec![v.zone.split(fl)],
                     Loc::Rep(key) => {
                         let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
-                        v.pairs.copies(r)
+                        v.ssd_copies(r)
                     }
                 };
                 s.passed_pages += c as u64 * copies.len() as u64;
