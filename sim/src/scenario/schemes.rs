@@ -198,6 +198,17 @@ mod tests {
         }
     }
 
+    /// Issue 21: HDD members are FusionRAID's; a baseline names them and refuses.
+    #[test]
+    fn baselines_refuse_hdd_members() {
+        let mut p = params();
+        p.pool.hdds = vec![27, 28];
+        p.pool.layout = LayoutKind::Permutation { seed: 1 };
+        let e = build_scheme("raid50", &p).err().unwrap().to_string();
+        assert!(e.contains("[27, 28]") && e.contains("fusionraid"), "{e}");
+        assert!(build_scheme("fusionraid", &p).is_ok());
+    }
+
     #[test]
     fn every_known_scheme_builds_and_unknown_lists_them() {
         for name in known_schemes() {
