@@ -45,6 +45,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         trims_dropped: now.trims_dropped - base.trims_dropped,
         offloaded_writes: now.offloaded_writes - base.offloaded_writes,
         offloaded_bytes: now.offloaded_bytes - base.offloaded_bytes,
+        offload_primary_busy: now.offload_primary_busy - base.offload_primary_busy,
     }
 }
 
@@ -211,6 +212,7 @@ impl Sim {
             stripes_trimmed: es.stripes_trimmed,
             offloaded_writes: es.offloaded_writes,
             offloaded_bytes: es.offloaded_bytes,
+            offload_primary_busy: es.offload_primary_busy,
         };
 
         let mut requests = std::mem::take(&mut self.counts);

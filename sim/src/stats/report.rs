@@ -179,6 +179,9 @@ pub struct EngineCounters {
     pub offloaded_writes: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub offloaded_bytes: u64,
+    /// Replica writes whose kept copy (never offloaded) went to an SSD the rule found busy.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offload_primary_busy: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

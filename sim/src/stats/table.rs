@@ -217,10 +217,11 @@ impl Report {
         if e.offloaded_writes > 0 {
             let _ = writeln!(
                 o,
-                "offload              {} replica writes ({:.1} MB) to HDD logs, {} of replicated blocks",
+                "offload              {} replica writes ({:.1} MB) to HDD logs, {} of replicated blocks; {} kept copies on a busy SSD",
                 e.offloaded_writes,
                 e.offloaded_bytes as f64 / 1e6,
-                pct(e.offloaded_writes as f64 / e.replicated_block_writes.max(1) as f64)
+                pct(e.offloaded_writes as f64 / e.replicated_block_writes.max(1) as f64),
+                e.offload_primary_busy
             );
         }
         let q = &self.requests;

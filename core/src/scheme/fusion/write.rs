@@ -535,6 +535,12 @@ impl Outgoing<'_> {
                 continue;
             }
             // Copy 0 becomes RAID data at conversion: only the others may go to a log.
+            if ci == 0
+                && let Some(o) = offload.as_deref()
+                && o.ssd_busy(&ctx.members(), disk, p.count as u64 * PAGE_SIZE)
+            {
+                ctx.stats.offload_primary_busy += 1;
+            }
             if ci > 0
                 && let Some(o) = offload.as_deref_mut()
             {

@@ -122,6 +122,16 @@ impl Offload {
         None
     }
 
+    /// Whether SSD `ssd` is busy by the rule for a write of `len` bytes (no sample taken, no
+    /// HDD looked for): asked of the copy that stays on its SSD, to count how often the
+    /// busy SSD is the one offload can not relieve.
+    pub fn ssd_busy(&self, m: &Members, ssd: DiskId, len: u64) -> bool {
+        let iops = m.recent(ssd).map_or(0, |t| t.completed()) as f64;
+        let busy = self.iops.median().is_some_and(|med| iops > med);
+        let big = self.size.median().is_some_and(|med| len as f64 > med);
+        busy && (m.queue_depth(ssd) > self.cfg.queue_threshold || big)
+    }
+
     /// The extent at `pos` of `hdd`'s log holds nothing any more.
     pub fn kill(&mut self, hdd: DiskId, pos: LogPos) {
         self.logs[hdd.index()]
