@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use crate::pool_config::{PoolFile, Spare};
 use crate::scheme_choice::{build_engine, tolerance};
-use crate::superblock::{SUPERBLOCK_BYTES, SbError, Superblock, new_uuid, uuid_string};
+use crate::superblock::{SUPERBLOCK_BYTES, SbError, Superblock, Tier, new_uuid, uuid_string};
+use fusionraid_core::meta::ImageBound;
 
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -101,7 +102,10 @@ impl Io {
             }
         }
         let sb = Superblock {
-            version: Superblock::version_for(pool.cfg.image_bound),
+            version: Superblock::version_for(
+                pool.cfg.image_bound,
+                !pool.cfg.hdd_members.is_empty(),
+            ),
             uuid: pool.uuid,
             index: index as u32,
             count: pool.cfg.members.len() as u32,
@@ -110,6 +114,7 @@ impl Io {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             config: pool.stored_config.clone(),
+            tier: tier_of(&pool.cfg, index),
         };
         self.write_sb(m.as_mut(), &sb)?;
         Ok(m)
@@ -204,13 +209,14 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         .map_or(0, |d| d.as_secs());
     for (i, m) in members.iter_mut().enumerate() {
         let sb = Superblock {
-            version: crate::superblock::VERSION,
+            version: Superblock::version_for(ImageBound::Zone, !cfg.hdd_members.is_empty()),
             uuid,
             index: i as u32,
             count: specs.len() as u32,
             disk_bytes,
             created_unix,
             config: cfg.to_toml(),
+            tier: tier_of(cfg, i),
         };
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
@@ -268,6 +274,7 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
         .expect("the majority pool has a member");
     check_one_pool(&found, &reference, specs.len())?;
     let file = &as_stored(file, &reference)?;
+    check_tiers(&found, file)?;
     let slots = place_members(found, specs.len(), &reference)?;
     let missing: Vec<(usize, String)> = (0..specs.len())
         .filter(|&i| slots[i].is_none())
@@ -438,10 +445,40 @@ fn as_stored(file: &PoolFile, reference: &Superblock) -> anyhow::Result<PoolFile
             stored.data_offset.map_or(0, |s| s.0)
         );
     }
+    if file.hdd_members != stored.hdd_members {
+        bail!(
+            "the pool file's hdd_members {:?} differ from the pool's {:?} on the members",
+            file.hdd_members,
+            stored.hdd_members
+        );
+    }
     // What the members say is where the data is, and how its metadata area was sized.
     file.data_offset = stored.data_offset;
     file.image_bound = reference.image_bound();
     Ok(file)
+}
+
+/// The tier `create` records for member `i` of `cfg`.
+fn tier_of(cfg: &PoolFile, i: usize) -> Tier {
+    if cfg.is_hdd(i) { Tier::Hdd } else { Tier::Ssd }
+}
+
+/// Every member found says of itself the tier the stored pool gives its slot.
+fn check_tiers(found: &[Found], file: &PoolFile) -> anyhow::Result<()> {
+    for f in found {
+        let want = tier_of(file, f.sb.index as usize);
+        if f.sb.tier != want {
+            bail!(
+                "`members[{}]` ({}) is recorded as an {} member but the pool's slot {} is an {}",
+                f.listed,
+                f.member.name(),
+                f.sb.tier.name(),
+                f.sb.index,
+                want.name()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Puts each member found in the slot its superblock names; slots of `n` members nobody

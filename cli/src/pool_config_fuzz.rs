@@ -112,6 +112,7 @@ fn check_accepted(p: &PoolFile) {
         disk_bytes: DISK,
         created_unix: 0,
         config: stored.clone(),
+        tier: crate::superblock::Tier::Ssd,
     };
     let back = Superblock::decode(&sb.encode().expect("an accepted pool fits a superblock"));
     let again = PoolFile::parse(&back.expect("round trip").config)

@@ -39,6 +39,8 @@ pub fn build_scheme(
         let s = FusionScheme::new(cfg).with_context(|| format!("scheme {lname}"))?;
         return Ok(Box::new(s));
     }
+    let hdds: Vec<u32> = pool.hdd_members.iter().map(|&i| i as u32).collect();
+    baselines::check_no_hdds(name, &hdds).map_err(|e| anyhow::anyhow!(e))?;
     if let Some(v) = pool
         .volumes
         .iter()

@@ -74,6 +74,11 @@ pub struct Args {
     /// docs/DEVICE_MODELS.md), or a comma-separated list of them, cycled over the members.
     #[arg(long, default_value = "dc")]
     device: String,
+    /// HDD members (hdd7200) added after the --disks SSDs: a hybrid pool (issue 21). They
+    /// hold no stripes (the fusionraid schemes only; the baselines refuse them). Members
+    /// --device names with an HDD preset are HDDs too.
+    #[arg(long, default_value_t = 0)]
+    hdds: usize,
     /// Precondition the members to the paper's aged state (default).
     #[arg(long, overrides_with = "clean")]
     aged: bool,
@@ -136,6 +141,10 @@ pub struct Args {
     /// (FusionRAID schemes).
     #[arg(long, value_name = "report|GAP", value_parser = parse_wear)]
     wear: Option<WearArg>,
+    /// FusionRAID: offload replica writes from busy SSDs to the HDD members' logs (SeRW,
+    /// issue 21; on|off, default off). Needs HDD members (--hdds).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    offload: Option<bool>,
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
@@ -225,10 +234,13 @@ impl Args {
             Some(WearArg::Gap(g)) => Some(g),
             _ => None,
         };
+        sc.scheme_options.offload = self.offload.unwrap_or(false);
         sc.pool.disks = self
             .disks
             .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))
             .unwrap_or(sc.pool.disks);
+        sc.pool.disks += self.hdds;
+        sc.pool.hdds = self.hdds;
         sc.pool.device = self.device.clone();
         sc.pool.aged = !self.clean;
         sc.pool.spare = self.spare;

@@ -138,9 +138,10 @@ fn members(o: &mut String, doc: &StatusDoc) {
     // INDEX: the number `fusionraid fail N` and `replace N SPEC` take.
     let _ = writeln!(
         o,
-        "\t{:<w$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "\t{:<w$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
         "NAME",
         "INDEX",
+        "TIER",
         "STATE",
         "SPIKES",
         "STRAG",
@@ -160,9 +161,10 @@ fn members(o: &mut String, doc: &StatusDoc) {
     for m in &s.members {
         let _ = writeln!(
             o,
-            "\t  {:<w2$}  {:>5}  {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "\t  {:<w2$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
             m.name,
             m.index,
+            m.tier,
             state_word(m.state),
             m.spikes,
             m.stragglers,
@@ -341,6 +343,7 @@ mod tests {
         let member = |index: usize, state| MemberStatus {
             index,
             name: format!("emu:consumer:file:d{index}.img"),
+            tier: if index == 12 { "hdd" } else { "ssd" }.into(),
             state,
             size_bytes: 2 << 30,
             inflight: 0,
@@ -427,6 +430,7 @@ mod tests {
             let line = text.lines().find(|l| l.contains(name)).unwrap();
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words[1], i.to_string(), "{line}");
+            assert_eq!(words[2], if i == 12 { "hdd" } else { "ssd" }, "{line}");
         }
         assert!(text.contains("INDEX"), "{text}");
     }

@@ -5,7 +5,7 @@
 //!
 //! superblock (little endian):
 //!   0  magic "FRAIDSB\0"         8 bytes
-//!   8  version                   u32 (2; 1 is read too, see VERSION)
+//!   8  version                   u32 (2, or 3 for a hybrid pool; 1 is read too, see VERSION)
 //!  12  crc32c                    u32 over all 64 KiB with this field zero
 //!  16  pool uuid                 16 bytes
 //!  32  member index              u32
@@ -13,7 +13,7 @@
 //!  40  member bytes used         u64 (the smallest member at create)
 //!  48  created, Unix seconds     u64
 //!  56  pool config length        u32
-//!  60  reserved                  u32 (0)
+//!  60  member tier               u32: 0 SSD, 1 HDD (version 3; reserved, 0, before)
 //!  64  pool config (TOML)        the geometry and policies `create` was given
 //! ```
 //! The region between the superblock and `data_offset` holds the durable mapping metadata
@@ -24,10 +24,15 @@ use fusionraid_core::meta::ImageBound;
 
 pub const SUPERBLOCK_BYTES: u64 = 64 << 10;
 const MAGIC: [u8; 8] = *b"FRAIDSB\0";
-/// The version `create` writes. Version 2 sized the checkpoint area from each volume's
-/// zone (`ImageBound::Zone`); pools of version 1 keep the area their three-stripes rule
-/// gave them, since it places the second checkpoint slot.
-pub const VERSION: u32 = 2;
+/// The newest version. Version 2 sized the checkpoint area from each volume's zone
+/// (`ImageBound::Zone`); pools of version 1 keep the area their three-stripes rule gave
+/// them, since it places the second checkpoint slot. Version 3 is version 2 plus the
+/// member's tier at offset 60 (issue 21), written only for pools with HDD members, so an
+/// older build refuses a hybrid pool (it would lay stripes on its HDDs) while all-SSD
+/// pools stay readable by it.
+pub const VERSION: u32 = 3;
+/// The version an all-SSD pool of the zone rule is written with.
+const SSD_ONLY: u32 = 2;
 /// The oldest version this build reads.
 const OLDEST: u32 = 1;
 const HEADER: usize = 64;
@@ -43,6 +48,25 @@ pub struct Superblock {
     pub disk_bytes: u64,
     pub created_unix: u64,
     pub config: String,
+    /// This member's tier (version 3; always SSD before).
+    pub tier: Tier,
+}
+
+/// What kind of device a member is: SSDs hold the volumes' stripes, HDDs only write logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tier {
+    #[default]
+    Ssd,
+    Hdd,
+}
+
+impl Tier {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Ssd => "ssd",
+            Tier::Hdd => "hdd",
+        }
+    }
 }
 
 /// Why a member's first 64 KiB are not a usable superblock.
@@ -83,11 +107,13 @@ impl Superblock {
         }
     }
 
-    /// The version that records `bound` (what a replacement member's superblock repeats).
-    pub fn version_for(bound: ImageBound) -> u32 {
-        match bound {
-            ImageBound::ThreeStripes => 1,
-            ImageBound::Zone => VERSION,
+    /// The version that records `bound` for a pool with (`hybrid`) or without HDD members
+    /// (what `create` writes, and a replacement member's superblock repeats).
+    pub fn version_for(bound: ImageBound, hybrid: bool) -> u32 {
+        match (bound, hybrid) {
+            (ImageBound::ThreeStripes, _) => 1,
+            (ImageBound::Zone, false) => SSD_ONLY,
+            (ImageBound::Zone, true) => VERSION,
         }
     }
 
@@ -110,6 +136,15 @@ impl Superblock {
         b[40..48].copy_from_slice(&self.disk_bytes.to_le_bytes());
         b[48..56].copy_from_slice(&self.created_unix.to_le_bytes());
         b[56..60].copy_from_slice(&(cfg.len() as u32).to_le_bytes());
+        assert!(
+            self.version >= 3 || self.tier == Tier::Ssd,
+            "tiers need version 3"
+        );
+        let tier: u32 = match self.tier {
+            Tier::Ssd => 0,
+            Tier::Hdd => 1,
+        };
+        b[60..64].copy_from_slice(&tier.to_le_bytes());
         b[HEADER..HEADER + cfg.len()].copy_from_slice(cfg);
         let crc = crc32c::crc32c(&b);
         b[12..16].copy_from_slice(&crc.to_le_bytes());
@@ -152,6 +187,12 @@ impl Superblock {
             disk_bytes: u64_at(40),
             created_unix: u64_at(48),
             config,
+            // Before version 3 the field was reserved (and written 0).
+            tier: match (version, u32_at(60)) {
+                (..3, _) | (_, 0) => Tier::Ssd,
+                (_, 1) => Tier::Hdd,
+                (_, t) => return Err(SbError::Corrupt(format!("member tier {t}"))),
+            },
         };
         if sb.count == 0 || sb.index >= sb.count {
             return Err(SbError::Corrupt(format!(
@@ -202,6 +243,7 @@ mod tests {
             disk_bytes: 1 << 30,
             created_unix: 1_700_000_000,
             config: "name = \"t\"\n".into(),
+            tier: Tier::Ssd,
         }
     }
 
@@ -215,8 +257,40 @@ mod tests {
         let back = Superblock::decode(&old.encode().unwrap()).unwrap();
         assert_eq!(back.version, 1);
         assert_eq!(back.image_bound(), ImageBound::ThreeStripes);
-        assert_eq!(Superblock::version_for(back.image_bound()), 1);
+        assert_eq!(Superblock::version_for(back.image_bound(), false), 1);
         assert_eq!(sample().image_bound(), ImageBound::Zone);
+    }
+
+    #[test]
+    fn tiers_need_version_3_and_older_superblocks_read_as_ssds() {
+        // A version 2 superblock (all-SSD pools are still written so) reads as an SSD
+        // member, whatever its reserved field held.
+        let v2 = Superblock {
+            version: 2,
+            ..sample()
+        };
+        let mut b = v2.encode().unwrap();
+        assert_eq!(b[60..64], [0; 4]);
+        b[60] = 1;
+        b[12..16].fill(0);
+        let crc = crc32c::crc32c(&b);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Superblock::decode(&b).unwrap().tier, Tier::Ssd);
+        // Version 3 records the tier; an unknown tier is corruption.
+        let hdd = Superblock {
+            version: 3,
+            tier: Tier::Hdd,
+            ..sample()
+        };
+        let mut b = hdd.encode().unwrap();
+        assert_eq!(Superblock::decode(&b).unwrap().tier, Tier::Hdd);
+        b[60] = 7;
+        b[12..16].fill(0);
+        let crc = crc32c::crc32c(&b);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        assert!(matches!(Superblock::decode(&b), Err(SbError::Corrupt(_))));
+        assert_eq!(Superblock::version_for(ImageBound::Zone, false), 2);
+        assert_eq!(Superblock::version_for(ImageBound::Zone, true), 3);
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn valid() -> impl Strategy<Value = Superblock> {
                 disk_bytes,
                 created_unix,
                 config,
+                tier: crate::superblock::Tier::Ssd,
             },
         )
 }

@@ -32,6 +32,7 @@ fn config(volume_bytes: u64, journal: bool) -> FusionConfig {
         block_size: BS,
         data_offset: 0,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let mut cfg = FusionConfig::new(
         pool,

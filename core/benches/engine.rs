@@ -24,6 +24,7 @@ fn engine(volume_bytes: u64) -> Engine {
         block_size: BS,
         data_offset: 1 << 20,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let cfg = FusionConfig::new(
         pool,

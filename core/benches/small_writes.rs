@@ -101,6 +101,7 @@ fn engine(spare: f64, low_water: Option<f64>) -> Engine {
         block_size: BS,
         data_offset: DATA_OFFSET,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let level: Level = std::env::var("LEVEL")
         .map_or(Ok(Level::Raid5), |l| l.parse())

@@ -24,6 +24,7 @@ fn config(seed: u64) -> FusionConfig {
         block_size: BS,
         data_offset: 0,
         layout: LayoutKind::Permutation { seed },
+        hdds: Vec::new(),
     };
     let v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
     let mut cfg = FusionConfig::new(pool, vec![v]);

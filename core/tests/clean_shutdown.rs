@@ -26,6 +26,7 @@ fn config() -> FusionConfig {
         block_size: BS,
         data_offset: 0,
         layout: LayoutKind::Permutation { seed: 3 },
+        hdds: Vec::new(),
     };
     let v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
     let mut cfg = FusionConfig::new(pool, vec![v]);

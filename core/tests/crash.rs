@@ -46,6 +46,8 @@ struct Scenario {
     commit_interval_ns: Nanos,
     /// (cycle, member): the member fails during that cycle.
     failure: Option<(usize, usize)>,
+    /// HDD members after the `disks` SSDs (issue 21): no stripes, metadata copies only.
+    hdds: usize,
 }
 
 fn scenario(seed: u64) -> Scenario {
@@ -100,6 +102,16 @@ fn scenario(seed: u64) -> Scenario {
         // Small rings wrap and force checkpoints within a run.
         journal_bytes: [8 << 10, 32 << 10, 1 << 20][r.below(3) as usize],
         commit_interval_ns: [200_000, 2_000_000, 50_000_000][r.below(3) as usize],
+        // A hybrid pool on a sixth of the seeds: one HDD member, which holds journal and
+        // checkpoint copies but no stripes (write offload is not journaled yet).
+        hdds: usize::from(seed % 6 == 5),
+    }
+}
+
+impl Scenario {
+    /// Every member, SSDs and HDDs.
+    fn members(&self) -> usize {
+        self.disks + self.hdds
     }
 }
 
@@ -116,11 +128,12 @@ fn config(sc: &Scenario) -> FusionConfig {
         })
         .collect();
     let pool = PoolGeometry {
-        disks: sc.disks,
+        disks: sc.members(),
         disk_bytes: u64::MAX / 4,
         block_size: sc.block_size,
         data_offset: 0,
         layout: sc.layout,
+        hdds: (sc.disks..sc.members()).map(|d| d as u32).collect(),
     };
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.trim = common::trim_policy(sc.seed);
@@ -135,7 +148,7 @@ fn config(sc: &Scenario) -> FusionConfig {
     });
     // Sandook's policies on a third of the seeds (their own generator).
     if sc.seed % 3 == 1 {
-        let (steer, curves) = common::steering(sc.seed, sc.disks);
+        let (steer, curves) = common::steering(sc.seed, sc.members());
         cfg.steer = Some(steer);
         cfg.curves = curves;
     }
@@ -168,11 +181,11 @@ fn boot(
     let (scheme, _report) = FusionScheme::recover(cfg.clone(), &regions, now)
         .unwrap_or_else(|e| panic!("{sc:?}: recovery failed: {e}"));
     scheme.check_invariants();
-    let mut ecfg = EngineConfig::new(sc.disks);
+    let mut ecfg = EngineConfig::new(sc.members());
     ecfg.seed = sc.seed ^ now;
     let engine = Engine::new(ecfg, Box::new(scheme), now);
     let disk_bytes = disks[0].len() as u64;
-    let mut d = Driver::new(engine, sc.disks, disk_bytes, sc.seed ^ now);
+    let mut d = Driver::new(engine, sc.members(), disk_bytes, sc.seed ^ now);
     d.now = now;
     d.poison_trims = true;
     for (m, b) in d.disks.iter_mut().zip(disks) {
@@ -246,7 +259,7 @@ fn run(sc: &Scenario) -> (u64, u64) {
     let cfg = config(sc);
     let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
-    let mut disks = vec![vec![0xEEu8; disk_bytes as usize]; sc.disks];
+    let mut disks = vec![vec![0xEEu8; disk_bytes as usize]; sc.members()];
     for (d, off, bytes) in FusionScheme::initial_metadata(&cfg).expect("initial metadata") {
         disks[d.index()][off as usize..off as usize + bytes.len()].copy_from_slice(&bytes);
     }

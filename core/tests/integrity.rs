@@ -24,6 +24,7 @@ fn driver_with(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
         block_size: BS,
         data_offset: 4096,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
     cfg.conversion.enabled = false;

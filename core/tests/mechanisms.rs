@@ -21,6 +21,7 @@ fn driver(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
         block_size: BS,
         data_offset: 4096,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
     cfg.conversion.enabled = false;
@@ -455,4 +456,181 @@ fn conversion_pauses_while_disks_are_busy_with_foreground_io() {
     // Every disk sees far more than 1 byte/s of foreground traffic: conversion waits.
     assert_eq!(run(1.0), 0);
     assert!(run(1e15) > 0);
+}
+
+/// Issue 21, part 1: a hybrid pool's HDD members hold no stripes. Eight SSDs (MOLS needs a
+/// prime power) at pool indices around two HDDs (3 and 9): small and large writes,
+/// conversion and reads all stay on the SSDs, and the data reads back.
+#[test]
+fn hdd_members_hold_no_stripes() {
+    let pool = PoolGeometry {
+        disks: 10,
+        disk_bytes: u64::MAX / 4,
+        block_size: BS,
+        data_offset: 4096,
+        layout: LayoutKind::Mols,
+        hdds: vec![3, 9],
+    };
+    let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
+    cfg.max_request_bytes = 24 * BS;
+    common::convert_when_idle(&mut cfg);
+    let scheme = FusionScheme::new(cfg).unwrap();
+    assert!(scheme.is_hdd_member(DiskId(9)) && !scheme.is_hdd_member(DiskId(8)));
+    let disk_bytes = 4096 + scheme.blocks_per_disk() * BS;
+    let engine = Engine::new(EngineConfig::new(10), Box::new(scheme), 0);
+    let mut d = Driver::new(engine, 10, disk_bytes, 7);
+    let mut want = vec![0u8; (96 * BS) as usize];
+    for i in 0..40u64 {
+        let (off, len) = if i % 5 == 0 {
+            ((i % 12) * 7 * BS, 6 * BS)
+        } else {
+            ((i * 13 % 95) * BS + (i % 16) * 4096, 4096 * (1 + i % 3))
+        };
+        let data = pattern(i as u8, len);
+        want[off as usize..(off + len) as usize].copy_from_slice(&data);
+        write(&mut d, i, off, data);
+    }
+    d.run_until(Some(d.now + 100_000_000));
+    d.settle();
+    assert!(d.engine.stats().conversions >= 1, "no conversion ran");
+    for b in (0..96).step_by(16) {
+        let got = read(&mut d, 1000 + b, b * BS, 16 * BS);
+        assert!(
+            got == want[(b * BS) as usize..((b + 16) * BS) as usize],
+            "block {b}"
+        );
+    }
+    let touched: Vec<usize> = d.log.iter().map(|o| o.disk).collect();
+    assert!(!touched.is_empty());
+    assert!(
+        !touched.iter().any(|&disk| disk == 3 || disk == 9),
+        "an HDD member got volume I/O"
+    );
+    // Every SSD holds part of the volume.
+    for ssd in [0, 1, 2, 4, 5, 6, 7, 8] {
+        assert!(touched.contains(&ssd), "SSD {ssd} unused");
+    }
+}
+
+/// A layout over the SSDs must fit them: the tier check names the HDDs.
+#[test]
+fn hdd_members_must_leave_ssds_for_the_stripes() {
+    let pool = |hdds: Vec<u32>| PoolGeometry {
+        disks: 8,
+        disk_bytes: u64::MAX / 4,
+        block_size: BS,
+        data_offset: 4096,
+        layout: LayoutKind::Permutation { seed: 1 },
+        hdds,
+    };
+    let vols = || vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)];
+    // 6 SSDs can not hold a 7-wide stripe.
+    let e = FusionScheme::new(FusionConfig::new(pool(vec![6, 7]), vols()))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("too wide"), "{e}");
+    let e = FusionScheme::new(FusionConfig::new(pool(vec![7, 2]), vols()))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("ascending"), "{e}");
+    assert!(FusionScheme::new(FusionConfig::new(pool(vec![7]), vols())).is_ok());
+}
+
+/// Issue 21, part 2: with offload on, copies of small writes to busy SSDs go to the HDD
+/// logs; reads never use an offloaded copy's SSD place (a hole: the test members hold
+/// zeroes there), conversion keeps the SSD copy, and log space freed when pair sets are
+/// freed or converted takes offloaded writes again (the logs hold 4 pages each).
+#[test]
+fn busy_ssds_offload_replicas_to_hdd_logs_and_conversion_frees_them() {
+    let pool = PoolGeometry {
+        disks: 10,
+        disk_bytes: u64::MAX / 4,
+        block_size: BS,
+        data_offset: 4096,
+        layout: LayoutKind::Mols,
+        hdds: vec![3, 9],
+    };
+    let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
+    cfg.max_request_bytes = 24 * BS;
+    common::convert_when_idle(&mut cfg);
+    cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig {
+        queue_threshold: 1,
+        // 4 pages per HDD: more offloaded pages than that need dead extents reused.
+        log_bytes: Some(4 * 4096),
+    });
+    let scheme = FusionScheme::new(cfg).unwrap();
+    let disk_bytes = 4096 + scheme.blocks_per_disk() * BS;
+    let engine = Engine::new(EngineConfig::new(10), Box::new(scheme), 0);
+    let mut d = Driver::new(engine, 10, disk_bytes, 7);
+    let mut want = vec![0u8; (96 * BS) as usize];
+    let mut id = 0u64;
+    let mut round = |d: &mut Driver, want: &mut Vec<u8>, tag: u8| {
+        for burst in 0..30u64 {
+            // Bursts of varied size: some SSD windows are busier than the median.
+            let n = if burst % 3 == 0 { 40 } else { 3 };
+            for k in 0..n {
+                id += 1;
+                let off = ((burst * 37 + k * 11) % 96) * BS + (k % 16) * 4096;
+                let data = pattern(tag.wrapping_add(id as u8), 4096);
+                want[off as usize..off as usize + 4096].copy_from_slice(&data);
+                assert!(d.submit(Request {
+                    id,
+                    volume: 0,
+                    op: Op::Write {
+                        offset: off,
+                        data: Data::Bytes(data),
+                        fua: false
+                    },
+                }));
+            }
+            d.drain();
+            assert!(d.take_replies().iter().all(|r| r.result.is_ok()));
+            d.run_until(Some(d.now + 2_000_000));
+        }
+    };
+    round(&mut d, &mut want, 1);
+    let first = d.engine.stats().offloaded_writes;
+    assert!(
+        first > 8,
+        "offloaded {first}: the 8 pages of log were not reused"
+    );
+    assert!(
+        d.log
+            .iter()
+            .any(|o| o.write && (o.disk == 3 || o.disk == 9))
+    );
+    let check = |d: &mut Driver, want: &[u8]| {
+        for b in (0..96).step_by(16) {
+            let got = read(d, 10_000 + b, b * BS, 16 * BS);
+            assert!(
+                got == want[(b * BS) as usize..((b + 16) * BS) as usize],
+                "block {b}"
+            );
+        }
+        // Reads never go to an HDD.
+        assert!(!d.log.iter().any(|o| o.read && (o.disk == 3 || o.disk == 9)));
+    };
+    check(&mut d, &want);
+    // A scrub checks every copy against its checksum: it must skip the offloaded ones
+    // (their SSD places are holes), or it would count errors and move blocks.
+    let now = d.now;
+    d.engine.start_scrub(now).unwrap();
+    d.settle();
+    assert_eq!(d.engine.stats().checksum_errors, 0);
+    assert_eq!(d.engine.stats().repaired_blocks, 0);
+    // Conversion retires the pair sets, and with them the log extents.
+    d.run_until(Some(d.now + 200_000_000));
+    d.settle();
+    assert!(d.engine.stats().conversions > 0);
+    check(&mut d, &want);
+    round(&mut d, &mut want, 100);
+    assert!(
+        d.engine.stats().offloaded_writes > first + 8,
+        "the logs were not reused after conversion ({} then {})",
+        first,
+        d.engine.stats().offloaded_writes
+    );
+    d.run_until(Some(d.now + 200_000_000));
+    d.settle();
+    check(&mut d, &want);
 }

@@ -32,6 +32,7 @@ fn driver_of(seed: u64, disks: usize, level: Level, width: usize, spare: f64) ->
         block_size: BS,
         data_offset: 4096,
         layout: LayoutKind::Permutation { seed },
+        hdds: Vec::new(),
     };
     let mut v = VolumeConfig::new("v", level, width, BLOCKS * BS);
     v.spare_fraction = spare;
@@ -366,6 +367,7 @@ fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
             block_size: BS,
             data_offset: 0,
             layout: LayoutKind::Permutation { seed },
+            hdds: Vec::new(),
         };
         let mut v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
         v.spare_fraction = 0.6;

@@ -50,6 +50,7 @@ fn config(s: &Soak) -> FusionConfig {
         block_size: s.block_size,
         data_offset: 0,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let mut cfg = FusionConfig::new(pool, vec![v]);
     // Small requests keep the spare floor (one request's worth of stripes) small too.

@@ -52,6 +52,7 @@ fn start(specs: &[&str], max_requests: usize, queue_depth: usize, unaligned: boo
         block_size: 64 << 10,
         data_offset: 1 << 20,
         layout: LayoutKind::Mols,
+        hdds: Vec::new(),
     };
     let vols = vec![
         VolumeConfig::new("v0", Level::Raid5, 4, 16 << 20),

@@ -127,6 +127,7 @@ impl PoolFile {
             block_size: self.block_size.0,
             data_offset,
             layout: self.layout_kind()?,
+            hdds: self.hdd_members.iter().map(|&i| i as u32).collect(),
         };
         let volumes = self
             .volumes
@@ -206,8 +207,14 @@ impl PoolFile {
                 )
             })
             .collect();
+        // HDD members hold no stripes: moving one changes every volume's layout.
+        let hdds = if self.hdd_members.is_empty() {
+            String::new()
+        } else {
+            format!(" hdds={:?}", self.hdd_members)
+        };
         format!(
-            "members={} block={} journal={} layout={} volumes=[{}]",
+            "members={}{hdds} block={} journal={} layout={} volumes=[{}]",
             self.members.len(),
             self.block_size.0,
             if self.metadata.journal {

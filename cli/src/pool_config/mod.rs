@@ -5,6 +5,8 @@
 //! members = ["emu:dc:file:d0.img", "emu:dc:file:d1.img", "..."]
 //! member_size = "2G"        # create missing file members (sparse) of this size
 //! spares = ["file:s0.img"]  # hot spares: take a failed member's slot after its rebuild
+//! # hdd_members = [8, 9]    # members that are HDDs (e.g. "emu:hdd7200:file:h0.img"):
+//!                           # no stripes, write logs only (fusionraid scheme)
 //! block_size = "64K"        # stripe unit
 //! # data_offset = "8M"      # reserved at the start of every member (superblock, journal,
 //!                           # checkpoints); default: what the metadata needs, fixed by create
@@ -73,6 +75,11 @@ pub struct PoolFile {
     /// listed in `members` has been used (replace edits `members`, not this list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spares: Vec<String>,
+    /// Members that are HDDs (indices into `members`, ascending): a hybrid pool's HDD tier
+    /// (issue 21). They hold no volume stripes, only write logs; the `fusionraid` scheme
+    /// alone takes them. Fixed by `create` (recorded in every member's superblock).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hdd_members: Vec<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member_size: Option<Size>,
     #[serde(default = "default_block")]
@@ -401,6 +408,7 @@ impl PoolFile {
                 bail!("`spares[{i}]`: {m:?} contains spaces");
             }
         }
+        self.check_hdd_members()?;
         let eph = self.specs()?.iter().filter(|s| s.is_ephemeral()).count();
         if eph != 0 && eph != self.members.len() {
             bail!(
@@ -410,6 +418,26 @@ impl PoolFile {
             );
         }
         Ok(())
+    }
+
+    /// HDD member indices: ascending, distinct, listed members, leaving an SSD.
+    fn check_hdd_members(&self) -> anyhow::Result<()> {
+        let n = self.members.len();
+        if let Some(&bad) = self.hdd_members.iter().find(|&&i| i >= n) {
+            bail!("`hdd_members`: {bad} is not a member index (the pool has {n} members)");
+        }
+        if self.hdd_members.windows(2).any(|w| w[0] >= w[1]) {
+            bail!("`hdd_members`: indices must be ascending and distinct");
+        }
+        if !self.hdd_members.is_empty() && self.hdd_members.len() >= n {
+            bail!("`hdd_members`: a pool needs at least one SSD member to hold its volumes");
+        }
+        Ok(())
+    }
+
+    /// Whether member `i` is an HDD (`hdd_members`).
+    pub fn is_hdd(&self, i: usize) -> bool {
+        self.hdd_members.binary_search(&i).is_ok()
     }
 
     /// The block size, the area reserved at the start of every member (superblock, journal,

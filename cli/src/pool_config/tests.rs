@@ -271,3 +271,43 @@ fn mirror_volumes_take_copies_and_imply_their_width() {
     let no_width = GOOD.replace("width = 4\n", "");
     assert!(format!("{:#}", PoolFile::parse(&no_width).unwrap_err()).contains("width"));
 }
+
+/// Issue 21: `hdd_members` names a hybrid pool's HDDs; they take no stripes (the engine's
+/// geometry gets them), the geometry key includes them, and the baselines refuse them.
+#[test]
+fn hdd_members_are_checked_and_reach_the_engine() {
+    let file = |hdds: &str| {
+        PoolFile::parse(&format!(
+            "members = [\"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\"]\n\
+             hdd_members = {hdds}\n\
+             [[volume]]\nname = \"v\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1G\"\n"
+        ))
+    };
+    let p = file("[1, 5]").unwrap();
+    assert!(p.is_hdd(1) && p.is_hdd(5) && !p.is_hdd(0));
+    assert_eq!(
+        p.fusion_config(2 << 30, true, 0).unwrap().pool.hdds,
+        vec![1, 5]
+    );
+    assert_ne!(p.geometry_key(), file("[]").unwrap().geometry_key());
+    assert_eq!(
+        PoolFile::parse(&p.to_toml()).unwrap(),
+        p,
+        "stored and read back"
+    );
+    for (bad, why) in [
+        ("[7]", "not a member index"),
+        ("[3, 1]", "ascending"),
+        ("[1, 1]", "ascending"),
+        ("[0, 1, 2, 3, 4, 5, 6]", "at least one SSD"),
+    ] {
+        let e = format!("{:#}", file(bad).unwrap_err());
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    let e = crate::scheme_choice::build_scheme(&p, "raid50", 2 << 30)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("HDD") && e.contains("fusionraid"), "{e}");
+    assert!(crate::scheme_choice::build_scheme(&p, "fusionraid", 2 << 30).is_ok());
+}

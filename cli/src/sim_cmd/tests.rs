@@ -114,6 +114,37 @@ fn device_lists_and_fleets_reach_the_pool() {
     assert!(e.contains("12 devices") && e.contains("8 disks"), "{e}");
 }
 
+/// Issue 21: `--hdds N` adds N HDD members after the SSDs; an HDD preset in `--device`
+/// makes its members HDDs too; the schemes see them as the pool's HDD tier.
+#[test]
+fn hdd_members_join_the_pool_as_its_hdd_tier() {
+    let sc = parse(&[
+        "--disks",
+        "8",
+        "--hdds",
+        "2",
+        "--width",
+        "5",
+        "--offload",
+        "on",
+    ])
+    .unwrap();
+    assert_eq!(sc.pool.disks, 10);
+    let names = sc.pool.member_devices().unwrap();
+    assert_eq!((names[7].as_str(), names[8].as_str()), ("dc", "hdd7200"));
+    assert_eq!(sc.pool.hdd_members(), vec![8, 9]);
+    assert_eq!(sc.scheme_params(1 << 40).pool.hdds, vec![8, 9]);
+    assert!(sc.scheme_options.offload);
+    assert_eq!(sc.layout(), LayoutKind::Mols, "MOLS over the 8 SSDs");
+    sc.validate().unwrap();
+    let sc = parse(&["--disks", "4", "--device", "dc,hdd7200"]).unwrap();
+    assert_eq!(sc.pool.hdd_members(), vec![1, 3]);
+    assert!(
+        !parse(&[]).unwrap().scheme_options.offload,
+        "off by default"
+    );
+}
+
 #[test]
 fn fail_slow_members_are_options() {
     let sc = parse(&["--fail-slow", "3+7=4x/2s/3s", "--fail-slow", "1=2x/1s/0.6%"]).unwrap();

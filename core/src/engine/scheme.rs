@@ -96,6 +96,11 @@ pub trait Scheme {
     fn members_start_zeroed(&self) -> bool {
         false
     }
+    /// Whether member `disk` is an HDD of a hybrid pool (holds no volume stripes; issue
+    /// 21). Schemes without tiers have SSDs only.
+    fn is_hdd(&self, _disk: DiskId) -> bool {
+        false
+    }
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
 
     /// Steering the scheme runs (see [`crate::steer`]), handed to the engine once at its

@@ -18,6 +18,12 @@ pub struct EngineStats {
     pub hedged_reads: u64,
     pub full_stripe_writes: u64,
     pub replicated_block_writes: u64,
+    /// Replica writes sent to an HDD log instead of a busy SSD (issue 21), and their bytes.
+    pub offloaded_writes: u64,
+    pub offloaded_bytes: u64,
+    /// Replica writes whose copy 0 (kept at conversion, never offloaded) went to an SSD
+    /// the offload rule found busy.
+    pub offload_primary_busy: u64,
     pub conversions: u64,
     pub relocations: u64,
     pub pair_sets_freed_without_conversion: u64,

@@ -15,12 +15,14 @@ mod mols;
 mod permutation;
 #[cfg(test)]
 mod tests;
+mod tiered;
 
 pub use error::GeometryError;
 pub use gf::GaloisField;
 pub use groups::GroupLayout;
 pub use mols::MolsLayout;
 pub use permutation::{PERMUTATIONS, PermutationLayout};
+pub use tiered::TieredLayout;
 
 use crate::types::{DiskId, Placement};
 

@@ -29,6 +29,9 @@ pub enum MemberState {
 pub struct MemberStatus {
     pub index: usize,
     pub name: String,
+    /// "ssd", or "hdd" for a hybrid pool's HDD members (no stripes, write logs only).
+    #[serde(default = "ssd")]
+    pub tier: String,
     pub state: MemberState,
     pub size_bytes: u64,
     /// Device operations submitted and not completed.
@@ -60,6 +63,10 @@ pub struct MemberStatus {
     /// Steering's view of the member, when the scheme steers (sandook, fusionraid+).
     #[serde(default)]
     pub steering: Option<MemberSteering>,
+}
+
+fn ssd() -> String {
+    "ssd".into()
 }
 
 /// A member as steering sees it: its mode, its shares of reads and writes (scaled by its rate
@@ -283,6 +290,12 @@ fn member_status(
     MemberStatus {
         index: i,
         name: name.to_string(),
+        tier: if engine.scheme().is_hdd(fusionraid_core::DiskId(i as u32)) {
+            "hdd"
+        } else {
+            "ssd"
+        }
+        .into(),
         state,
         size_bytes: m.map_or(0, |m| m.size_bytes()),
         inflight: m.map_or(0, |m| m.inflight() as u64),

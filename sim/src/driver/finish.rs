@@ -45,6 +45,9 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         trim_errors: now.trim_errors - base.trim_errors,
         stripes_trimmed: now.stripes_trimmed - base.stripes_trimmed,
         trims_dropped: now.trims_dropped - base.trims_dropped,
+        offloaded_writes: now.offloaded_writes - base.offloaded_writes,
+        offloaded_bytes: now.offloaded_bytes - base.offloaded_bytes,
+        offload_primary_busy: now.offload_primary_busy - base.offload_primary_busy,
     }
 }
 
@@ -210,6 +213,9 @@ impl Sim {
             timer_bumps: self.timer_bumps,
             bytes_trimmed: es.device_bytes_trimmed,
             stripes_trimmed: es.stripes_trimmed,
+            offloaded_writes: es.offloaded_writes,
+            offloaded_bytes: es.offloaded_bytes,
+            offload_primary_busy: es.offload_primary_busy,
         };
 
         let mut requests = std::mem::take(&mut self.counts);

@@ -302,6 +302,7 @@ mod tests {
             block_size: 64 << 10,
             data_offset: 1 << 20,
             layout: LayoutKind::Permutation { seed: 1 },
+            hdds: Vec::new(),
         };
         let v = VolumeConfig::new("v", Level::Raid5, 5, vol);
         let drive = fusionraid_devices::preset(device)

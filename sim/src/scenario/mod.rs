@@ -51,7 +51,12 @@ pub const MAX_SPEED_FACTOR: f64 = 1000.0;
 /// The pool's members.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolSpec {
+    /// Every member, SSDs and HDDs.
     pub disks: usize,
+    /// The last `hdds` of the `disks` members are `hdd7200` HDDs (`sim --hdds`); `device`
+    /// then names the others. Any member whose preset is an HDD's is in the pool's HDD tier
+    /// (no stripes: [`PoolSpec::hdd_members`]).
+    pub hdds: usize,
     /// The members' device models: a preset name (`fusionraid_devices::list_presets`, or an
     /// HDD preset), a fleet name (`fusionraid_devices::list_fleets`: its presets in order), or a
     /// comma-separated list of either, cycled over the members when shorter than the pool
@@ -80,6 +85,9 @@ pub struct PoolSpec {
     pub layout: Option<LayoutKind>,
 }
 
+/// The preset of the HDDs `sim --hdds N` adds.
+pub const HDD_PRESET: &str = "hdd7200";
+
 /// The presets a pool's `device` text names, in order: fleets expanded, each name checked.
 pub fn device_list(device: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
@@ -107,15 +115,28 @@ impl PoolSpec {
     /// list longer than the pool is refused (its tail would be silently left out).
     pub fn member_devices(&self) -> Result<Vec<String>, String> {
         let list = device_list(&self.device)?;
-        if list.len() > self.disks {
+        let listed = self.disks.saturating_sub(self.hdds);
+        if list.len() > listed {
             return Err(format!(
-                "'{}' names {} devices but the pool has {} disks",
+                "'{}' names {} devices but the pool has {listed} disks besides its HDDs",
                 self.device,
                 list.len(),
-                self.disks
             ));
         }
-        Ok(list.iter().cycle().take(self.disks).cloned().collect())
+        let mut out: Vec<String> = list.iter().cycle().take(listed).cloned().collect();
+        out.resize(self.disks, HDD_PRESET.to_string());
+        Ok(out)
+    }
+
+    /// The members whose preset is an HDD's (ascending): they hold no stripes.
+    pub fn hdd_members(&self) -> Vec<u32> {
+        self.member_devices()
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| fusionraid_devices::hdd_preset(n).is_ok())
+            .map(|(i, _)| i as u32)
+            .collect()
     }
 
     /// Whether any member is consumer-class ([`fusionraid_devices::is_consumer_class`]).
@@ -205,6 +226,7 @@ impl Scenario {
         Scenario {
             pool: PoolSpec {
                 disks: 29,
+                hdds: 0,
                 device: "dc".into(),
                 aged: true,
                 spare: 0.0,
@@ -261,7 +283,9 @@ impl Scenario {
     /// The layout in force: the configured one, or MOLS when the geometry allows it.
     pub fn layout(&self) -> LayoutKind {
         self.pool.layout.unwrap_or_else(|| {
-            if MolsLayout::new(self.pool.disks, self.width).is_ok() {
+            // Stripes lie on the SSD members only.
+            let ssds = self.pool.disks - self.pool.hdd_members().len();
+            if MolsLayout::new(ssds, self.width).is_ok() {
                 LayoutKind::Mols
             } else {
                 LayoutKind::Permutation {
@@ -573,6 +597,7 @@ impl Scenario {
                 block_size: self.pool.block_size,
                 data_offset: DATA_OFFSET,
                 layout: self.layout(),
+                hdds: self.pool.hdd_members(),
             },
             volumes: self.volume_configs(),
             seed: self.seed,

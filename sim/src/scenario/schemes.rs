@@ -67,6 +67,8 @@ pub struct SchemeOptions {
     /// FusionRAID and Fusion-ND: wear-aware placement with this ladder gap (a share of
     /// rated life, `fusionraid_core::policy::WearLadder`); None: off.
     pub wear_gap: Option<f64>,
+    /// FusionRAID: offload replica writes from busy SSDs to HDD logs (issue 21).
+    pub offload: bool,
 }
 
 impl Default for SchemeOptions {
@@ -79,6 +81,7 @@ impl Default for SchemeOptions {
             trim: None,
             hedge_ns: None,
             wear_gap: None,
+            offload: false,
         }
     }
 }
@@ -123,6 +126,7 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
             if baselines::canonical(&key).is_err() {
                 return Err(SchemeError::Unknown { name: key });
             }
+            baselines::check_no_hdds(&key, &p.pool.hdds).map_err(config_err)?;
             baselines::build(&key, &baseline_config(p).map_err(config_err)?).map_err(config_err)
         }
     }
@@ -142,6 +146,9 @@ fn fusion(
     cfg.conversion.enabled = p.options.conversion;
     cfg.hedge_ns = p.options.hedge_ns;
     cfg.wear_gap = p.options.wear_gap;
+    if p.options.offload {
+        cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig::default());
+    }
     // The combined system (`steer`) runs every policy the pool offers, discards included.
     if p.options.trim.unwrap_or(steer) {
         cfg.trim = TrimPolicy::on();
@@ -188,11 +195,23 @@ mod tests {
                 block_size: 64 << 10,
                 data_offset: 1 << 20,
                 layout: LayoutKind::Mols,
+                hdds: Vec::new(),
             },
             volumes: vec![VolumeConfig::new("v", Level::Raid5, 7, 1 << 30)],
             seed: 1,
             options: SchemeOptions::default(),
         }
+    }
+
+    /// Issue 21: HDD members are FusionRAID's; a baseline names them and refuses.
+    #[test]
+    fn baselines_refuse_hdd_members() {
+        let mut p = params();
+        p.pool.hdds = vec![27, 28];
+        p.pool.layout = LayoutKind::Permutation { seed: 1 };
+        let e = build_scheme("raid50", &p).err().unwrap().to_string();
+        assert!(e.contains("[27, 28]") && e.contains("fusionraid"), "{e}");
+        assert!(build_scheme("fusionraid", &p).is_ok());
     }
 
     #[test]

@@ -130,6 +130,7 @@ impl LatencyHist {
             p50_us: us(self.h.value_at_quantile(0.5)),
             p99_us: us(self.h.value_at_quantile(0.99)),
             p999_us: us(self.h.value_at_quantile(0.999)),
+            p9999_us: us(self.h.value_at_quantile(0.9999)),
             max_us: us(self.h.max()),
         }
     }
@@ -143,6 +144,8 @@ pub struct LatencySummary {
     pub p50_us: f64,
     pub p99_us: f64,
     pub p999_us: f64,
+    /// SeRW reports the 99.99th percentile too (issue 21).
+    pub p9999_us: f64,
     pub max_us: f64,
 }
 

@@ -177,6 +177,14 @@ pub struct EngineCounters {
     /// Spare stripes discarded.
     #[serde(skip_serializing_if = "is_zero")]
     pub stripes_trimmed: u64,
+    /// Replica writes offloaded to HDD logs, and their bytes (issue 21; left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offloaded_writes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offloaded_bytes: u64,
+    /// Replica writes whose kept copy (never offloaded) went to an SSD the rule found busy.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offload_primary_busy: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -230,6 +230,16 @@ impl Report {
             "engine               {} full-stripe writes, {} replicated blocks, {} conversions, {} relocations",
             e.full_stripe_writes, e.replicated_block_writes, e.conversions, e.relocations
         );
+        if e.offloaded_writes > 0 {
+            let _ = writeln!(
+                o,
+                "offload              {} replica writes ({:.1} MB) to HDD logs, {} of replicated blocks; {} kept copies on a busy SSD",
+                e.offloaded_writes,
+                e.offloaded_bytes as f64 / 1e6,
+                pct(e.offloaded_writes as f64 / e.replicated_block_writes.max(1) as f64),
+                e.offload_primary_busy
+            );
+        }
         let q = &self.requests;
         let _ = writeln!(
             o,

@@ -86,6 +86,18 @@ pub fn canonical(name: &str) -> Result<&'static str, String> {
     })
 }
 
+/// The baselines lay their stripes over every member: a hybrid pool's HDD members (issue
+/// 21) would hold RAID columns at HDD latency, so only FusionRAID takes them.
+pub fn check_no_hdds(name: &str, hdds: &[u32]) -> Result<(), String> {
+    if hdds.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "scheme {name} lays stripes over every member and takes no HDD members (members {hdds:?} \
+         are HDDs); hybrid SSD+HDD pools need the fusionraid scheme"
+    ))
+}
+
 /// Build the baseline called `name` over `cfg`.
 pub fn build(name: &str, cfg: &BaselineConfig) -> Result<Box<dyn Scheme + Send>, String> {
     Ok(match canonical(name)? {

@@ -1,6 +1,8 @@
 //! Configuration of a FusionRAID pool and its volumes.
 
-use crate::layout::{GeometryError, GroupLayout, Layout, MolsLayout, PermutationLayout};
+use crate::layout::{
+    GeometryError, GroupLayout, Layout, MolsLayout, PermutationLayout, TieredLayout,
+};
 use crate::types::Nanos;
 
 /// Redundancy level of a volume: RAID5 keeps one parity column and two replicas of recent
@@ -118,6 +120,54 @@ pub struct PoolGeometry {
     /// Bytes reserved at the start of every member for the superblock and metadata.
     pub data_offset: u64,
     pub layout: LayoutKind,
+    /// Pool indices of the HDD members, ascending (issue 21). They hold no volume stripes:
+    /// every layout is built over the other (SSD) members, and the HDDs serve as write
+    /// logs only. Empty: an all-SSD pool.
+    pub hdds: Vec<u32>,
+}
+
+impl PoolGeometry {
+    /// Whether member `d` is an HDD (holds no stripes).
+    pub fn is_hdd(&self, d: crate::types::DiskId) -> bool {
+        self.hdds.binary_search(&d.0).is_ok()
+    }
+
+    /// The members that hold stripes, in pool order.
+    pub fn ssd_members(&self) -> Vec<crate::types::DiskId> {
+        (0..self.disks as u32)
+            .map(crate::types::DiskId)
+            .filter(|&d| !self.is_hdd(d))
+            .collect()
+    }
+
+    /// A volume's layout: `self.layout` over the SSD members, named by pool index.
+    pub fn build_layout(
+        &self,
+        width: usize,
+        nparity: usize,
+    ) -> Result<Box<dyn Layout>, GeometryError> {
+        if self.hdds.is_empty() {
+            return self.layout.build(self.disks, width, nparity);
+        }
+        self.check_tiers()?;
+        let ssds = self.ssd_members();
+        let inner = self.layout.build(ssds.len(), width, nparity)?;
+        Ok(Box::new(TieredLayout::new(inner, ssds, self.disks)))
+    }
+
+    /// HDD indices ascending, distinct, inside the pool, and leaving an SSD.
+    fn check_tiers(&self) -> Result<(), GeometryError> {
+        let sorted = self.hdds.windows(2).all(|w| w[0] < w[1]);
+        let inside = self.hdds.iter().all(|&d| (d as usize) < self.disks);
+        if !sorted || !inside || self.hdds.len() >= self.disks {
+            return Err(GeometryError::Other(format!(
+                "HDD members {:?} must be distinct, ascending member indices below {}, and \
+                 leave at least one SSD",
+                self.hdds, self.disks
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -233,6 +283,24 @@ impl TrimPolicy {
     }
 }
 
+/// The redirect rule's knobs (`FusionConfig::offload`; the rule is in `offload`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OffloadConfig {
+    /// L: an SSD with more I/Os than this in its queue is congested.
+    pub queue_threshold: u32,
+    /// Bytes of each HDD's log, from its data offset on; None: the whole member beyond it.
+    pub log_bytes: Option<u64>,
+}
+
+impl Default for OffloadConfig {
+    fn default() -> Self {
+        OffloadConfig {
+            queue_threshold: 3,
+            log_bytes: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct FusionConfig {
     pub pool: PoolGeometry,
@@ -263,6 +331,9 @@ pub struct FusionConfig {
     /// Wear-aware placement (`crate::policy::WearLadder`): the share of rated life each
     /// member should trail the next more worn one by; off by default.
     pub wear_gap: Option<f64>,
+    /// Offload replica writes from busy SSDs to the HDD members' logs (SeRW, issue 21;
+    /// `offload::OffloadConfig`). None (the default): off. Needs HDD members.
+    pub offload: Option<OffloadConfig>,
 }
 
 impl FusionConfig {
@@ -280,6 +351,7 @@ impl FusionConfig {
             curves: Vec::new(),
             trim: TrimPolicy::off(),
             wear_gap: None,
+            offload: None,
         }
     }
 }

@@ -186,6 +186,12 @@ impl FusionScheme {
                 continue;
             };
             let disks = v.zone.stripe_disk_list(set.stripes[keep]);
+            // A set with copies in an HDD log converts only keeping copy 0 (never
+            // offloaded), read whole from its own members: the other copies' SSD places
+            // hold holes where a copy went to a log.
+            if v.offloaded.has(id) && (keep != 0 || disks.iter().any(|&d| ctx.is_failed(d))) {
+                continue;
+            }
             if !force && self.busy_disk(ctx, &disks, &mut memo) {
                 continue; // paper: conversion pauses while a disk is busy with foreground I/O
             }
@@ -363,6 +369,7 @@ impl FusionScheme {
         self.bg_quiet_until = 0; // (wake_background, with `v` borrowed)
         let keep = j.keep;
         let set = v.pairs.remove(j.set);
+        v.offloaded.set_gone(j.set);
         let stripe = set.stripes[keep];
         let mut mask = 0u32;
         let mut moves = Vec::new();

@@ -89,6 +89,7 @@ impl FusionScheme {
     /// (the simulator's usual case) there is nothing to do.
     #[inline]
     pub(super) fn after_event(&mut self, ctx: &mut Ctx) {
+        self.reap_log_extents();
         if self.durable.is_some() {
             self.journal_after_event(ctx);
         }

@@ -122,8 +122,7 @@ fn zone_stripe_bound(cfg: &FusionConfig, v: &VolumeConfig) -> u64 {
     // needs to be some number.
     let tpl = cfg
         .pool
-        .layout
-        .build(cfg.pool.disks, v.width, v.level.nparity())
+        .build_layout(v.width, v.level.nparity())
         .map_or(1, |l| l.template_stripes());
     sizing::zone_stripes(&v, tpl, cfg.pool.block_size, cfg.max_request_bytes)
 }
@@ -168,6 +167,7 @@ mod tests {
             block_size: 64 << 10,
             data_offset: 1 << 20,
             layout: LayoutKind::Mols,
+            hdds: Vec::new(),
         };
         let mut v = VolumeConfig::new("v", Level::Raid5, 5, 1 << 30);
         v.spare_fraction = spare;

@@ -58,8 +58,10 @@ impl FusionScheme {
                     continue;
                 }
                 let routing = &self.policy.routing;
-                let other = copies.iter().position(|&(s, c)| {
-                    s != cur && routing.may_hedge_to(&ctx.members(), v.zone.disk(s, c))
+                let other = copies.iter().enumerate().position(|(ci, &(s, c))| {
+                    s != cur
+                        && !v.offloaded.in_log(r.set, r.slot, ci)
+                        && routing.may_hedge_to(&ctx.members(), v.zone.disk(s, c))
                 });
                 let Some(ci) = other else { continue };
                 let (s, c) = copies[ci];

@@ -16,6 +16,7 @@ pub mod durable;
 mod durable_state;
 mod hedge;
 mod jobs;
+pub mod offload;
 mod open_set;
 mod pack;
 pub mod pairs;
@@ -53,6 +54,7 @@ pub use config::{
     VolumeConfig,
 };
 use jobs::{Job, JobId};
+pub use offload::{OffloadConfig, OffloadStats};
 use vol::Vol;
 
 pub struct FusionScheme {
@@ -90,6 +92,8 @@ pub struct FusionScheme {
     steering: Option<crate::steer::Steering>,
     /// Proactive discard's progress (trim.rs).
     trim: trim_state::TrimState,
+    /// The HDD logs replica writes are offloaded to (None: offload off).
+    offload: Option<offload::Offload>,
 }
 
 /// The fewest members segregation may leave in write mode: the members one pair set spans
@@ -121,8 +125,7 @@ fn build_volumes(cfg: &FusionConfig) -> Result<Vec<Vol>, ConfigError> {
         check_volume_config(v, bs)?;
         let np = v.level.nparity();
         let layout = pool
-            .layout
-            .build(pool.disks, v.width, np)
+            .build_layout(v.width, np)
             .map_err(|source| ConfigError::Geometry {
                 volume: v.name.clone(),
                 source,
@@ -178,6 +181,24 @@ fn check_volume_config(v: &VolumeConfig, bs: u64) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The offload state `cfg` asks for: HDD members needed; not yet with a journal (the log's
+/// extents are not journaled, so a restart could not find offloaded copies).
+fn offload_for(cfg: &FusionConfig) -> Result<Option<offload::Offload>, ConfigError> {
+    let Some(oc) = cfg.offload.clone() else {
+        return Ok(None);
+    };
+    let err = |m: &str| ConfigError::Volume("offload".into(), m.into());
+    if cfg.pool.hdds.is_empty() {
+        return Err(err("write offload needs HDD members to log to"));
+    }
+    if cfg.journal.is_some() {
+        return Err(err(
+            "write offload does not journal its log yet: use it with the journal off",
+        ));
+    }
+    Ok(Some(offload::Offload::new(oc, &cfg.pool)))
+}
+
 /// The metadata journal and checkpoints fit in front of the data.
 fn check_metadata_room(
     cfg: &FusionConfig,
@@ -231,6 +252,7 @@ impl FusionScheme {
         let layout = durable_state::meta_layout(&cfg);
         check_metadata_room(&cfg, layout.as_ref())?;
         let journal_cfg = cfg.journal.clone();
+        let offload = offload_for(&cfg)?;
         let mut s = FusionScheme {
             cfg,
             vols,
@@ -247,6 +269,7 @@ impl FusionScheme {
             counted_bad: Default::default(),
             steering,
             trim: Default::default(),
+            offload,
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -254,6 +277,29 @@ impl FusionScheme {
         }
         s.enable_trim();
         Ok(s)
+    }
+
+    /// What write offload did (None: off).
+    pub fn offload_stats(&self) -> Option<OffloadStats> {
+        self.offload.as_ref().map(|o| o.stats)
+    }
+
+    /// Log extents whose pair set left the table are freed in their HDD's log. Without a
+    /// journal (offload's only mode yet) nothing can bring the set back.
+    fn reap_log_extents(&mut self) {
+        let Some(o) = self.offload.as_mut() else {
+            return;
+        };
+        for v in &mut self.vols {
+            for (hdd, pos) in v.offloaded.take_dead() {
+                o.kill(hdd, pos);
+            }
+        }
+    }
+
+    /// Whether member `d` is one of the pool's HDDs (no stripes; issue 21).
+    pub fn is_hdd_member(&self, d: DiskId) -> bool {
+        self.cfg.pool.is_hdd(d)
     }
 
     /// Blocks per disk the configured volumes use (for sizing members).
@@ -452,6 +498,10 @@ impl Scheme for FusionScheme {
 
     fn disk_in_use(&self, disk: DiskId) -> bool {
         self.stored_on(disk)
+    }
+
+    fn is_hdd(&self, disk: DiskId) -> bool {
+        self.cfg.pool.is_hdd(disk)
     }
 
     fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId) {

@@ -204,7 +204,9 @@ impl FusionScheme {
         let mut n_alive = 0;
         for (ci, &(s, c)) in copies.iter().enumerate() {
             let d = v.zone.disk(s, c);
-            if !ctx.is_failed(d) && at.bad & (1 << ci) == 0 {
+            // A copy written to an HDD log instead left a hole at its SSD place.
+            let in_log = ci > 0 && v.offloaded.in_log(r.set, r.slot, ci);
+            if !ctx.is_failed(d) && at.bad & (1 << ci) == 0 && !in_log {
                 (alive[n_alive], disks[n_alive]) = ((s, c), d);
                 n_alive += 1;
             }

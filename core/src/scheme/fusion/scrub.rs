@@ -84,7 +84,7 @@ fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(u32, usize)>> {
         Loc::Raid(fl) => vec![v.zone.split(fl)],
         Loc::Rep(key) => {
             let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
-            v.pairs.copies(r)
+            v.ssd_copies(r)
         }
     })
 }

@@ -47,8 +47,7 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
         .volumes
         .iter()
         .map(|v| {
-            pool.layout
-                .build(pool.disks, v.width, v.level.nparity())
+            pool.build_layout(v.width, v.level.nparity())
                 .map_err(|source| ConfigError::Geometry {
                     volume: v.name.clone(),
                     source,
@@ -98,10 +97,7 @@ pub fn blocks_needed(cfg: &FusionConfig) -> Option<u64> {
     let pool = &cfg.pool;
     let mut total = 0u64;
     for v in &cfg.volumes {
-        let l = pool
-            .layout
-            .build(pool.disks, v.width, v.level.nparity())
-            .ok()?;
+        let l = pool.build_layout(v.width, v.level.nparity()).ok()?;
         let stripes = zone_stripes(
             v,
             l.template_stripes(),
@@ -140,10 +136,7 @@ pub fn largest_last_volume(cfg: &FusionConfig) -> Option<(String, u64)> {
     let need = |vols: &[VolumeConfig]| -> Option<u64> {
         let mut total = 0;
         for v in vols {
-            let l = pool
-                .layout
-                .build(pool.disks, v.width, v.level.nparity())
-                .ok()?;
+            let l = pool.build_layout(v.width, v.level.nparity()).ok()?;
             let stripes = zone_stripes(v, l.template_stripes(), bs, cfg.max_request_bytes);
             total += blocks_per_disk(l.as_ref(), stripes);
         }
@@ -183,6 +176,7 @@ mod tests {
             block_size: 64 << 10,
             data_offset: 1 << 20,
             layout: LayoutKind::Mols,
+            hdds: Vec::new(),
         };
         let volumes = vols
             .iter()

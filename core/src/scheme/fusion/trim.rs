@@ -77,7 +77,8 @@ impl FusionScheme {
         t.cursor += len;
         let disks: Vec<DiskId> = (0..ctx.disk_count() as u32)
             .map(DiskId)
-            .filter(|&d| !ctx.is_failed(d))
+            // An HDD's space beyond the metadata is its write log (issue 21), not spare.
+            .filter(|&d| !ctx.is_failed(d) && !self.cfg.pool.is_hdd(d))
             .collect();
         if disks.is_empty() {
             return;

@@ -49,6 +49,8 @@ pub struct Vol {
     /// only for data actually lost.
     pub lost: FastMap<u64, Pages>,
     pub pairs: PairTable,
+    /// Copies of replica slots written to an HDD log instead of their SSD place.
+    pub offloaded: super::offload::slots::Offloaded,
     /// Replica slots shared by the patches of several blocks.
     pub packs: Packs,
     /// RAID data blocks referenced by more than one user block (converted packs): the
@@ -136,6 +138,7 @@ impl Vol {
             repair: Vec::new(),
             lost: FastMap::default(),
             pairs: PairTable::default(),
+            offloaded: Default::default(),
             packs: Packs::new((block / PAGE_SIZE) as u16),
             raid_extra: FastMap::default(),
             locks: BlockLocks::default(),
@@ -348,12 +351,25 @@ impl Vol {
         n
     }
 
+    /// The copies of slot `r` at their SSD places, in copy order, without those written to
+    /// an HDD log instead (their SSD places are holes; copy 0 never is one).
+    pub fn ssd_copies(&self, r: super::pairs::SlotRef) -> Vec<(u32, usize)> {
+        let mut cs = self.pairs.copies(r);
+        let mut ci = 0;
+        cs.retain(|_| {
+            ci += 1;
+            !self.offloaded.in_log(r.set, r.slot, ci - 1)
+        });
+        cs
+    }
+
     /// A set whose slots are all dead (and not converting) frees its stripes without any I/O.
     /// Returns true if the set was freed.
     pub fn settle_set(&mut self, id: u32, _now: Nanos) -> bool {
         let set = self.pairs.set(id);
         if set.is_settled() && set.live() == 0 && !set.converting {
             let set = self.pairs.remove(id);
+            self.offloaded.set_gone(id);
             for &s in set.distinct_stripes() {
                 self.stripes.set_state(s, StripeState::Free);
             }

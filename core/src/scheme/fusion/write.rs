@@ -10,6 +10,8 @@
 
 use super::FusionScheme;
 use super::jobs::{Dest, FlushJob, Job, JobId, Piece, WriteJob, WriteKind};
+use super::offload::Offload;
+use super::offload::slots::Extent as LogExtent;
 use super::pairs::{SlotRef, SlotState};
 use super::stripe_parity::stripe_columns;
 use super::vol::{Parked, Vol};
@@ -170,13 +172,19 @@ impl FusionScheme {
             fua,
         };
         let v = &mut self.vols[vol];
+        // Offload only while every member works: an offloaded copy is read back only
+        // through the copy that stays on an SSD (offload/mod.rs).
+        let mut offload = self
+            .offload
+            .as_mut()
+            .filter(|_| !v.cfg.level.is_mirror() && ctx.failed_disks() == 0);
         let mut n_io = 0u32;
         for &s in &stripes {
             n_io += out.stripe(ctx, v, s, &pieces, n_io);
         }
         for p in &pieces {
             if let Dest::Slot(r) = p.dest {
-                n_io += out.replicas(ctx, v, r, p, n_io);
+                n_io += out.replicas(ctx, v, r, p, n_io, offload.as_deref_mut());
             }
         }
         if n_io > 0 {
@@ -509,14 +517,46 @@ impl Outgoing<'_> {
 
     /// Every copy of replicated piece `p` in slot `r`, tagged from `part` on. Copies on
     /// failed members are skipped: the surviving copies carry the data.
-    fn replicas(&self, ctx: &mut Ctx, v: &mut Vol, r: SlotRef, p: &Piece, part: u32) -> u32 {
+    fn replicas(
+        &self,
+        ctx: &mut Ctx,
+        v: &mut Vol,
+        r: SlotRef,
+        p: &Piece,
+        part: u32,
+        mut offload: Option<&mut Offload>,
+    ) -> u32 {
         let bs = v.zone.block_size();
         let (cp, ncp) = v.pairs.copies_array(r);
         let mut n = 0;
-        for &(stripe, col) in &cp[..ncp] {
-            let (disk, off) = v.zone.device_offset(stripe, col, p.at as u64 * PAGE_SIZE);
+        for (ci, &(stripe, col)) in cp[..ncp].iter().enumerate() {
+            let (mut disk, mut off) = v.zone.device_offset(stripe, col, p.at as u64 * PAGE_SIZE);
             if ctx.is_failed(disk) {
                 continue;
+            }
+            // Copy 0 becomes RAID data at conversion: only the others may go to a log.
+            if ci == 0
+                && let Some(o) = offload.as_deref()
+                && o.ssd_busy(&ctx.members(), disk, p.count as u64 * PAGE_SIZE)
+            {
+                ctx.stats.offload_primary_busy += 1;
+            }
+            if ci > 0
+                && let Some(o) = offload.as_deref_mut()
+            {
+                let len = p.count as u64 * PAGE_SIZE;
+                if let Some((hdd, pos, log_off)) = o.redirect(&ctx.members(), ctx.now, disk, len) {
+                    let e = LogExtent {
+                        slot: r.slot,
+                        copy: ci as u8,
+                        hdd,
+                        pos,
+                    };
+                    v.offloaded.add(r.set, e);
+                    (disk, off) = (hdd, log_off);
+                    ctx.stats.offloaded_writes += 1;
+                    ctx.stats.offloaded_bytes += len;
+                }
             }
             let payload = match self.data {
                 Some(d) => {

@@ -87,8 +87,7 @@ pub fn random_write_cost(
     let v = &cfg.volumes[vol];
     let pool = &cfg.pool;
     let layout = pool
-        .layout
-        .build(pool.disks, v.width, v.level.nparity())
+        .build_layout(v.width, v.level.nparity())
         .map_err(|e| format!("volume {}: {e}", v.name))?;
     let bs = pool.block_size;
     let zone = zone_stripes(v, layout.template_stripes(), bs, cfg.max_request_bytes);
@@ -381,6 +380,7 @@ mod tests {
             block_size: 64 << 10,
             data_offset: 1 << 20,
             layout: LayoutKind::Permutation { seed: 1 },
+            hdds: Vec::new(),
         };
         let mut v = VolumeConfig::new("v", level, width, 2 << 30);
         v.spare_fraction = spare;
