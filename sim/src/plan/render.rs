@@ -90,6 +90,9 @@ pub fn to_table(plans: &[VolumePlan], devices: &str, target: Option<Target>) -> 
          wmax / (written + read f) per member); f: wmax/rmax of the slowest member."
     );
     let _ = writeln!(o, "{}", trust::band_line());
+    if plans.iter().any(|p| p.level.starts_with("mirror")) {
+        let _ = writeln!(o, "{}", trust::mirror_line());
+    }
     o
 }
 
