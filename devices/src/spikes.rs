@@ -255,6 +255,10 @@ impl DeviceModel for Spiking {
         self.inner.name()
     }
 
+    fn wear(&self) -> Option<f64> {
+        self.inner.wear()
+    }
+
     fn age(&mut self, spec: &AgeSpec) {
         self.inner.age(spec);
     }

@@ -6,13 +6,13 @@
 //! at least `gap` of its rated life. A member closer than that to the one ahead is *held
 //! back* (a quarter of the pool at most, the least worn first): new pair sets and cleaning
 //! moves prefer stripes without it, so it takes fewer replica writes, less of the parity
-//! written when they convert and fewer moved pages, and falls back down the ladder. The most worn member is never held back: it is
-//! the one meant to wear out first.
+//! written when they convert and fewer moved pages, and falls back down the ladder. The
+//! most worn member is never held back: it is the one meant to wear out first.
 //!
 //! Holding back only ranks the candidate stripes of a new pair set and picks a cleaning
 //! target off held-back members when a spare one is (soft preferences): it never keeps a
-//! write off a member, so it cannot make a write fail or wait. Keeping new
-//! data off held-back members outright (as off a member in a latency spike) wore them at
+//! write off a member, so it cannot make a write fail or wait. Keeping new data off
+//! held-back members outright (as off a member in a latency spike) wore them at
 //! half the pace, but left their replica slots and free stripes unused: the cleaner fell
 //! behind and writes waited for room (P99 over a second on 8 `dc` members at 20K 4 KiB
 //! writes/s, docs/EVALUATION.md "Wear-aware placement").
@@ -70,24 +70,18 @@ impl WearLadder {
         // up: the ladder is built from its bottom rung, each member held until it has its
         // gap (holding the largest shortfalls instead moved the hold around the pack every
         // quarter gap, and the pack wore out together).
-        let mut short: Vec<(u64, usize, usize)> = order
+        order
             .windows(2)
-            .enumerate()
-            .filter_map(|(r, w)| {
-                let lack = 4u64.saturating_sub(w[0].0 - w[1].0);
-                (lack > 0).then_some((lack, r + 1, w[1].1))
-            })
-            .collect();
-        short.sort_by_key(|x| std::cmp::Reverse(x.1));
-        short
-            .iter()
+            .rev()
+            .filter(|w| w[0].0 - w[1].0 < 4)
             .take(self.max_held)
-            .fold(0u64, |set, &(_, _, d)| set | 1 << d)
+            .fold(0u64, |set, w| set | 1 << w[1].1)
     }
 }
 
 /// A placement policy with a [`WearLadder`] on top: its steering as is, its pair-set cost
-/// raised for every column on a held-back member.
+/// raised for every column on a held-back member, and held-back members ones it would
+/// rather not write.
 pub struct WearSkewed {
     pub inner: Box<dyn WritePlacement>,
     pub ladder: WearLadder,

@@ -115,8 +115,8 @@ pub fn project(pace: &[f64], k: f64, ladder: &WearLadder) -> Vec<f64> {
         return out;
     }
     let mut wear = vec![0.0f64; n];
-    // Steps of a fortieth of a gap for the fastest member.
-    let dt = ladder.gap / 40.0 / (total / n as f64 * n as f64);
+    // Steps in which the pool as a whole wears a fortieth of a gap (no member more).
+    let dt = ladder.gap / 40.0 / total;
     let mut t = 0.0;
     while out.contains(&0.0) {
         let live: Vec<(usize, Option<f64>)> = (0..n)

@@ -140,8 +140,8 @@ fn open_mirror_set(
     true
 }
 
-/// Draws up to `placement.candidates()` spare stripes: each away from members to avoid if one is,
-/// else on healthy members, else one whose parity covers the failed members.
+/// Draws up to `placement.candidates()` spare stripes: each away from members to avoid if
+/// one is, else on healthy members, else one whose parity covers the failed members.
 fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> Candidates {
     let mut cand = Candidates {
         stripes: [0; CANDIDATES],
@@ -163,21 +163,22 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
         }
         steered
     };
+    let passes: &[bool] = if placement.has_preferences() {
+        &[true, false]
+    } else {
+        &[false]
+    };
     for _ in 0..placement.candidates().min(CANDIDATES) {
         let zone = &v.zone;
         avoided.set(false);
         // Off members the policy would rather not write either, when it has such members
         // and such a stripe is found; else off those it steers clear of.
-        let preferred = placement.has_preferences().then(|| {
+        let pick = passes.iter().find_map(|&prefer| {
             v.stripes.take_random_spare(rng, |s| {
                 zone.stripe_disk_list(s)
                     .iter()
-                    .all(|&d| !bad(d) && !placement.rather_not(&members, d))
+                    .all(|&d| !(bad(d) || prefer && placement.rather_not(&members, d)))
             })
-        });
-        let pick = preferred.flatten().or_else(|| {
-            v.stripes
-                .take_random_spare(rng, |s| zone.stripe_disk_list(s).iter().all(|&d| !bad(d)))
         });
         cand.steered[cand.len] = pick.is_some() && avoided.get();
         let pick = pick.or_else(|| {

@@ -109,26 +109,23 @@ impl FusionScheme {
         let v = &mut self.vols[vol];
         let width = v.zone.width();
         let zone = &v.zone;
-        let preferred = placement.has_preferences().then(|| {
-            v.stripes.take_spare(|s| {
-                (0..width).all(|c| {
-                    let d = zone.disk(s, c);
-                    !(ctx.is_failed(d)
-                        || placement.steer_clear(&members, d)
-                        || placement.rather_not(&members, d))
-                })
+        // Off members the policy would rather not write too, first, when it has any.
+        let fits = |s: u32, prefer: bool| {
+            (0..width).all(|c| {
+                let d = zone.disk(s, c);
+                !(ctx.is_failed(d)
+                    || placement.steer_clear(&members, d)
+                    || prefer && placement.rather_not(&members, d))
             })
-        });
-        preferred
-            .flatten()
-            .or_else(|| {
-                v.stripes.take_spare(|s| {
-                    (0..width).all(|c| {
-                        let d = zone.disk(s, c);
-                        !(ctx.is_failed(d) || placement.steer_clear(&members, d))
-                    })
-                })
-            })
+        };
+        let passes: &[bool] = if placement.has_preferences() {
+            &[true, false]
+        } else {
+            &[false]
+        };
+        passes
+            .iter()
+            .find_map(|&prefer| v.stripes.take_spare(|s| fits(s, prefer)))
             .or_else(|| {
                 v.stripes
                     .take_spare(|s| (0..width).all(|c| !ctx.is_failed(zone.disk(s, c))))
