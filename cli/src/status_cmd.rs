@@ -255,6 +255,16 @@ fn activity(o: &mut String, s: &StatusSnapshot) {
         "background: {} conversions, write amplification {:.2}",
         s.conversions, s.write_amplification
     );
+    let c = &s.counters;
+    if c.offloaded_writes > 0 || s.members.iter().any(|m| m.tier == "hdd") {
+        let _ = writeln!(
+            o,
+            "offload: {} replica writes to HDD logs ({}), {} reads served from the logs",
+            c.offloaded_writes,
+            human(c.offloaded_bytes),
+            c.log_reads
+        );
+    }
     let _ = writeln!(
         o,
         "integrity: {} checksum errors, {} blocks repaired, {} parities rewritten, {} pages unrecoverable",

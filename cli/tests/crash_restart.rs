@@ -12,14 +12,27 @@ use common::*;
 
 const T: Duration = Duration::from_secs(180);
 
-/// Five file members on disk (persistent, unlike mem:), two RAID5 volumes.
-fn pool(dir: &Path) -> std::path::PathBuf {
-    let members: Vec<String> = (0..5).map(|i| format!("\"file:m{i}.img\"")).collect();
+/// Five file members on disk (persistent, unlike mem:), two RAID5 volumes; `hybrid` adds
+/// two emulated 7200 rpm HDDs with write offload to their logs, taken whenever an SSD has
+/// a queue, and no conversion on idleness, so offloaded copies are still in the logs when
+/// `serve` is killed.
+fn pool(dir: &Path, hybrid: bool) -> std::path::PathBuf {
+    let mut members: Vec<String> = (0..5).map(|i| format!("\"file:m{i}.img\"")).collect();
+    let mut extra = String::new();
+    if hybrid {
+        members.extend((0..2).map(|i| format!("\"emu:hdd7200:file:h{i}.img\"")));
+        extra = "hdd_members = [5, 6]\n".into();
+    }
+    let policies = if hybrid {
+        "[offload]\nenabled = true\nqueue_threshold = 0\n[conversion]\nidle_ms = 0\n"
+    } else {
+        ""
+    };
     pool_file(
         dir,
         &format!(
-            "name = \"crash\"\nmembers = [{}]\nmember_size = \"96M\"\nblock_size = \"64K\"\n\
-             layout = \"permutation\"\n[metadata]\ncommit_interval_ms = 5\n{}{}",
+            "name = \"crash\"\nmembers = [{}]\n{extra}member_size = \"96M\"\nblock_size = \"64K\"\n\
+             layout = \"permutation\"\n{policies}[metadata]\ncommit_interval_ms = 5\n{}{}",
             members.join(", "),
             volume("a", "raid5", 4, "48M", false),
             volume("b", "raid5", 4, "48M", false)
@@ -83,16 +96,31 @@ fn kill_9_under_writes(s: Serve, vol: &str) {
     drop(s);
 }
 
+/// Replica writes `serve` has sent to HDD logs so far (status JSON).
+fn offloaded_writes(s: &Serve) -> u64 {
+    let doc: serde_json::Value = serde_json::from_str(&s.status_text(true)).expect("status JSON");
+    doc["snapshot"]["counters"]["offloaded_writes"]
+        .as_u64()
+        .expect("offloaded_writes")
+}
+
 #[test]
 fn kill_9_during_writes_loses_nothing_flushed() {
-    if !need(
-        "kill_9_during_writes_loses_nothing_flushed",
-        &["fio", "qemu-img"],
-    ) {
+    kill_9_case("kill_9_during_writes_loses_nothing_flushed", false);
+}
+
+/// Issue 21: the same with copies in HDD logs, not yet retired by conversion, at the kill.
+#[test]
+fn kill_9_with_copies_in_hdd_logs_loses_nothing_flushed() {
+    kill_9_case("kill_9_with_copies_in_hdd_logs_loses_nothing_flushed", true);
+}
+
+fn kill_9_case(name: &str, hybrid: bool) {
+    if !need(name, &["fio", "qemu-img"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = pool(dir.path());
+    let p = pool(dir.path(), hybrid);
     run(BIN, &["create", p.to_str().unwrap()], T).ok("fusionraid create");
     let s = Serve::start(&p, &[]);
     // Volume a: random writes of mixed sizes, flushed at the end (fio's end_fsync is an NBD
@@ -122,6 +150,12 @@ fn kill_9_during_writes_loses_nothing_flushed() {
         T,
     )
     .ok("qemu-img convert into b");
+    if hybrid {
+        assert!(
+            offloaded_writes(&s) > 0,
+            "nothing was offloaded to the HDD logs"
+        );
+    }
     // Now keep volume a busy with unflushed writes next to the verified range, and kill -9
     // mid-way: the crash must not disturb what was flushed.
     kill_9_under_writes(s, "a");

@@ -119,22 +119,40 @@ fn write_unsynced_files(mnt: &str) -> Guard {
 
 #[test]
 fn ext4_survives_kill_9_of_serve_mid_write() {
-    if !need("ext4 after kill -9", &EXT4_TOOLS) {
+    ext4_kill_9("ext4 after kill -9", false);
+}
+
+/// Issue 21: the same on a hybrid pool whose busy SSDs send copies to HDD logs (taken
+/// whenever an SSD has a queue; no conversion on idleness, so copies stay in the logs).
+#[test]
+fn ext4_on_a_hybrid_pool_survives_kill_9_with_copies_in_hdd_logs() {
+    ext4_kill_9("ext4 on a hybrid pool after kill -9", true);
+}
+
+fn ext4_kill_9(name: &str, hybrid: bool) {
+    if !need(name, &EXT4_TOOLS) {
         return;
     }
     if let Err(why) = can_mount() {
-        skip("ext4 after kill -9", &why);
+        skip(name, &why);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // File members (they outlive the process) and a short commit interval.
-    let members: Vec<String> = (0..5).map(|i| format!("\"file:m{i}.img\"")).collect();
+    let mut members: Vec<String> = (0..5).map(|i| format!("\"file:m{i}.img\"")).collect();
+    let mut hybrid_keys = String::new();
+    if hybrid {
+        members.extend((0..2).map(|i| format!("\"emu:hdd7200:file:h{i}.img\"")));
+        hybrid_keys = "hdd_members = [5, 6]\n[offload]\nenabled = true\nqueue_threshold = 0\n\
+                       [conversion]\nidle_ms = 0\n"
+            .into();
+    }
     let p = pool_file(
         d,
         &format!(
             "name = \"fscrash\"\nmembers = [{}]\nmember_size = \"128M\"\nblock_size = \"64K\"\n\
-             layout = \"permutation\"\n[metadata]\ncommit_interval_ms = 5\n{}",
+             layout = \"permutation\"\n{hybrid_keys}[metadata]\ncommit_interval_ms = 5\n{}",
             members.join(", "),
             volume("fs", "raid5", 4, "96M", true)
         ),
@@ -159,6 +177,14 @@ fn ext4_survives_kill_9_of_serve_mid_write() {
         std::fs::write(&path, data).unwrap();
     }
     run("sync", &[], T).ok("sync");
+    if hybrid {
+        let text = s.status_text(false);
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("offload: ") && !l.starts_with("offload: 0 ")),
+            "nothing was offloaded to the HDD logs:\n{text}"
+        );
+    }
     // Keep the file system busy with unsynced files, then kill the server under it.
     let mut churn = write_unsynced_files(&mnt_s);
     std::thread::sleep(Duration::from_millis(800));

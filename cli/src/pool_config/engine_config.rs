@@ -168,6 +168,12 @@ impl PoolFile {
             commit_interval_ns: self.metadata.commit_interval_ms * 1_000_000,
             image_bound: self.image_bound,
         });
+        if self.offload.enabled {
+            f.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig {
+                queue_threshold: self.offload.queue_threshold,
+                log_bytes: self.offload.log_size.map(|s| s.0),
+            });
+        }
         if redirect && let Some(steer) = self.steer_config("fusionraid")? {
             f.steer = Some(steer);
             f.curves = self.member_curves()?;

@@ -19,6 +19,11 @@
 //! [conversion]              # in-position conversion policy
 //! enabled = true
 //!
+//! [offload]                 # write offload to HDD logs (SeRW; needs hdd_members)
+//! enabled = true
+//! queue_threshold = 3       # L: an SSD above the median IOPS with a longer queue is busy
+//! # log_size = "16G"        # per HDD (default: the whole member after data_offset)
+//!
 //! [metadata]                # durable mapping (FusionRAID schemes)
 //! journal = true            # false: mapping in memory only, lost at restart
 //! journal_size = "4M"       # journal ring per member
@@ -121,6 +126,9 @@ pub struct PoolFile {
     /// Sandook's steering: always for the `sandook` scheme, for `fusionraid` when enabled.
     #[serde(default, skip_serializing_if = "SteerSection::is_default")]
     pub steer: SteerSection,
+    /// Write offload to the HDD members' logs (issue 21; `fusionraid` only).
+    #[serde(default, skip_serializing_if = "OffloadSection::is_default")]
+    pub offload: OffloadSection,
     /// How the pool's checkpoint area is sized: not a setting but a fact of the pool,
     /// taken from its superblocks' version (new pools: the zone rule).
     #[serde(skip)]
@@ -235,6 +243,43 @@ impl Default for MetadataSection {
             journal_size: default_journal_size(),
             commit_interval_ms: default_commit_ms(),
         }
+    }
+}
+
+/// `[offload]`: SeRW's write offload. A policy, not geometry: it may be turned off between
+/// runs (copies already in the logs are still read and retired), but a log's size must not
+/// change while copies are in it (recovery refuses, naming the size to set back).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffloadSection {
+    #[serde(default)]
+    pub enabled: bool,
+    /// L of SeRW's rule: a busy SSD's queue must be longer than this (or the write larger
+    /// than the median).
+    #[serde(default = "default_queue_threshold")]
+    pub queue_threshold: u32,
+    /// Bytes of each HDD's log (default: the whole member after the data offset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_size: Option<Size>,
+}
+
+fn default_queue_threshold() -> u32 {
+    3
+}
+
+impl Default for OffloadSection {
+    fn default() -> Self {
+        OffloadSection {
+            enabled: false,
+            queue_threshold: default_queue_threshold(),
+            log_size: None,
+        }
+    }
+}
+
+impl OffloadSection {
+    fn is_default(&self) -> bool {
+        *self == OffloadSection::default()
     }
 }
 
@@ -409,6 +454,12 @@ impl PoolFile {
             }
         }
         self.check_hdd_members()?;
+        if self.offload.enabled && self.hdd_members.is_empty() {
+            bail!("`offload.enabled`: write offload needs HDD members (`hdd_members`) to log to");
+        }
+        if self.offload.log_size.is_some_and(|s| s.0 < 4096) {
+            bail!("`offload.log_size`: at least 4K");
+        }
         let eph = self.specs()?.iter().filter(|s| s.is_ephemeral()).count();
         if eph != 0 && eph != self.members.len() {
             bail!(

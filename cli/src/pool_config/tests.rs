@@ -311,3 +311,51 @@ fn hdd_members_are_checked_and_reach_the_engine() {
     assert!(e.contains("HDD") && e.contains("fusionraid"), "{e}");
     assert!(crate::scheme_choice::build_scheme(&p, "fusionraid", 2 << 30).is_ok());
 }
+
+/// Issue 21: `[offload]` turns write offload on with SeRW's threshold and a log size; it
+/// needs HDD members, and survives being stored and read back.
+#[test]
+fn offload_section_reaches_the_engine_and_needs_hdds() {
+    let file = |hdds: &str, offload: &str| {
+        PoolFile::parse(&format!(
+            "members = [\"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\", \"mem:2G\"]\n\
+             hdd_members = {hdds}\n{offload}\n\
+             [[volume]]\nname = \"v\"\nlevel = \"raid5\"\nwidth = 4\nsize = \"1G\"\n"
+        ))
+    };
+    let p = file(
+        "[5]",
+        "[offload]\nenabled = true\nqueue_threshold = 1\nlog_size = \"64M\"",
+    )
+    .unwrap();
+    let o = p.fusion_config(2 << 30, true, 0).unwrap().offload.unwrap();
+    assert_eq!((o.queue_threshold, o.log_bytes), (1, Some(64 << 20)));
+    assert_eq!(
+        PoolFile::parse(&p.to_toml()).unwrap(),
+        p,
+        "stored and read back"
+    );
+    let off = file("[5]", "").unwrap();
+    assert!(
+        off.fusion_config(2 << 30, true, 0)
+            .unwrap()
+            .offload
+            .is_none()
+    );
+    for (hdds, offload, why) in [
+        ("[]", "[offload]\nenabled = true", "needs HDD members"),
+        (
+            "[5]",
+            "[offload]\nenabled = true\nlog_size = \"1K\"",
+            "at least 4K",
+        ),
+        (
+            "[5]",
+            "[offload]\nenabled = true\nthreshold = 3",
+            "unknown field",
+        ),
+    ] {
+        let e = format!("{:#}", file(hdds, offload).unwrap_err());
+        assert!(e.contains(why), "{offload}: {e}");
+    }
+}

@@ -24,6 +24,8 @@ pub struct EngineStats {
     /// Replica writes whose copy 0 (kept at conversion, never offloaded) went to an SSD
     /// the offload rule found busy.
     pub offload_primary_busy: u64,
+    /// Reads served from a copy in an HDD log: no SSD copy of the pages was readable.
+    pub log_reads: u64,
     pub conversions: u64,
     pub relocations: u64,
     pub pair_sets_freed_without_conversion: u64,

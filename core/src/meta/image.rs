@@ -4,16 +4,21 @@
 //! are derived from these on recovery (`scheme::fusion::durable`).
 //!
 //! ```text
-//! image:  magic "FRIMAGE5" | volumes u32 | volume...
+//! image:  magic "FRIMAGE6" | volumes u32 | volume...
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
 //!         | checksum chunks u32 | (chunk u32, crc32c u32 per page of its 256 blocks)...
 //!         | remaps u32 | (stripe u32, col u8, donor u32, dcol u8)...
 //! after the volumes: failed members u16 | member u16...
+//! then per volume: log extents u32 | (stripe u32, slot u16, copy u8, at u16, count u16,
+//!                                     hdd u16, pos u64, offset u64)...
 //! ```
 //! The failed members are those a `MemberFailed` record named and no `MemberReplaced` since:
-//! stale, never to serve again as they are. A patch node's top byte is where its pages sit
+//! stale, never to serve again as they are. The log extents are the replica copies write
+//! offload put in HDD logs (`Record::Offloaded`), by the first stripe of their pair set; a
+//! "FRIMAGE5" image (before write offload was journaled) is read as one with none. A patch
+//! node's top byte is where its pages sit
 //! in their block (`PatchNode::at`); a "FRIMAGE4" image (before pages could move, its top
 //! bytes all 0) reads the same. A "FRIMAGE3" image (before failed members were recorded) is
 //! read as one with none failed, a "FRIMAGE2" one (before column remapping) also as one with
@@ -24,7 +29,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::record::Record;
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE5";
+const MAGIC: [u8; 8] = *b"FRIMAGE6";
+/// The image before write offload was journaled: no log-extent sections.
+const MAGIC_V5: [u8; 8] = *b"FRIMAGE5";
 /// The image before pages could move within blocks: the same layout, every node's place
 /// its own position (new magic so that builds before it refuse images that use places).
 const MAGIC_V4: [u8; 8] = *b"FRIMAGE4";
@@ -42,11 +49,25 @@ pub struct SetImage {
     pub cols: Vec<[u8; 3]>,
 }
 
+/// One replica copy's pages in an HDD log (`Record::Offloaded` without its set's stripe).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogExtentImage {
+    pub slot: u16,
+    pub copy: u8,
+    pub at: u16,
+    pub count: u16,
+    pub hdd: u16,
+    pub pos: u64,
+    pub offset: u64,
+}
+
 pub struct VolImage {
     pub bmt: Bmt,
     pub patches: PatchTable,
     pub sums: PageSums,
     pub remaps: RemapImage,
+    /// First stripe of a pair set -> its copies in HDD logs; gone with the set.
+    pub offloaded: BTreeMap<u32, Vec<LogExtentImage>>,
     sets: Vec<Option<SetImage>>,
     /// stripe -> index in `sets`: a stripe is in at most one set at a time.
     owner: HashMap<u32, usize>,
@@ -59,6 +80,7 @@ impl VolImage {
             patches: PatchTable::new(pages_per_block),
             sums: PageSums::new(blocks, pages_per_block),
             remaps: RemapImage::new(),
+            offloaded: BTreeMap::new(),
             sets: Vec::new(),
             owner: HashMap::new(),
         }
@@ -74,6 +96,7 @@ impl VolImage {
                 for x in &o.stripes {
                     self.owner.remove(x);
                 }
+                self.offloaded.remove(&o.stripes[0]);
             }
         }
         let i = self.sets.len();
@@ -209,6 +232,44 @@ impl VolImage {
                     ));
                 }
             }
+            Record::Offloaded {
+                stripe,
+                slot,
+                copy,
+                at,
+                count,
+                hdd,
+                pos,
+                offset,
+                ..
+            } => {
+                let set = self
+                    .owner
+                    .get(stripe)
+                    .and_then(|&i| self.sets[i].as_ref())
+                    .filter(|s| s.stripes[0] == *stripe)
+                    .ok_or_else(|| format!("offloaded copy of no pair set (stripe {stripe})"))?;
+                if *slot as usize >= set.cols.len()
+                    || *copy as usize >= set.stripes.len()
+                    || at + count > self.pages()
+                {
+                    return Err(format!(
+                        "offloaded copy {copy} of slot {slot}, pages {at}+{count}, outside its set"
+                    ));
+                }
+                self.offloaded
+                    .entry(*stripe)
+                    .or_default()
+                    .push(LogExtentImage {
+                        slot: *slot,
+                        copy: *copy,
+                        at: *at,
+                        count: *count,
+                        hdd: *hdd,
+                        pos: *pos,
+                        offset: *offset,
+                    });
+            }
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => {
                 unreachable!("pool-wide records are applied by `Image::apply`")
             }
@@ -269,7 +330,30 @@ pub fn encode_vol<'a>(
     }
 }
 
-/// Start an image of `volumes` volumes (then `encode_vol` each, then `encode_failed`).
+/// End an image with every volume's log extents (after `encode_failed`): the first stripe
+/// of the pair set and the extent.
+pub fn encode_offloaded(out: &mut Vec<u8>, per_volume: &[Vec<(u32, LogExtentImage)>]) {
+    for extents in per_volume {
+        out.extend_from_slice(&(extents.len() as u32).to_le_bytes());
+        for (stripe, e) in extents {
+            put_extent(out, *stripe, e);
+        }
+    }
+}
+
+fn put_extent(out: &mut Vec<u8>, stripe: u32, e: &LogExtentImage) {
+    out.extend_from_slice(&stripe.to_le_bytes());
+    out.extend_from_slice(&e.slot.to_le_bytes());
+    out.push(e.copy);
+    out.extend_from_slice(&e.at.to_le_bytes());
+    out.extend_from_slice(&e.count.to_le_bytes());
+    out.extend_from_slice(&e.hdd.to_le_bytes());
+    out.extend_from_slice(&e.pos.to_le_bytes());
+    out.extend_from_slice(&e.offset.to_le_bytes());
+}
+
+/// Start an image of `volumes` volumes (then `encode_vol` each, then `encode_failed`, then
+/// `encode_offloaded`).
 pub fn encode_header(out: &mut Vec<u8>, volumes: usize) {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&(volumes as u32).to_le_bytes());
@@ -338,6 +422,17 @@ impl Image {
             );
         }
         encode_failed(&mut out, &self.failed);
+        let extents: Vec<Vec<(u32, LogExtentImage)>> = self
+            .vols
+            .iter()
+            .map(|v| {
+                v.offloaded
+                    .iter()
+                    .flat_map(|(&s, es)| es.iter().map(move |&e| (s, e)))
+                    .collect()
+            })
+            .collect();
+        encode_offloaded(&mut out, &extents);
         out
     }
 
@@ -345,11 +440,12 @@ impl Image {
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = Cursor { b, at: 0 };
         let magic = c.take(8)?;
-        let has_failed = magic == MAGIC || magic == MAGIC_V4;
+        let has_offload = magic == MAGIC;
+        let has_failed = has_offload || magic == MAGIC_V5 || magic == MAGIC_V4;
         let has_remaps = has_failed || magic == MAGIC_V3;
         if !has_remaps && magic != MAGIC_V2 {
             return Err(
-                "checkpoint image has no FRIMAGE5 (or FRIMAGE4, 3, 2) magic (a pool \
+                "checkpoint image has no FRIMAGE6 (or FRIMAGE5, 4, 3, 2) magic (a pool \
                  created by an older fusionraid must be created again; one written by a \
                  newer one needs that version)"
                     .into(),
@@ -370,6 +466,11 @@ impl Image {
         if has_failed {
             for _ in 0..c.u16()? {
                 failed.insert(c.u16()?);
+            }
+        }
+        if has_offload {
+            for (i, v) in vols.iter_mut().enumerate() {
+                decode_offloaded(&mut c, v).map_err(|e| format!("volume {i}: {e}"))?;
             }
         }
         if c.at != b.len() {
@@ -421,6 +522,7 @@ fn decode_vol(
         patches: PatchTable::new(ppb),
         sums: PageSums::new(blocks, ppb),
         remaps: RemapImage::new(),
+        offloaded: BTreeMap::new(),
         sets: Vec::new(),
         owner: HashMap::new(),
     };
@@ -471,6 +573,27 @@ fn decode_vol(
         }
     }
     Ok(v)
+}
+
+/// One volume's log extents, checked against its pair sets as their records are.
+fn decode_offloaded(c: &mut Cursor, v: &mut VolImage) -> Result<(), String> {
+    for _ in 0..c.u32()? {
+        let stripe = c.u32()?;
+        let (slot, copy, at, count) = (c.u16()?, c.u8()?, c.u16()?, c.u16()?);
+        let (hdd, pos, offset) = (c.u16()?, c.u64()?, c.u64()?);
+        v.apply(&Record::Offloaded {
+            vol: 0,
+            stripe,
+            slot,
+            copy,
+            at,
+            count,
+            hdd,
+            pos,
+            offset,
+        })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -576,10 +699,41 @@ mod tests {
         let bytes = img.encode();
         let back = Image::decode(&bytes, &shapes).unwrap();
         assert_eq!(back.encode(), bytes);
-        // An image of the build before pages could move reads the same.
-        let mut v4 = bytes.clone();
-        v4[..8].copy_from_slice(&MAGIC_V4);
-        assert_eq!(Image::decode(&v4, &shapes).unwrap().encode(), bytes);
+        // An image of the builds before offload was journaled (no log extents, the last
+        // 4 bytes per volume) and before pages could move reads the same.
+        for magic in [MAGIC_V5, MAGIC_V4] {
+            let mut old = bytes[..bytes.len() - 4 * shapes.len()].to_vec();
+            old[..8].copy_from_slice(&magic);
+            assert_eq!(Image::decode(&old, &shapes).unwrap().encode(), bytes);
+        }
+        // A copy in an HDD log belongs to its set, checkpointed with it, gone with it.
+        let off = |stripe, slot| Record::Offloaded {
+            vol: 0,
+            stripe,
+            slot,
+            copy: 1,
+            at: 2,
+            count: 3,
+            hdd: 4,
+            pos: 8192,
+            offset: 1 << 20,
+        };
+        assert!(
+            img.apply(&off(11, 0)).is_err(),
+            "11 is not a set's first stripe"
+        );
+        assert!(img.apply(&off(9, 1)).is_err(), "the set has one slot");
+        img.apply(&off(9, 0)).unwrap();
+        let back = Image::decode(&img.encode(), &shapes).unwrap();
+        assert_eq!(back.vols[0].offloaded[&9][0].offset, 1 << 20);
+        assert_eq!(back.encode(), img.encode());
+        img.apply(&Record::SetCreate {
+            vol: 0,
+            stripes: vec![9, 12],
+            cols: vec![[0, 1, 0]],
+        })
+        .unwrap();
+        assert!(img.vols[0].offloaded.is_empty(), "its set was replaced");
         assert_eq!(back.vols[1].bmt.get(2).base, Loc::Rep(8));
         assert!(
             Image::decode(&bytes, &[(10, 16)]).is_err(),

@@ -27,6 +27,12 @@
 //!  11 WrittenAt ub u64, loc u40, first u16, count u16, at u16, crc32c u32 x count
 //!               a user write into pages [at, at+count) of the block at loc (a pack); a
 //!               `Written` at its own positions is written as tag 5
+//!  12 Offloaded stripe u32, slot u16, copy u8, at u16, count u16, hdd u16, pos u64,
+//!               offset u64
+//!               write offload (issue 21): pages [at, at+count) of copy `copy` of replica
+//!               slot `slot` of the pair set whose first stripe is `stripe` were written to
+//!               the log of HDD member `hdd` at log position `pos`, device offset `offset`
+//!               (the log's start + pos modulo its length), not to the copy's SSD place
 //! ```
 //! A `Written` record carries its checksums in the same record as the mapping change, so
 //! recovery never applies one without the other.
@@ -83,6 +89,19 @@ pub enum Record {
         vol: u8,
         stripe: u32,
         col: u8,
+    },
+    /// Pages `[at, at + count)` of copy `copy` of slot `slot` of the pair set whose first
+    /// stripe is `stripe` sit in HDD member `hdd`'s log at position `pos`.
+    Offloaded {
+        vol: u8,
+        stripe: u32,
+        slot: u16,
+        copy: u8,
+        at: u16,
+        count: u16,
+        hdd: u16,
+        pos: u64,
+        offset: u64,
     },
     /// Pool-wide, not a volume's: member `member` failed.
     MemberFailed {
@@ -191,6 +210,7 @@ impl Record {
                 out.extend_from_slice(&stripe.to_le_bytes());
                 out.push(*col);
             }
+            Record::Offloaded { .. } => self.encode_offloaded(out),
             Record::MemberFailed { member } => {
                 out.extend_from_slice(&[8, 0]);
                 out.extend_from_slice(&member.to_le_bytes());
@@ -202,6 +222,32 @@ impl Record {
         }
     }
 
+    fn encode_offloaded(&self, out: &mut Vec<u8>) {
+        let Record::Offloaded {
+            vol,
+            stripe,
+            slot,
+            copy,
+            at,
+            count,
+            hdd,
+            pos,
+            offset,
+        } = self
+        else {
+            unreachable!("an Offloaded record")
+        };
+        out.extend_from_slice(&[12, *vol]);
+        out.extend_from_slice(&stripe.to_le_bytes());
+        out.extend_from_slice(&slot.to_le_bytes());
+        out.push(*copy);
+        out.extend_from_slice(&at.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&hdd.to_le_bytes());
+        out.extend_from_slice(&pos.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+    }
+
     /// The volume a record belongs to (None for the pool-wide member records).
     pub fn vol(&self) -> Option<u8> {
         Some(match self {
@@ -211,7 +257,8 @@ impl Record {
             | Record::SetCreate { vol, .. }
             | Record::Written { vol, .. }
             | Record::Remap { vol, .. }
-            | Record::Unremap { vol, .. } => *vol,
+            | Record::Unremap { vol, .. }
+            | Record::Offloaded { vol, .. } => *vol,
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => return None,
         })
     }
@@ -235,6 +282,7 @@ impl Record {
             } => 19 + 2 * usize::from(first != at) + 4 * sums.len(),
             Record::Remap { .. } => 12,
             Record::Unremap { .. } => 7,
+            Record::Offloaded { .. } => 31,
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => 4,
         }
     }
@@ -412,6 +460,27 @@ impl<'a> Reader<'a> {
                 stripe: self.u32()?,
                 col: self.u8()?,
             },
+            12 => {
+                let (stripe, slot, copy) = (self.u32()?, self.u16()?, self.u8()?);
+                let (at, count) = (self.u16()?, self.u16()?);
+                if count == 0 || at as u32 + count as u32 > 256 || !(1..=2).contains(&copy) {
+                    return Err(RecordError {
+                        at: self.at,
+                        what: "offloaded pages out of bounds",
+                    });
+                }
+                Record::Offloaded {
+                    vol,
+                    stripe,
+                    slot,
+                    copy,
+                    at,
+                    count,
+                    hdd: self.u16()?,
+                    pos: self.u64()?,
+                    offset: self.u64()?,
+                }
+            }
             8 | 9 if vol != 0 => {
                 return Err(RecordError {
                     at: self.at,
@@ -445,6 +514,26 @@ mod tests {
             (0..crate::volume::loc::FLBN_MAX).prop_map(Loc::Raid),
             (0..crate::volume::loc::FLBN_MAX).prop_map(Loc::Rep),
         ]
+    }
+
+    fn offloaded() -> impl Strategy<Value = Record> {
+        (
+            (any::<u8>(), any::<u32>(), any::<u16>(), 1u8..=2),
+            (0u16..128, 1u16..=128, any::<u16>(), any::<[u64; 2]>()),
+        )
+            .prop_map(
+                |((vol, stripe, slot, copy), (at, count, hdd, [pos, offset]))| Record::Offloaded {
+                    vol,
+                    stripe,
+                    slot,
+                    copy,
+                    at,
+                    count,
+                    hdd,
+                    pos,
+                    offset,
+                },
+            )
     }
 
     fn record() -> impl Strategy<Value = Record> {
@@ -525,6 +614,7 @@ mod tests {
                 .prop_map(|(vol, stripe, col)| Record::Unremap { vol, stripe, col }),
             any::<u16>().prop_map(|member| Record::MemberFailed { member }),
             any::<u16>().prop_map(|member| Record::MemberReplaced { member }),
+            offloaded(),
         ]
     }
 

@@ -188,6 +188,14 @@ pub struct PoolCounters {
     pub device_bytes_written_fg: u64,
     pub device_bytes_written_bg: u64,
     pub device_bytes_read_bg: u64,
+    /// Write offload (issue 21): replica copies written to HDD logs, their bytes, and reads
+    /// served from the logs (no SSD copy readable).
+    #[serde(default)]
+    pub offloaded_writes: u64,
+    #[serde(default)]
+    pub offloaded_bytes: u64,
+    #[serde(default)]
+    pub log_reads: u64,
 }
 
 /// What the loop observes beside the engine (see `devtime`, `usage`).
@@ -374,5 +382,8 @@ fn pool_counters(st: &EngineStats) -> PoolCounters {
         device_bytes_written_fg: st.device_bytes_written_fg,
         device_bytes_written_bg: st.device_bytes_written_bg,
         device_bytes_read_bg: st.device_bytes_read_bg,
+        offloaded_writes: st.offloaded_writes,
+        offloaded_bytes: st.offloaded_bytes,
+        log_reads: st.log_reads,
     }
 }

@@ -48,6 +48,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         offloaded_writes: now.offloaded_writes - base.offloaded_writes,
         offloaded_bytes: now.offloaded_bytes - base.offloaded_bytes,
         offload_primary_busy: now.offload_primary_busy - base.offload_primary_busy,
+        log_reads: now.log_reads - base.log_reads,
     }
 }
 

@@ -21,13 +21,13 @@
 pub use super::durable_state::meta_layout;
 use super::durable_state::{Durable, Stopping, Waiter};
 use super::jobs::{CommitJob, Job, JobId};
-use super::restore::restore_vol;
+use super::restore::{restore_log_extents, restore_vol};
 use super::{ConfigError, FusionConfig, FusionScheme};
 use crate::engine::api::{Data, DevOp, IoResult, ReqError};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::meta::Record;
-use crate::meta::image::{encode_failed, encode_header, encode_vol};
+use crate::meta::image::{encode_failed, encode_header, encode_offloaded, encode_vol};
 use crate::meta::{Journal, RecoveryError, RecoveryReport, recover_image};
 use crate::types::{DiskId, Nanos};
 
@@ -210,6 +210,8 @@ impl FusionScheme {
             );
         }
         encode_failed(&mut out, &self.failed_members);
+        let extents: Vec<_> = self.vols.iter().map(|v| v.log_extents_image()).collect();
+        encode_offloaded(&mut out, &extents);
         out
     }
 
@@ -435,14 +437,18 @@ impl FusionScheme {
             .collect();
         let (image, report) = recover_image(jcfg.pool_id, &layout, regions, &shapes)?;
         scheme.failed_members = image.failed;
-        for (v, img) in scheme.vols.iter_mut().zip(image.vols) {
+        let mut in_logs = Vec::new();
+        for (v, mut img) in scheme.vols.iter_mut().zip(image.vols) {
+            let extents = std::mem::take(&mut img.offloaded);
             restore_vol(v, img, now).map_err(|e| {
                 RecoverError::Recovery(RecoveryError::Corrupt(format!(
                     "volume '{}': {e}",
                     v.cfg.name
                 )))
             })?;
+            in_logs.extend(restore_log_extents(v, extents));
         }
+        scheme.restore_logs(in_logs)?;
         let journal = Journal::new(
             jcfg,
             layout,
@@ -459,6 +465,21 @@ impl FusionScheme {
         d.last_commit_at = now;
         scheme.resume_rebalance(now);
         Ok((scheme, report))
+    }
+
+    /// Rebuild the HDD logs from the copies recovery found in them. A pool configured
+    /// without offload now still reads (and frees) what an earlier run put in its logs.
+    fn restore_logs(&mut self, live: Vec<(DiskId, u64, u64, u64)>) -> Result<(), RecoverError> {
+        if live.is_empty() {
+            return Ok(());
+        }
+        let pool = &self.cfg.pool;
+        let o = self
+            .offload
+            .get_or_insert_with(|| super::offload::Offload::reading_only(pool));
+        o.recover(live.into_iter()).map_err(|e| {
+            RecoverError::Recovery(RecoveryError::Corrupt(format!("write offload: {e}")))
+        })
     }
 
     /// The driver stops cleanly and every user request is answered: start no more

@@ -108,6 +108,11 @@ fn max_image_bytes(cfg: &FusionConfig, bound: ImageBound) -> u64 {
             .saturating_add(crate::volume::PageSums::max_encoded_len(blocks, ppb))
             // Column remaps: at most the parity count per stripe, 10 bytes each.
             .saturating_add(4 + stripes.saturating_mul(v.level.nparity() as u64 * 10));
+        if !cfg.pool.hdds.is_empty() {
+            // Copies in HDD logs: at most one extent per block of the volume
+            // (`Offloaded::cap`), 31 bytes each.
+            total = total.saturating_add(4 + blocks.saturating_mul(31));
+        }
     }
     total
 }

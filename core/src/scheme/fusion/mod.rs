@@ -181,8 +181,7 @@ fn check_volume_config(v: &VolumeConfig, bs: u64) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// The offload state `cfg` asks for: HDD members needed; not yet with a journal (the log's
-/// extents are not journaled, so a restart could not find offloaded copies).
+/// The offload state `cfg` asks for: HDD members needed.
 fn offload_for(cfg: &FusionConfig) -> Result<Option<offload::Offload>, ConfigError> {
     let Some(oc) = cfg.offload.clone() else {
         return Ok(None);
@@ -190,11 +189,6 @@ fn offload_for(cfg: &FusionConfig) -> Result<Option<offload::Offload>, ConfigErr
     let err = |m: &str| ConfigError::Volume("offload".into(), m.into());
     if cfg.pool.hdds.is_empty() {
         return Err(err("write offload needs HDD members to log to"));
-    }
-    if cfg.journal.is_some() {
-        return Err(err(
-            "write offload does not journal its log yet: use it with the journal off",
-        ));
     }
     Ok(Some(offload::Offload::new(oc, &cfg.pool)))
 }
@@ -284,16 +278,31 @@ impl FusionScheme {
         self.offload.as_ref().map(|o| o.stats)
     }
 
-    /// Log extents whose pair set left the table are freed in their HDD's log. Without a
-    /// journal (offload's only mode yet) nothing can bring the set back.
+    /// Log extents whose pair set left the table are freed in their HDD's log: at once
+    /// without a journal (nothing can bring the set back), else once the records that
+    /// removed the set are durable. They go to the journal's open generation after this
+    /// event (`after_event`), so that generation is the one to wait for.
     fn reap_log_extents(&mut self) {
         let Some(o) = self.offload.as_mut() else {
             return;
         };
+        let generations = self
+            .durable
+            .as_ref()
+            .map(|d| (d.journal.open_generation(), d.journal.durable_generation()));
         for v in &mut self.vols {
-            for (hdd, pos) in v.offloaded.take_dead() {
-                o.kill(hdd, pos);
+            if !v.offloaded.has_dead() {
+                continue;
             }
+            for (hdd, pos) in v.offloaded.take_dead() {
+                match generations {
+                    None => o.kill(hdd, pos),
+                    Some((open, _)) => o.kill_after(open, hdd, pos),
+                }
+            }
+        }
+        if let Some((_, durable)) = generations {
+            o.release(durable);
         }
     }
 

@@ -6,6 +6,7 @@
 
 use super::FusionScheme;
 use super::jobs::{BAD_RAID, BAD_REBUILD, Job, JobId, PartMode, ReadJob, ReadPart, ReadPurpose};
+use super::pairs::SlotRef;
 use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
@@ -189,7 +190,6 @@ impl FusionScheme {
     /// None: no copy is readable and the part is finished (failed, or lost when every
     /// readable copy failed its checksum).
     fn read_replica(&mut self, ctx: &mut Ctx, at: PartAt, key: u64, count: u16) -> Option<Issued> {
-        let routing = &self.policy.routing;
         let v = &mut self.vols[at.vol];
         let r = v
             .pairs
@@ -202,15 +202,22 @@ impl FusionScheme {
         let mut alive = [(0u32, 0usize); 3];
         let mut disks = [DiskId(0); 3];
         let mut n_alive = 0;
+        let first = (at.page_off / PAGE_SIZE) as u16;
         for (ci, &(s, c)) in copies.iter().enumerate() {
             let d = v.zone.disk(s, c);
             // A copy written to an HDD log instead left a hole at its SSD place.
-            let in_log = ci > 0 && v.offloaded.in_log(r.set, r.slot, ci);
+            let in_log = ci > 0 && v.offloaded.overlaps(r.set, r.slot, ci, first, count);
             if !ctx.is_failed(d) && at.bad & (1 << ci) == 0 && !in_log {
                 (alive[n_alive], disks[n_alive]) = ((s, c), d);
                 n_alive += 1;
             }
         }
+        if n_alive == 0
+            && let Some(issued) = self.read_log_copy(ctx, at, r, count)
+        {
+            return Some(issued);
+        }
+        let v = &mut self.vols[at.vol];
         if n_alive == 0 {
             if at.bad != 0 {
                 ctx.stats.unrecoverable_pages += count as u64;
@@ -222,7 +229,10 @@ impl FusionScheme {
             }
             return None;
         }
-        let (s, c) = alive[routing.pick_copy(&ctx.members(), &disks[..n_alive])];
+        let (s, c) = alive[self
+            .policy
+            .routing
+            .pick_copy(&ctx.members(), &disks[..n_alive])];
         if (s, c) != copies[0] && ctx.avoid(v.zone.disk(copies[0].0, copies[0].1)) {
             ctx.stats.redirected_reads += 1;
         }
@@ -240,6 +250,38 @@ impl FusionScheme {
         Some(Issued {
             mode: PartMode::Direct { stripe: s },
             pins: vec![(DIRECT + ci, s)],
+            reads: 1,
+        })
+    }
+
+    /// Read a replicated part from a copy write offload put in an HDD log, the last resort
+    /// when no SSD copy is readable (SeRW reads its logs only then). The copy must hold
+    /// every page of the part in one extent, on a member that has not failed.
+    fn read_log_copy(
+        &mut self,
+        ctx: &mut Ctx,
+        at: PartAt,
+        r: SlotRef,
+        count: u16,
+    ) -> Option<Issued> {
+        let v = &mut self.vols[at.vol];
+        let first = (at.page_off / PAGE_SIZE) as u16;
+        let (copies, n) = v.pairs.copies_array(r);
+        let (ci, e) = (1..n).find_map(|ci| {
+            let e = v.offloaded.covering(r.set, r.slot, ci, first, count)?;
+            (at.bad & (1 << ci) == 0 && !ctx.is_failed(e.hdd)).then_some((ci, e))
+        })?;
+        let s = copies[ci].0;
+        v.stripes.pin(s);
+        let op = DevOp::Read {
+            offset: e.offset + (first - e.at) as u64 * PAGE_SIZE,
+            len: at.len,
+        };
+        ctx.stats.log_reads += 1;
+        ctx.issue(e.hdd, op, at.tag(DIRECT + ci as u32), at.background);
+        Some(Issued {
+            mode: PartMode::Direct { stripe: s },
+            pins: vec![(DIRECT + ci as u32, s)],
             reads: 1,
         })
     }

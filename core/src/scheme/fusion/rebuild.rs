@@ -92,7 +92,9 @@ fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
     need
 }
 
-/// Does location `loc` of a volume sit on a stripe touching one of `failed`?
+/// Does location `loc` of a volume sit on a stripe touching one of `failed`, or, for a
+/// replica, have a copy in the log of a failed HDD (moved like one on a failed SSD: the
+/// move writes two fresh copies)?
 fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
     let touches = |s: u32| failed.iter().any(|&d| v.zone.touches(s, d));
     match loc {
@@ -104,6 +106,8 @@ fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
                 .distinct_stripes()
                 .iter()
                 .any(|&s| touches(s))
+                || v.offloaded
+                    .on_failed(r.set, r.slot, |d| failed.contains(&d))
         }),
     }
 }

@@ -3,10 +3,15 @@
 //! replica slots are live or packed, every stripe's state and valid bits, the free space.
 //! Anything inconsistent is refused with the reason, never guessed.
 
+use std::collections::BTreeMap;
+
+use super::offload::slots::Extent;
 use super::pairs::{PairSet, Slot, SlotState};
 use super::vol::Vol;
 use crate::meta::VolImage;
+use crate::meta::image::LogExtentImage;
 use crate::space::{StripeState, StripeTable};
+use crate::types::DiskId;
 use crate::types::Nanos;
 use crate::volume::Loc;
 
@@ -23,6 +28,40 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
     v.raid_valid_blocks = valid.iter().map(|m| m.count_ones() as u64).sum();
     v.stripes = StripeTable::restore(states, valid);
     Ok(())
+}
+
+/// Copies in HDD logs, installed after `restore_vol` for the pair sets it kept (by their
+/// first stripe); those of sets it dropped (converted or emptied before the crash, their
+/// removal durable) are dead. Returns the installed extents as `(hdd, pos, bytes, offset)`
+/// for the logs to be rebuilt from.
+pub(super) fn restore_log_extents(
+    v: &mut Vol,
+    extents: BTreeMap<u32, Vec<LogExtentImage>>,
+) -> Vec<(DiskId, u64, u64, u64)> {
+    let mut live = Vec::new();
+    for (stripe, es) in extents {
+        let Some(id) = v
+            .pairs
+            .set_of_stripe(stripe)
+            .filter(|&id| v.pairs.set(id).stripes[0] == stripe)
+        else {
+            continue;
+        };
+        for e in es {
+            let x = Extent {
+                slot: e.slot,
+                copy: e.copy,
+                at: e.at,
+                count: e.count,
+                hdd: DiskId(e.hdd as u32),
+                pos: e.pos,
+                offset: e.offset,
+            };
+            live.push((x.hdd, x.pos, x.bytes(), x.offset));
+            v.offloaded.add(id, x);
+        }
+    }
+    live
 }
 
 /// The recovered pair sets, every slot dead until a mapping names it.

@@ -71,7 +71,7 @@ fn scrub_pages(v: &super::vol::Vol) -> u64 {
 }
 
 /// Where the copies of pages at `loc` are, as (stripe, column); None for unmapped pages.
-fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(u32, usize)>> {
+fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(usize, u32, usize)>> {
     Some(match loc {
         Loc::Unmapped => return None,
         // A mirror's copies are its stripe's columns: each is checked against the
@@ -79,14 +79,43 @@ fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(u32, usize)>> {
         // data need not match, and after a discard they may not).
         Loc::Raid(fl) if v.cfg.level.is_mirror() => {
             let (stripe, _) = v.zone.split(fl);
-            (0..v.copies()).map(|c| (stripe, c)).collect()
+            (0..v.copies()).map(|c| (c, stripe, c)).collect()
         }
-        Loc::Raid(fl) => vec![v.zone.split(fl)],
+        Loc::Raid(fl) => {
+            let (stripe, col) = v.zone.split(fl);
+            vec![(0, stripe, col)]
+        }
         Loc::Rep(key) => {
             let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
             v.ssd_copies(r)
         }
     })
+}
+
+/// The copies of replica pages `[at, at+count)` that write offload put in HDD logs, as
+/// (copy, its stripe, member, offset): checked like the others, so a log copy that went
+/// bad (or was overwritten) is found and its block rewritten from a good copy.
+fn log_copies(
+    v: &super::vol::Vol,
+    loc: Loc,
+    at: u16,
+    count: u16,
+) -> Vec<(usize, u32, crate::types::DiskId, u64)> {
+    let Loc::Rep(key) = loc else {
+        return Vec::new();
+    };
+    if v.offloaded.live() == 0 {
+        return Vec::new();
+    }
+    let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
+    let (copies, n) = v.pairs.copies_array(r);
+    (1..n)
+        .filter_map(|ci| {
+            let e = v.offloaded.covering(r.set, r.slot, ci, at, count)?;
+            let off = e.offset + (at - e.at) as u64 * PAGE_SIZE;
+            Some((ci, copies[ci].0, e.hdd, off))
+        })
+        .collect()
 }
 
 /// Pages of one whole stripe of `v`.
@@ -209,8 +238,13 @@ impl FusionScheme {
                     v.sums.get(ub, f, c)
                 };
                 s.known_lost_pages += v.skip_lost(ub, f, &mut expect);
-                for (copy, (stripe, col)) in copies.into_iter().enumerate() {
+                let ssd = copies.into_iter().map(|(copy, stripe, col)| {
                     let (disk, off) = v.zone.device_offset(stripe, col, g.at as u64 * PAGE_SIZE);
+                    (copy, stripe, disk, off)
+                });
+                let logged = log_copies(v, loc, g.at, c);
+                s.passed_pages += c as u64 * logged.len() as u64;
+                for (copy, stripe, disk, off) in ssd.collect::<Vec<_>>().into_iter().chain(logged) {
                     if ctx.is_failed(disk) {
                         continue;
                     }

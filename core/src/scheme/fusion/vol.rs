@@ -351,16 +351,17 @@ impl Vol {
         n
     }
 
-    /// The copies of slot `r` at their SSD places, in copy order, without those written to
-    /// an HDD log instead (their SSD places are holes; copy 0 never is one).
-    pub fn ssd_copies(&self, r: super::pairs::SlotRef) -> Vec<(u32, usize)> {
-        let mut cs = self.pairs.copies(r);
-        let mut ci = 0;
-        cs.retain(|_| {
-            ci += 1;
-            !self.offloaded.in_log(r.set, r.slot, ci - 1)
-        });
-        cs
+    /// The copies of slot `r` at their SSD places as (copy, stripe, column), in copy order,
+    /// without those written to an HDD log instead (their SSD places are holes; copy 0
+    /// never is one).
+    pub fn ssd_copies(&self, r: super::pairs::SlotRef) -> Vec<(usize, u32, usize)> {
+        self.pairs
+            .copies(r)
+            .into_iter()
+            .enumerate()
+            .filter(|&(ci, _)| !self.offloaded.in_log(r.set, r.slot, ci))
+            .map(|(ci, (s, c))| (ci, s, c))
+            .collect()
     }
 
     /// A set whose slots are all dead (and not converting) frees its stripes without any I/O.
@@ -399,6 +400,25 @@ impl Vol {
         {
             self.degraded_placements += 1;
         }
+    }
+
+    /// The copies in HDD logs as a checkpoint holds them: by their set's first stripe.
+    pub fn log_extents_image(&self) -> Vec<(u32, crate::meta::image::LogExtentImage)> {
+        self.offloaded
+            .iter()
+            .map(|(set, e)| {
+                let img = crate::meta::image::LogExtentImage {
+                    slot: e.slot,
+                    copy: e.copy,
+                    at: e.at,
+                    count: e.count,
+                    hdd: e.hdd.0 as u16,
+                    pos: e.pos,
+                    offset: e.offset,
+                };
+                (self.pairs.set(set).stripes[0], img)
+            })
+            .collect()
     }
 
     /// Queue a journal record (when the metadata is journaled).

@@ -542,6 +542,7 @@ impl Outgoing<'_> {
                 ctx.stats.offload_primary_busy += 1;
             }
             if ci > 0
+                && v.offloaded.has_room(v.blocks)
                 && let Some(o) = offload.as_deref_mut()
             {
                 let len = p.count as u64 * PAGE_SIZE;
@@ -549,9 +550,24 @@ impl Outgoing<'_> {
                     let e = LogExtent {
                         slot: r.slot,
                         copy: ci as u8,
+                        at: p.at,
+                        count: p.count,
                         hdd,
                         pos,
+                        offset: log_off,
                     };
+                    let stripe = v.pairs.set(r.set).stripes[0];
+                    v.record(|vol| crate::meta::Record::Offloaded {
+                        vol,
+                        stripe,
+                        slot: e.slot,
+                        copy: e.copy,
+                        at: e.at,
+                        count: e.count,
+                        hdd: hdd.0 as u16,
+                        pos,
+                        offset: log_off,
+                    });
                     v.offloaded.add(r.set, e);
                     (disk, off) = (hdd, log_off);
                     ctx.stats.offloaded_writes += 1;

@@ -43,6 +43,58 @@ impl HddLog {
         }
     }
 
+    /// The log after a restart, from the live extents (position, length) recovery found:
+    /// the tail at the oldest, the head after the newest, the gaps between them dead.
+    /// Refused when they overlap or span more than the log: no running log held that.
+    pub fn recovered(start: u64, len: u64, mut live: Vec<(LogPos, u64)>) -> Result<Self, String> {
+        live.sort_unstable();
+        let mut log = HddLog::new(start, len);
+        if let Some(&(first, _)) = live.first() {
+            (log.head, log.tail) = (first, first);
+        }
+        for (pos, n) in live {
+            if pos < log.head {
+                return Err(format!("log extents at {pos} and before it overlap"));
+            }
+            if pos % len + n > len {
+                return Err(format!("log extent at {pos} runs past the end of the log"));
+            }
+            if pos > log.head {
+                log.extents.push_back(Extent {
+                    pos: log.head,
+                    len: pos - log.head,
+                    live: false,
+                });
+            }
+            log.extents.push_back(Extent {
+                pos,
+                len: n,
+                live: true,
+            });
+            log.head = pos + n;
+            log.live_bytes += n;
+        }
+        if log.head - log.tail > len {
+            return Err(format!(
+                "live log extents span {} bytes of a {len}-byte log",
+                log.head - log.tail
+            ));
+        }
+        Ok(log)
+    }
+
+    /// First byte of the log on its member, and the log's length.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+    #[allow(
+        clippy::len_without_is_empty,
+        reason = "a log's length is its region's"
+    )]
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
     /// Bytes held by extents still live.
     pub fn live_bytes(&self) -> u64 {
         self.live_bytes
@@ -144,6 +196,31 @@ mod tests {
         assert_eq!(l.append(1), None, "full");
         l.kill(c);
         assert!(l.append(30).is_some());
+    }
+
+    #[test]
+    fn a_recovered_log_keeps_its_live_extents_and_appends_after_them() {
+        // Live extents at 120 and 180 (positions wrap a 100-byte log at 100 and 200).
+        let mut l = HddLog::recovered(1000, 100, vec![(180, 10), (120, 40)]).unwrap();
+        assert_eq!(l.live_bytes(), 50);
+        // 10 bytes left at the end (190..200), then the region up to 120 is full.
+        let (p, off) = l.append(10).unwrap();
+        assert_eq!((p, off), (190, 1090));
+        assert_eq!(l.append(30), None, "would wrap onto the extent at 120");
+        l.kill(120);
+        assert_eq!(l.append(30).map(|x| x.1), Some(1000));
+        assert!(
+            HddLog::recovered(0, 100, vec![(0, 40), (30, 10)]).is_err(),
+            "overlap"
+        );
+        assert!(
+            HddLog::recovered(0, 100, vec![(0, 40), (90, 20)]).is_err(),
+            "past the end"
+        );
+        assert!(
+            HddLog::recovered(0, 100, vec![(0, 40), (120, 10)]).is_err(),
+            "span"
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub use log::{HddLog, LogPos};
 pub use median::RunningMedian;
 
 pub use super::config::OffloadConfig;
+use std::collections::VecDeque;
+
 use super::config::PoolGeometry;
 use crate::engine::members::Members;
 use crate::steer::WINDOW_NS;
@@ -55,6 +57,12 @@ pub struct Offload {
     sampled_at: Vec<Nanos>,
     /// The HDD tried first next time (round robin among the idle ones).
     next: usize,
+    /// Dead extents whose space waits for the journal generation that freed them to be
+    /// durable: reused earlier, a crash could bring their set back with its copy
+    /// overwritten (the journal's rule for freed stripes, applied to log space).
+    held: VecDeque<(u64, DiskId, LogPos)>,
+    /// False when the pool only reads logs a previous configuration wrote.
+    redirects: bool,
     pub stats: OffloadStats,
 }
 
@@ -76,8 +84,18 @@ impl Offload {
             size: RunningMedian::default(),
             sampled_at: vec![0; pool.disks],
             next: 0,
+            held: VecDeque::new(),
+            redirects: true,
             stats: OffloadStats::default(),
         }
+    }
+
+    /// The logs alone, for a pool whose configuration has offload off but whose journal
+    /// still names copies in its HDD logs: they are read and freed, never written.
+    pub fn reading_only(pool: &PoolGeometry) -> Self {
+        let mut o = Offload::new(OffloadConfig::default(), pool);
+        o.redirects = false;
+        o
     }
 
     /// Where to send a copy of `len` bytes aimed at SSD `ssd`: an idle HDD's log (the HDD,
@@ -89,6 +107,9 @@ impl Offload {
         ssd: DiskId,
         len: u64,
     ) -> Option<(DiskId, LogPos, u64)> {
+        if !self.redirects {
+            return None;
+        }
         self.stats.considered += 1;
         let iops = m.recent(ssd).map_or(0, |t| t.completed()) as f64;
         if now.saturating_sub(self.sampled_at[ssd.index()]) >= WINDOW_NS {
@@ -141,8 +162,96 @@ impl Offload {
         self.stats.extents_died += 1;
     }
 
+    /// The extent at `pos` of `hdd`'s log is dead once journal generation `generation` is
+    /// durable (`release`).
+    pub fn kill_after(&mut self, generation: u64, hdd: DiskId, pos: LogPos) {
+        self.held.push_back((generation, hdd, pos));
+    }
+
+    /// Frees the held extents whose generation is durable.
+    pub fn release(&mut self, durable: u64) {
+        while let Some(&(g, hdd, pos)) = self.held.front()
+            && g <= durable
+        {
+            self.held.pop_front();
+            self.kill(hdd, pos);
+        }
+    }
+
+    /// Rebuild every log after a restart from the extents recovery installed.
+    /// Each extent's recorded device offset must be where this log puts its position: a
+    /// log whose length changed since (the pool file's `log_bytes`) is refused, not misread.
+    pub fn recover(
+        &mut self,
+        live: impl Iterator<Item = (DiskId, LogPos, u64, u64)>,
+    ) -> Result<(), String> {
+        let mut per: Vec<Vec<(LogPos, u64)>> = vec![Vec::new(); self.logs.len()];
+        for (hdd, pos, len, offset) in live {
+            let log = self
+                .logs
+                .get(hdd.index())
+                .and_then(Option::as_ref)
+                .ok_or_else(|| format!("a log extent on member {}, which keeps no log", hdd.0))?;
+            if log.offset(pos) != offset {
+                return Err(format!(
+                    "the log on member {} has changed length since its extents were written \
+                     (position {pos} was at byte {offset}, is now at {}): set the offload \
+                     log size back",
+                    hdd.0,
+                    log.offset(pos)
+                ));
+            }
+            per[hdd.index()].push((pos, len));
+        }
+        for (log, extents) in self.logs.iter_mut().zip(per) {
+            if let Some(l) = log.as_mut() {
+                *l = HddLog::recovered(l.start(), l.len(), extents)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes held by live extents over every log.
     pub fn live_bytes(&self) -> u64 {
         self.logs.iter().flatten().map(HddLog::live_bytes).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheme::fusion::config::LayoutKind;
+
+    #[test]
+    fn freed_log_space_waits_for_its_generation_to_be_durable() {
+        let pool = PoolGeometry {
+            disks: 3,
+            disk_bytes: 4096 + 2 * 4096,
+            block_size: 4096,
+            data_offset: 4096,
+            layout: LayoutKind::Mols,
+            hdds: vec![2],
+        };
+        let mut o = Offload::new(OffloadConfig::default(), &pool);
+        let hdd = DiskId(2);
+        fn log(o: &mut Offload) -> &mut HddLog {
+            o.logs[2].as_mut().expect("an HDD log")
+        }
+        let (a, _) = log(&mut o).append(4096).unwrap();
+        log(&mut o).append(4096).unwrap();
+        assert_eq!(log(&mut o).append(4096), None, "full");
+        o.kill_after(7, hdd, a);
+        o.release(6);
+        assert_eq!(
+            log(&mut o).append(4096),
+            None,
+            "generation 7 is not durable"
+        );
+        o.release(7);
+        assert!(
+            log(&mut o).append(4096).is_some(),
+            "freed once 7 is durable"
+        );
+        assert_eq!(o.stats.extents_died, 1);
     }
 }
