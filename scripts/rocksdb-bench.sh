@@ -70,6 +70,7 @@ cleanup() {
   [ "${KEEP:-0}" = 1 ] || [ "$OUT" != "$WORK/out" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 # The scheme `serve` runs for a configuration.
 scheme_of() {
@@ -135,7 +136,7 @@ setup() {
 # an operation's latency includes the storage below; a small block cache; no compression.
 common_opts() {
   echo --db="$1/mnt/db" --num="$NUM" --value_size=400 --compression_type=none \
-    --threads="$THREADS" --histogram=1 --use_direct_reads=1 \
+    --histogram=1 --use_direct_reads=1 \
     --use_direct_io_for_flush_and_compaction=1 --cache_size=8388608
 }
 
@@ -145,7 +146,7 @@ workload_opts() {
   local reads; case "$1" in a) reads=50 ;; b) reads=95 ;; *) echo "bad workload $1" >&2; exit 1 ;; esac
   local skew="--key_dist_a=0 --key_dist_b=0"
   [ "$SKEW" = 1 ] && skew="--key_dist_a=0.002312 --key_dist_b=0.3467"
-  echo --benchmarks=mixgraph --use_existing_db=1 --duration="$DUR" --sync=1 \
+  echo --benchmarks=mixgraph --use_existing_db=1 --threads="$THREADS" --duration="$DUR" --sync=1 \
     --mix_get_ratio="0.$reads" --mix_put_ratio="0.$((100 - reads))" --mix_seek_ratio=0 \
     --value_theta=400 --value_k=0 --value_sigma=0 "$skew"
 }
@@ -165,7 +166,7 @@ run_one() {
   rm -rf "$d"
   setup "$config" "$d"
   # shellcheck disable=SC2046
-  db_bench $(common_opts "$d") --benchmarks=fillrandom --sync=0 \
+  db_bench $(common_opts "$d") --benchmarks=fillrandom --threads=1 --sync=0 \
     --disable_wal=1 >"$OUT/$rep-$config-fill.out" 2>&1
   local w
   for w in $WORKLOADS; do
