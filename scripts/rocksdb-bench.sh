@@ -147,8 +147,21 @@ workload_opts() {
   local skew="--key_dist_a=0 --key_dist_b=0"
   [ "$SKEW" = 1 ] && skew="--key_dist_a=0.002312 --key_dist_b=0.3467"
   echo --benchmarks=mixgraph --use_existing_db=1 --threads="$THREADS" --duration="$DUR" --sync=1 \
-    --mix_get_ratio="0.$reads" --mix_put_ratio="0.$((100 - reads))" --mix_seek_ratio=0 \
+    --mix_get_ratio="$(printf 0.%02d "$reads")" --mix_put_ratio="$(printf 0.%02d $((100 - reads)))" --mix_seek_ratio=0 \
     --value_theta=400 --value_k=0 --value_sigma=0 "$skew"
+}
+
+# Fails unless the reads' share of the operations db_bench ran is the workload's, within
+# 3 points (mixgraph's get and put ratios are easy to get wrong).
+check_mix() {
+  local want; case "$1" in a) want=50 ;; b) want=95 ;; esac
+  awk -v want="$want" -v f="$2" '
+    /^Microseconds per / { op = $3 }
+    /^Count:/ { n[op] += $2 }
+    END { got = 100 * n["read:"] / (n["read:"] + n["write:"])
+          if (got < want - 3 || got > want + 3) {
+            printf "rocksdb-bench: %s ran %.1f%% reads, not %d%%\n", f, got, want > "/dev/stderr"; exit 1 } }
+  ' "$2"
 }
 
 # "op p50 p99 p99.9 ops_per_sec" lines from db_bench --histogram output.
@@ -177,6 +190,7 @@ run_one() {
       grep -q "^$rep $config $w $op " "$RESULTS" ||
         { echo "rocksdb-bench: no $op latencies in $OUT/$rep-$config-$w.out" >&2; exit 1; }
     done
+    check_mix "$w" "$OUT/$rep-$config-$w.out"
   done
   "$BIN" status --socket "$d/status.sock" >"$OUT/$rep-$config-status.txt" || true
   status_line "$OUT/$rep-$config-status.txt" | sed "s/^/$rep $config /" >>"$STATUS"
@@ -184,16 +198,20 @@ run_one() {
   rm -rf "$d"
 }
 
-# "stalls stalled_ms spikes conversions write_amplification redirected_writes" from the
-# array's status after a run: the emulated SSDs' internal stalls, the detector's spikes, and
-# what the engine did about them.
+# "stalls stalled_ms spikes conversions write_amplification redirected_writes write_p99
+# write_p99.9" from the array's status after a run: the emulated SSDs' internal stalls, the
+# detector's spikes, what the engine did about them, and the volume's own write tail (us,
+# over the whole run, fill included).
 status_line() {
   awk '
+    function after(word,   i) { for (i = 1; i < NF; i++) if ($i == word) return $(i + 1); return 0 }
     $1 ~ /^emu:/ { spikes += $5 }
     /emulated .* stalls/ { stalls += $3; ms += $(NF - 5) }
     /^steering:/ { redirected = $2 }
     /^background:/ { conv = $2; wa = $NF }
-    END { printf "%d %.0f %d %d %s %d\n", stalls, ms, spikes, conv, wa == "" ? 0 : wa, redirected }
+    /^ +write p50/ { w99 = after("p99"); w999 = after("p99.9") }
+    END { printf "%d %.0f %d %d %s %d %d %d\n", stalls, ms, spikes, conv, wa == "" ? 0 : wa,
+                 redirected, w99, w999 }
   ' "$1"
 }
 
@@ -260,10 +278,11 @@ main() {
   summary | ratios
   echo
   echo "Per run, summed over the members (mean over reps): emulated stalls, ms stalled," \
-    "detector spikes; conversions, write amplification, writes redirected"
-  awk '{ k = $2; if (!(k in n)) o[++m] = k; n[k]++; for (f = 3; f <= 8; f++) s[k, f] += $f }
+    "detector spikes; conversions, write amplification, writes redirected; the volume's" \
+    "write P99 and P99.9 (us)"
+  awk '{ k = $2; if (!(k in n)) o[++m] = k; n[k]++; for (f = 3; f <= 10; f++) s[k, f] += $f }
     END { for (i = 1; i <= m; i++) { k = o[i]; printf "  %-18s", k
-      for (f = 3; f <= 8; f++) printf " %8.*f", f == 7 ? 2 : 0, s[k, f] / n[k]; print "" } }' "$STATUS"
+      for (f = 3; f <= 10; f++) printf " %8.*f", f == 7 ? 2 : 0, s[k, f] / n[k]; print "" } }' "$STATUS"
   [ "$OUT" = "$WORK/out" ] && [ "${KEEP:-0}" != 1 ] || echo "raw results: $RESULTS"
   echo "machine: $(nproc) CPUs, kernel $(uname -r), $(db_bench --version 2>&1 | head -1)," \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
