@@ -41,7 +41,8 @@ for dir in core/src core/src/scheme/fusion core/src/scheme/baselines core/src/me
 done
 cargo test --workspace "$@"
 # RocksDB on ext4 on the array (docs/BENCHMARKS.md): about 3 minutes of real-time emulation,
-# so never in the default run; it fails if db_bench reports no read or write latencies.
+# so never in the default run; it fails if db_bench reports no read or write latencies or
+# the wrong read share.
 if [ "${FUSIONRAID_ROCKSDB:-0}" = 1 ]; then
-  REPS=1 DUR=10 FILL=10 NUM=200000 scripts/rocksdb-bench.sh
+  REPS=1 DUR=10 NUM=200000 scripts/rocksdb-bench.sh
 fi
