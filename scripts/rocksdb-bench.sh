@@ -68,6 +68,7 @@ cleanup() {
   teardown
   [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK/run"
   [ "${KEEP:-0}" = 1 ] || [ "$OUT" != "$WORK/out" ] || rm -rf "$WORK"
+  rmdir "$WORK" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
