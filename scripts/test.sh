@@ -3,6 +3,7 @@
 # (fio, qemu-utils, libnbd-bin, nbdkit; xz-utils for a fixture; prometheus for promtool, tmux for
 # `fusionraid top`) when they are missing, then runs the suite with
 # those tools required, so a missing tool fails loudly instead of skipping.
+# FUSIONRAID_ROCKSDB=1 (root) adds a short RocksDB-on-the-array run (rocksdb-tools, jq).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,11 @@ command -v xz >/dev/null || need+=(xz-utils)
 command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || need+=(fuse3)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v tmux >/dev/null || need+=(tmux)
+# On demand only (FUSIONRAID_ROCKSDB=1, root): a short RocksDB run on the array at the end.
+if [ "${FUSIONRAID_ROCKSDB:-0}" = 1 ]; then
+  command -v db_bench >/dev/null || need+=(rocksdb-tools)
+  command -v jq >/dev/null || need+=(jq)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -34,3 +40,9 @@ for dir in core/src core/src/scheme/fusion core/src/scheme/baselines core/src/me
     scripts/module-cycles.sh "$dir" > /dev/null
 done
 cargo test --workspace "$@"
+# RocksDB on ext4 on the array (docs/BENCHMARKS.md): about 3 minutes of real-time emulation,
+# so never in the default run; it fails if db_bench reports no read or write latencies or
+# the wrong read share.
+if [ "${FUSIONRAID_ROCKSDB:-0}" = 1 ]; then
+  REPS=1 DUR=10 NUM=200000 scripts/rocksdb-bench.sh
+fi
