@@ -138,7 +138,7 @@ fn members(o: &mut String, doc: &StatusDoc) {
     // INDEX: the number `fusionraid fail N` and `replace N SPEC` take.
     let _ = writeln!(
         o,
-        "\t{:<w$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "\t{:<w$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>6}",
         "NAME",
         "INDEX",
         "TIER",
@@ -150,7 +150,8 @@ fn members(o: &mut String, doc: &StatusDoc) {
         "READ",
         "WRITTEN",
         "TRIMMED",
-        "ERRORS"
+        "ERRORS",
+        "WEAR"
     );
     let _ = writeln!(
         o,
@@ -161,7 +162,7 @@ fn members(o: &mut String, doc: &StatusDoc) {
     for m in &s.members {
         let _ = writeln!(
             o,
-            "\t  {:<w2$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "\t  {:<w2$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>6}",
             m.name,
             m.index,
             m.tier,
@@ -174,6 +175,7 @@ fn members(o: &mut String, doc: &StatusDoc) {
             human(m.bytes_written),
             human(m.bytes_trimmed),
             m.errors,
+            m.wear.map_or("-".into(), |x| format!("{:.2}%", x * 100.0)),
             w2 = w - 2
         );
         for n in &m.notes {
@@ -371,6 +373,8 @@ mod tests {
             unresponsive_seconds: 0.0,
             steering: None,
             background_bytes: 0,
+            // An emulated SSD reports its wear; the HDD does not.
+            wear: (index != 12).then_some(0.0123),
         };
         StatusDoc {
             pool: "demo".into(),
@@ -441,8 +445,11 @@ mod tests {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words[1], i.to_string(), "{line}");
             assert_eq!(words[2], if i == 12 { "hdd" } else { "ssd" }, "{line}");
+            // Issue 22: the last column is the wear the device reports, "-" when none.
+            let wear = if i == 12 { "-" } else { "1.23%" };
+            assert_eq!(words.last(), Some(&wear), "{line}");
         }
-        assert!(text.contains("INDEX"), "{text}");
+        assert!(text.contains("INDEX") && text.contains("WEAR"), "{text}");
     }
 
     /// Issue 19: byte counts carry units, never bare numbers ("last 262145", "999B", "1.2M").

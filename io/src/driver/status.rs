@@ -63,6 +63,9 @@ pub struct MemberStatus {
     /// Steering's view of the member, when the scheme steers (sandook, fusionraid+).
     #[serde(default)]
     pub steering: Option<MemberSteering>,
+    /// Share of its rated endurance the member reports used (`Member::wear`; issue 22).
+    #[serde(default)]
+    pub wear: Option<f64>,
 }
 
 fn ssd() -> String {
@@ -320,6 +323,7 @@ fn member_status(
         write_latency: obs.devices.members[i].write.clone(),
         unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
         background_bytes: d.counters.background_bytes,
+        wear: m.and_then(|m| m.wear()),
         steering: engine.disks().steering().map(|st| {
             let id = fusionraid_core::DiskId(i as u32);
             MemberSteering {

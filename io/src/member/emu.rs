@@ -111,6 +111,10 @@ impl Member for EmuMember {
         self.inner.commit();
     }
 
+    fn wear(&self) -> Option<f64> {
+        self.model.wear()
+    }
+
     fn uncommitted(&self) -> bool {
         self.inner.uncommitted()
     }

@@ -63,6 +63,11 @@ pub trait Member: Send {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Share of its rated endurance the device reports used (0 new, 1 worn out), when it
+    /// reports one: emulated SSDs from their model's flash writes; `None` otherwise.
+    fn wear(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// A member that could not be opened, or a spec that does not describe one.
