@@ -24,7 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// depend on --jobs.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = "Examples:\n  \
-    fusionraid eval --quick                 # every experiment, about 1.5 minutes\n  \
+    fusionraid eval --quick                 # every experiment but pitfalls, about 1.5 minutes\n  \
     fusionraid eval --out eval-full         # the full evaluation (20 mixes), about 10 minutes\n  \
     fusionraid eval --quick --only fig10,fig12 --jobs 1\n  \
     fusionraid eval --only sensitivity      # spike rate x length on every system\n  \
@@ -35,10 +35,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     runs measured on 2026-11-21, docs/EVALUATION.md). An idle machine is about twice as \
     fast. Issue 23 added the sensitivity experiment and the fusionraid+ runs since: --tiny \
     104 runs (7 s with other builds running), --quick 109, full 319. Issue 22's pitfalls \
-    experiment adds 6 runs to --tiny, 12 to --quick, 24 to full (minutes of virtual time \
-    each: docs/EVALUATION.md, \"Pitfalls\").")]
+    experiment adds 6 runs to --tiny and 24 to full; --quick leaves it out unless --only \
+    names it (12 runs, 32 minutes on 2 workers measured 2026-11-26 with other benchmarks \
+    running: its runs last 25-55 s of virtual time at saturation; docs/EVALUATION.md, \
+    \"Pitfalls\").")]
 pub struct Args {
-    /// Fewer and shorter runs (every experiment still runs).
+    /// Fewer and shorter runs (every experiment still runs but pitfalls, which --only runs).
     #[arg(long, conflicts_with = "tiny")]
     quick: bool,
     /// Tiny pool and millisecond runs: checks the report is complete; numbers mean nothing.
@@ -81,7 +83,14 @@ impl Args {
             SizeName::Full
         };
         let mut exps = if self.only.is_empty() {
-            ExpId::ALL.to_vec()
+            let mut all = ExpId::ALL.to_vec();
+            // Saturated random writes for tens of seconds of virtual time per run: minutes
+            // where the rest of --quick takes 1.5. It runs in the full and tiny sizes and
+            // with --only.
+            if self.quick {
+                all.retain(|&e| e != ExpId::Pitfalls);
+            }
+            all
         } else {
             self.only
                 .iter()
@@ -280,6 +289,11 @@ mod tests {
         assert_eq!(full.size.name, SizeName::Full);
         assert_eq!(full.mixes.len(), 20);
         assert!(!full.experiments.contains(&ExpId::Trace));
+        assert!(full.experiments.contains(&ExpId::Pitfalls));
+        let quick = plan(&["--quick", "--no-trace"]).unwrap();
+        assert!(!quick.experiments.contains(&ExpId::Pitfalls));
+        let only = plan(&["--quick", "--only", "pitfalls"]).unwrap();
+        assert_eq!(only.experiments, vec![ExpId::Pitfalls]);
         assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));
         // A repeat that is not adjacent runs the experiment once: twice would write its
         // figures twice (a panic).
