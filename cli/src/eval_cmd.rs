@@ -17,23 +17,30 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// the x̂ x t sweep of Fig. 13d), fig14 (clean vs aged), consumer (not a paper figure:
 /// Fig. 12's systems on consumer SSD members), fig11b (NV-RAID buffer sizes), trace (the
 /// real TPC-C trace alone and in a mix), sensitivity (not a paper figure: every system
-/// under a spike process swept over rate and length). Every experiment comparing systems
+/// under a spike process swept over rate and length), pitfalls (not a paper figure:
+/// sustained 4 KiB random-write speed-up against spare share for one SSD, in-place RAID5, a
+/// FusionRAID mirror and RAID5 volume, next to the Pitfalls study's). Every experiment comparing systems
 /// also runs fusionraid+ (FusionRAID with every pool policy, same space). Results do not
 /// depend on --jobs.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = "Examples:\n  \
-    fusionraid eval --quick                 # every experiment, about 1.5 minutes\n  \
+    fusionraid eval --quick                 # every experiment but pitfalls, about 1.5 minutes\n  \
     fusionraid eval --out eval-full         # the full evaluation (20 mixes), about 10 minutes\n  \
     fusionraid eval --quick --only fig10,fig12 --jobs 1\n  \
-    fusionraid eval --only sensitivity      # spike rate x length on every system\n\n\
+    fusionraid eval --only sensitivity      # spike rate x length on every system\n  \
+    fusionraid eval --quick --only pitfalls # spare share vs random-write speed\n\n\
     Run times (release build, 2-vCPU VM, measured 2026-11-25 at 5a82d15 with other builds \
     running): --tiny 1.7 s (78 runs), --quick 94 s (56 runs); full about 10 minutes \
     (an estimate, not measured today: 6x the quick run, the ratio of the full and quick \
     runs measured on 2026-11-21, docs/EVALUATION.md). An idle machine is about twice as \
     fast. Issue 23 added the sensitivity experiment and the fusionraid+ runs since: --tiny \
-    104 runs (7 s with other builds running), --quick 109, full 319.")]
+    104 runs (7 s with other builds running), --quick 109, full 319. Issue 22's pitfalls \
+    experiment adds 6 runs to --tiny and 24 to full; --quick leaves it out unless --only \
+    names it (12 runs, 32 minutes on 2 workers measured 2026-11-26 with other benchmarks \
+    running: its runs last 25-55 s of virtual time at saturation; docs/EVALUATION.md, \
+    \"Pitfalls\").")]
 pub struct Args {
-    /// Fewer and shorter runs (every experiment still runs).
+    /// Fewer and shorter runs (every experiment still runs but pitfalls, which --only runs).
     #[arg(long, conflicts_with = "tiny")]
     quick: bool,
     /// Tiny pool and millisecond runs: checks the report is complete; numbers mean nothing.
@@ -76,7 +83,14 @@ impl Args {
             SizeName::Full
         };
         let mut exps = if self.only.is_empty() {
-            ExpId::ALL.to_vec()
+            let mut all = ExpId::ALL.to_vec();
+            // Saturated random writes for tens of seconds of virtual time per run: minutes
+            // where the rest of --quick takes 1.5. It runs in the full and tiny sizes and
+            // with --only.
+            if self.quick {
+                all.retain(|&e| e != ExpId::Pitfalls);
+            }
+            all
         } else {
             self.only
                 .iter()
@@ -275,6 +289,11 @@ mod tests {
         assert_eq!(full.size.name, SizeName::Full);
         assert_eq!(full.mixes.len(), 20);
         assert!(!full.experiments.contains(&ExpId::Trace));
+        assert!(full.experiments.contains(&ExpId::Pitfalls));
+        let quick = plan(&["--quick", "--no-trace"]).unwrap();
+        assert!(!quick.experiments.contains(&ExpId::Pitfalls));
+        let only = plan(&["--quick", "--only", "pitfalls"]).unwrap();
+        assert_eq!(only.experiments, vec![ExpId::Pitfalls]);
         assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));
         // A repeat that is not adjacent runs the experiment once: twice would write its
         // figures twice (a panic).

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const EXPERIMENTS: [&str; 9] = [
+const EXPERIMENTS: [&str; 10] = [
     "fig10",
     "fig12",
     "fig13",
@@ -19,6 +19,7 @@ const EXPERIMENTS: [&str; 9] = [
     "fig11b",
     "trace",
     "sensitivity",
+    "pitfalls",
 ];
 
 fn eval(out: &Path, extra: &[&str]) {
@@ -181,6 +182,7 @@ fn check_report(out: &Path) {
         "## 7. NV-RAID buffer-size sweep",
         "## 8. The real TPC-C trace",
         "## 9. Spike sensitivity",
+        "## 10. Pitfalls",
         "## Failed runs",
         "## Files",
     ] {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use fusionraid_core::rng::Rng;
 use serde::Serialize;
 
+use super::pitfalls::Config;
 use super::size::Size;
 use super::spec::{DetectorSpec, LoadSpec, RunSpec, SpikeSetting};
 use crate::workload::Workload;
@@ -35,10 +36,14 @@ pub enum ExpId {
     /// Not in the paper: the main mix on every system while a controlled spike process on
     /// every member sweeps spike rate and length.
     Sensitivity,
+    /// Not in the paper: the Pitfalls study's question (`shared/seeds/003_*.txt`), how much
+    /// sustained 4 KiB random-write speed spare capacity buys, for one SSD, in-place RAID5,
+    /// a FusionRAID mirror and a FusionRAID RAID5 volume ([`super::pitfalls`]).
+    Pitfalls,
 }
 
 impl ExpId {
-    pub const ALL: [ExpId; 9] = [
+    pub const ALL: [ExpId; 10] = [
         ExpId::Fig10,
         ExpId::Fig12,
         ExpId::Fig13,
@@ -48,6 +53,7 @@ impl ExpId {
         ExpId::Fig11b,
         ExpId::Trace,
         ExpId::Sensitivity,
+        ExpId::Pitfalls,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +67,7 @@ impl ExpId {
             ExpId::Fig11b => "fig11b",
             ExpId::Trace => "trace",
             ExpId::Sensitivity => "sensitivity",
+            ExpId::Pitfalls => "pitfalls",
         }
     }
 
@@ -369,6 +376,12 @@ impl Plan {
         r
     }
 
+    /// The `pitfalls` experiment's simulator run of configuration `c` (an array; `None` for
+    /// the single SSD, which [`super::pitfalls::run_ssd`] measures) on `device` at `share`.
+    pub fn pitfalls_run(&self, c: Config, device: &str, share: f64) -> Option<RunSpec> {
+        self.size.pitfalls.run(c, device, share, self.seed)
+    }
+
     /// The runs of one experiment, in a fixed order.
     pub fn runs_of(&self, e: ExpId) -> Vec<RunSpec> {
         let reps = 0..self.size.replicates;
@@ -436,6 +449,14 @@ impl Plan {
             ExpId::Sensitivity => {
                 for k in self.spike_grid() {
                     v.extend(SENSITIVITY_SCHEMES.iter().map(|s| self.spike_run(s, k)));
+                }
+            }
+            ExpId::Pitfalls => {
+                let p = &self.size.pitfalls;
+                for &d in &p.devices {
+                    for c in Config::ALL {
+                        v.extend(p.shares.iter().filter_map(|&s| self.pitfalls_run(c, d, s)));
+                    }
                 }
             }
         }
@@ -535,6 +556,61 @@ mod tests {
         assert_eq!(ExpId::parse("FIG11B"), Ok(ExpId::Fig11b));
         assert!(ExpId::parse("fig99").unwrap_err().contains("fig10"));
         assert_eq!(ExpId::parse("consumer"), Ok(ExpId::Consumer));
+    }
+
+    /// The `pitfalls` runs: one per device x array configuration x share, the in-place
+    /// RAID5 volume shrinking with the share and its members aged with that share unwritten,
+    /// the FusionRAID volumes keeping their size and taking the share as their own.
+    #[test]
+    fn pitfalls_runs_cover_every_array_configuration_and_share() {
+        use crate::eval::pitfalls::Config;
+        use crate::eval::spec::PoolSize;
+        let p = Plan::new(Size::of(SizeName::Quick), 1, None, vec![ExpId::Pitfalls]);
+        let ps = &p.size.pitfalls;
+        let runs = p.all_runs();
+        assert_eq!(runs.len(), ps.devices.len() * 3 * ps.shares.len());
+        assert!(p.pitfalls_run(Config::Ssd, "dc", 0.0).is_none());
+        let vol = |r: &RunSpec| match r.pool {
+            PoolSize::Array { volume_bytes, .. } => volume_bytes,
+            _ => panic!("not an array pool"),
+        };
+        let r5: Vec<RunSpec> = ps
+            .shares
+            .iter()
+            .map(|&s| p.pitfalls_run(Config::Raid5, "dc", s).unwrap())
+            .collect();
+        assert!(r5.windows(2).all(|w| vol(&w[1]) < vol(&w[0])));
+        assert!(r5.iter().zip(&ps.shares).all(|(r, &s)| r.member_spare == s));
+        let full = ps.member_bytes as f64 * (ps.width - 1) as f64;
+        assert!(vol(&r5[0]) as f64 > 0.99 * full && (vol(&r5[0]) as f64) <= full);
+        let m = p.pitfalls_run(Config::Mirror, "consumer", 0.5).unwrap();
+        let f = p.pitfalls_run(Config::Fusion, "consumer", 0.5).unwrap();
+        assert_eq!(
+            (m.level.as_deref(), f.level.as_deref()),
+            (Some("mirror"), None)
+        );
+        assert_eq!((m.volume_spare, m.member_spare), (Some(0.5), 0.0));
+        assert_eq!(vol(&m), ps.volume_bytes);
+        let sc = m.scenario();
+        sc.validate().unwrap();
+        assert_eq!(
+            (sc.pool.disks, sc.pool.device.as_str()),
+            (ps.disks, "consumer")
+        );
+        assert_eq!(sc.volume_configs()[0].level.name(), "mirror");
+        assert_eq!(r5[1].scenario().pool.spare, ps.shares[1]);
+        // Every experiment's runs together: the pitfalls runs are new ids, none shared.
+        let every = Plan::new(Size::of(SizeName::Quick), 1, None, ExpId::ALL.to_vec());
+        let others: usize = ExpId::ALL[..9]
+            .iter()
+            .map(|&e| every.runs_of(e).len())
+            .sum();
+        assert!(every.all_runs().len() <= others + runs.len());
+        let ids: std::collections::HashSet<String> = runs.iter().map(RunSpec::id).collect();
+        assert_eq!(ids.len(), runs.len());
+        for e in &ExpId::ALL[..9] {
+            assert!(every.runs_of(*e).iter().all(|r| !ids.contains(&r.id())));
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! Files: `size` (how many and how long), `spec` (one run as data), `experiments` (the runs
 //! of each experiment), `runner` (worker pool), `fleets` (aged device fleets shared between
-//! runs of one pool and seed), `result` (what a run leaves), `analyze/`
+//! runs of one pool and seed), `pitfalls` (the `pitfalls` experiment's configurations and
+//! its single-SSD driver), `result` (what a run leaves), `analyze/`
 //! (aggregation, one file per experiment), `paper` (the paper's numbers), `svg` and `plot`
 //! (charts), `report` (Markdown), `output` (the directory).
 //!
@@ -20,6 +21,7 @@ pub mod experiments;
 mod fleets;
 mod output;
 pub mod paper;
+pub mod pitfalls;
 pub mod plot;
 pub mod report;
 pub mod result;

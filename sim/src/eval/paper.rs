@@ -84,3 +84,19 @@ pub const FIG11B_SOURCE: &str = "paper §5.2, text on Fig. 11(b)";
 pub const FIG14_SOURCE: &str = "paper §5.4, text on Fig. 14";
 pub const FIG13D_SOURCE: &str = "paper §5.4, text on Fig. 13(d)";
 pub const TABLE4_SOURCE: &str = "paper Table 4";
+
+/// The Pitfalls study (Jeremic, Mühl, Busse and Richling, "The Pitfalls of Deploying
+/// Solid-State Drive RAIDs"; its talk, `shared/seeds/003_*.txt`): how much more sustained
+/// 4 KiB random-write throughput spare capacity (device capacity left unwritten) buys. The
+/// talk gives the largest speed-ups only, not the spare shares of its x axis nor the drive.
+/// One SSD: "up to 19x" (600 -> 11,500 IOPS), slide "Random Write Performance of SSDs (II)".
+pub const PITFALLS_SSD_SPEEDUP: f64 = 19.0;
+pub const PITFALLS_SSD_IOPS: (f64, f64) = (600.0, 11_500.0);
+/// Parity-less RAIDs (0, 1, 10): "up to 15x 19x" over the drive counts measured, slide
+/// "Parity-less SSD RAIDs: Random Write Performance (I)".
+pub const PITFALLS_PARITYLESS_SPEEDUP: (f64, f64) = (15.0, 19.0);
+/// Parity-based RAIDs (5, 6): "up to 9x 14x", 20% below the study's own model, slide
+/// "Parity-based SSD RAIDs: Evaluation (I)".
+pub const PITFALLS_PARITY_SPEEDUP: (f64, f64) = (9.0, 14.0);
+pub const PITFALLS_SOURCE: &str = "Pitfalls of SSD RAIDs (Jeremic et al.), talk slides on random \
+                                   write performance (shared/seeds/003)";

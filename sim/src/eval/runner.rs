@@ -146,6 +146,7 @@ fn estimate(r: &RunSpec) -> f64 {
         LoadSpec::Mix { workloads } => workloads.len(),
         LoadSpec::Trace { .. } => 1,
         LoadSpec::TraceMix { workloads, .. } => workloads.len() + 1,
+        LoadSpec::RandomWrites { .. } => 1,
     } as f64;
     let prefill = if r.prefill { 1_000.0 * tenants } else { 0.0 };
     ms * factor + prefill

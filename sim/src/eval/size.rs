@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::experiments::FIG10_SCHEMES;
+use super::pitfalls::PitfallsSize;
 use super::spec::{PoolSize, names};
 use crate::workload::Workload;
 
@@ -55,6 +56,8 @@ pub struct Size {
     pub sensitivity_ms: u64,
     pub spike_rates: Vec<u32>,
     pub spike_lengths_us: Vec<u64>,
+    /// The `pitfalls` experiment: devices, spare shares, pool and run lengths.
+    pub pitfalls: PitfallsSize,
 }
 
 impl Size {
@@ -82,6 +85,21 @@ impl Size {
                 sensitivity_ms: 40,
                 spike_rates: vec![0, 60],
                 spike_lengths_us: vec![100_000],
+                pitfalls: PitfallsSize {
+                    devices: vec!["dc"],
+                    shares: vec![0.0, 0.5],
+                    disks: 5,
+                    width: 5,
+                    member_bytes: 32 << 30,
+                    volume_bytes: 64 << 20,
+                    offered_iops: 160_000,
+                    raid5_warmup_ms: 10,
+                    raid5_ms: 40,
+                    fusion_warmup_ms: 10,
+                    fusion_ms: 40,
+                    ssd_warm_bytes: 8 << 30,
+                    ssd_measure_ms: 500,
+                },
             },
             SizeName::Quick => Size {
                 name,
@@ -103,6 +121,17 @@ impl Size {
                 sensitivity_ms: 1_000,
                 spike_rates: vec![0, 5, 60],
                 spike_lengths_us: vec![10_000, 100_000],
+                pitfalls: PitfallsSize {
+                    shares: vec![0.0, 0.5],
+                    volume_bytes: 512 << 20,
+                    raid5_warmup_ms: 45_000,
+                    raid5_ms: 55_000,
+                    fusion_warmup_ms: 15_000,
+                    fusion_ms: 25_000,
+                    ssd_warm_bytes: 8 << 30,
+                    ssd_measure_ms: 10_000,
+                    ..PitfallsSize::full()
+                },
             },
             SizeName::Full => Size {
                 name,
@@ -131,6 +160,7 @@ impl Size {
                 sensitivity_ms: 4_000,
                 spike_rates: vec![0, 5, 20, 60],
                 spike_lengths_us: vec![1_000, 10_000, 100_000],
+                pitfalls: PitfallsSize::full(),
             },
         }
     }

@@ -11,7 +11,7 @@ use serde::{Serialize, Serializer};
 use super::svg::fmt_us;
 use crate::scenario::{Load, Scenario, SchemeOptions};
 use crate::trace::{ReplayMode, TraceFormat};
-use crate::workload::Workload;
+use crate::workload::{Workload, WorkloadSpec};
 
 /// Where the requests of a run come from.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -30,7 +30,14 @@ pub enum LoadSpec {
         #[serde(serialize_with = "names")]
         workloads: Vec<Workload>,
     },
+    /// 4 KiB random overwrites of the whole of one volume (`rw`), Poisson arrivals at `iops`:
+    /// offered above what the pool sustains, the rate it keeps is its sustained rate (the
+    /// `pitfalls` experiment).
+    RandomWrites { iops: u64 },
 }
+
+/// The tenant of [`LoadSpec::RandomWrites`].
+pub const RANDOM_WRITES_TENANT: &str = "rw";
 
 pub(crate) fn names<S: Serializer>(ws: &[Workload], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(ws.iter().map(|w| w.name()))
@@ -107,6 +114,14 @@ pub enum PoolSize {
         member_bytes: u64,
         volume_bytes: u64,
     },
+    /// `disks` members of `member_bytes`, stripes `width` wide, one volume of `volume_bytes`
+    /// (the `pitfalls` experiment's arrays).
+    Array {
+        disks: usize,
+        width: usize,
+        member_bytes: u64,
+        volume_bytes: u64,
+    },
 }
 
 /// The members' device preset of every experiment but `consumer`.
@@ -114,6 +129,10 @@ pub const DEFAULT_DEVICE: &str = "dc";
 
 fn is_default_device(d: &str) -> bool {
     d == DEFAULT_DEVICE
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// One run. Runs with equal specs are equal (the simulator is deterministic), so the runner
@@ -142,6 +161,18 @@ pub struct RunSpec {
     /// none, so every other run keeps its id and file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spikes: Option<SpikeSetting>,
+    /// With `aged`: the share of each member the ageing leaves unwritten (the Pitfalls
+    /// study's spare capacity, [`crate::scenario::PoolSpec::spare`]). This and the two
+    /// fields below are left out of the JSON (and the id) at their defaults, so every run
+    /// without them keeps its id and file.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub member_spare: f64,
+    /// The volumes' spare share (FusionRAID's over-provisioning); `None` = the engine's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume_spare: Option<f64>,
+    /// The volumes' level (`raid5`, `mirror`, ...) when not RAID5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
     /// Arrivals stop after this much virtual time (trace replays: the whole trace).
     pub duration_ms: Option<u64>,
     /// Requests arriving before this are left out of the statistics.
@@ -165,6 +196,9 @@ impl RunSpec {
             nvram_bytes: None,
             detector: None,
             spikes: None,
+            member_spare: 0.0,
+            volume_spare: None,
+            level: None,
             duration_ms: Some(duration_ms),
             warmup_ms: duration_ms / 10,
             settle_ms: 0,
@@ -191,6 +225,12 @@ impl RunSpec {
             LoadSpec::TraceMix { workloads, .. } => {
                 let _ = write!(s, "_trace+{}", short(workloads));
             }
+            LoadSpec::RandomWrites { iops } => {
+                let _ = write!(s, "_rw{}k", iops / 1000);
+            }
+        }
+        if let Some(l) = &self.level {
+            let _ = write!(s, "_{l}");
         }
         if !is_default_device(&self.device) {
             // A list of presets: `a,b` (spaces dropped) reads `a+b`, as workload lists do.
@@ -213,6 +253,12 @@ impl RunSpec {
         if let Some(k) = self.spikes {
             let _ = write!(s, "_spk{}x{}us", k.per_min, k.length_us);
         }
+        if self.member_spare > 0.0 {
+            let _ = write!(s, "_ms{}", self.member_spare);
+        }
+        if let Some(v) = self.volume_spare {
+            let _ = write!(s, "_vs{v}");
+        }
         if let Some(d) = self.duration_ms {
             let _ = write!(s, "_{d}ms");
         }
@@ -231,6 +277,7 @@ impl RunSpec {
             LoadSpec::Mix { workloads } => workloads.clone(),
             LoadSpec::Trace { .. } => Vec::new(),
             LoadSpec::TraceMix { workloads, .. } => workloads.clone(),
+            LoadSpec::RandomWrites { .. } => return vec![RANDOM_WRITES_TENANT.to_string()],
         };
         let trace = !matches!(self.load, LoadSpec::Mix { .. });
         trace
@@ -251,6 +298,11 @@ impl RunSpec {
         sc.pool.device = self.device.clone();
         sc.pool.aged = self.aged;
         sc.pool.spikes = self.spikes.map(SpikeSetting::spec);
+        sc.pool.spare = self.member_spare;
+        sc.volume_spare = self.volume_spare;
+        if let Some(l) = &self.level {
+            sc.level = l.parse().expect("a level the experiment names");
+        }
         sc.prefill = self.prefill;
         sc.detector = self.detector.map(DetectorSpec::config);
         sc.duration_ns = self.duration_ms.map(|d| d * 1_000_000);
@@ -262,6 +314,18 @@ impl RunSpec {
             volume_bytes,
         } = self.pool
         {
+            sc.pool.capacity_bytes = Some(member_bytes);
+            sc.volume_bytes = Some(volume_bytes);
+        }
+        if let PoolSize::Array {
+            disks,
+            width,
+            member_bytes,
+            volume_bytes,
+        } = self.pool
+        {
+            sc.pool.disks = disks;
+            sc.width = width;
             sc.pool.capacity_bytes = Some(member_bytes);
             sc.volume_bytes = Some(volume_bytes);
         }
@@ -282,6 +346,12 @@ impl RunSpec {
                 list: workloads.clone(),
                 scale: 1.0,
             },
+            LoadSpec::RandomWrites { iops } => {
+                // The footprint is the volume (the scenario sizes the volume from it too).
+                let bytes = sc.volume_bytes.unwrap_or(1 << 30);
+                let t = WorkloadSpec::uniform(RANDOM_WRITES_TENANT, 0.0, 4096, *iops as f64, bytes);
+                Load::Synthetic { tenants: vec![t] }
+            }
         };
         sc
     }

@@ -9,6 +9,7 @@ mod detector;
 mod incremental;
 mod nvram;
 mod overall;
+mod pitfalls;
 mod sensitivity;
 mod trace;
 
@@ -245,6 +246,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Fig11b => nvram::analyze(plan, res),
         ExpId::Trace => trace::analyze(plan, res),
         ExpId::Sensitivity => sensitivity::analyze(plan, res),
+        ExpId::Pitfalls => pitfalls::analyze(plan, res),
     };
     let runs = plan.runs_of(e);
     out.json.runs = runs.iter().map(RunSpec::id).collect();
