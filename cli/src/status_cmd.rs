@@ -351,8 +351,8 @@ mod tests {
     use fusionraid_io::driver::status::{LatencyView, MetadataView, VolumeView};
     use fusionraid_io::driver::{MemberStatus, StatusSnapshot};
 
-    fn doc() -> StatusDoc {
-        let member = |index: usize, state| MemberStatus {
+    fn member(index: usize, state: MemberState) -> MemberStatus {
+        MemberStatus {
             index,
             name: format!("emu:consumer:file:d{index}.img"),
             tier: if index == 12 { "hdd" } else { "ssd" }.into(),
@@ -375,7 +375,10 @@ mod tests {
             background_bytes: 0,
             // An emulated SSD reports its wear; the HDD does not.
             wear: (index != 12).then_some(0.0123),
-        };
+        }
+    }
+
+    fn doc() -> StatusDoc {
         StatusDoc {
             pool: "demo".into(),
             uuid: "u".into(),
