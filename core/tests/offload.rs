@@ -18,6 +18,14 @@ const HDDS: [usize; 2] = [3, 9];
 
 /// Ten members, two of them HDDs with logs of 4 pages each, one RAID5 6+1 volume.
 fn driver(journal: bool, replicated_fraction: Option<f64>) -> Driver {
+    driver_committing_every(journal, replicated_fraction, 1_000_000)
+}
+
+fn driver_committing_every(
+    journal: bool,
+    replicated_fraction: Option<f64>,
+    commit_interval_ns: u64,
+) -> Driver {
     let pool = PoolGeometry {
         disks: 10,
         disk_bytes: u64::MAX / 4,
@@ -42,7 +50,7 @@ fn driver(journal: bool, replicated_fraction: Option<f64>) -> Driver {
         cfg.journal = Some(JournalConfig {
             pool_id: 21,
             journal_bytes: 64 << 10,
-            commit_interval_ns: 1_000_000,
+            commit_interval_ns,
             ..Default::default()
         });
         let end = meta_layout(&cfg).expect("journaled").end();
@@ -228,4 +236,42 @@ fn an_ssd_failure_reads_the_copies_in_the_logs() {
 fn an_hdd_failure_moves_the_blocks_whose_copies_it_held() {
     let d = fail_after_offload(HDDS[0]);
     assert!(d.engine.stats().relocations > 0, "nothing was moved");
+}
+
+/// Log space freed by conversion is not appended to before the commit that retired its
+/// copies is durable: a crash in between would bring the sets back with their log copies
+/// overwritten. Commits here come only from a FLUSH (the interval is 100 s).
+#[test]
+fn freed_log_space_waits_for_the_retiring_commit() {
+    let mut d = driver_committing_every(true, Some(0.5), 100_000_000_000);
+    let mut want = vec![0u8; (BLOCKS * BS) as usize];
+    let mut id = 0;
+    bursts(&mut d, &mut want, &mut id, 3, 30);
+    let full = d.engine.stats().offloaded_writes;
+    assert_eq!(d.engine.stats().conversions, 0);
+    assert_eq!(full, 8, "two logs of 4 pages, filled");
+    // Idle: the sets convert, retiring their copies in the logs (records not durable).
+    d.run_until(Some(d.now + 300_000_000));
+    d.settle();
+    assert!(d.engine.stats().conversions > 0);
+    bursts(&mut d, &mut want, &mut id, 50, 30);
+    assert_eq!(
+        d.engine.stats().offloaded_writes,
+        full,
+        "log space reused before the retiring commit was durable"
+    );
+    id += 1;
+    assert!(d.submit(Request {
+        id,
+        volume: 0,
+        op: Op::Flush,
+    }));
+    d.drain();
+    assert!(d.take_replies().iter().all(|r| r.result.is_ok()));
+    bursts(&mut d, &mut want, &mut id, 90, 30);
+    assert!(
+        d.engine.stats().offloaded_writes > full,
+        "the logs were not reused after the commit"
+    );
+    check(&mut d, &want, &mut id);
 }
