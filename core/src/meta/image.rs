@@ -26,7 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::record::Record;
+use super::record::{LogExtent, Record};
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
 const MAGIC: [u8; 8] = *b"FRIMAGE6";
@@ -49,25 +49,13 @@ pub struct SetImage {
     pub cols: Vec<[u8; 3]>,
 }
 
-/// One replica copy's pages in an HDD log (`Record::Offloaded` without its set's stripe).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogExtentImage {
-    pub slot: u16,
-    pub copy: u8,
-    pub at: u16,
-    pub count: u16,
-    pub hdd: u16,
-    pub pos: u64,
-    pub offset: u64,
-}
-
 pub struct VolImage {
     pub bmt: Bmt,
     pub patches: PatchTable,
     pub sums: PageSums,
     pub remaps: RemapImage,
     /// First stripe of a pair set -> its copies in HDD logs; gone with the set.
-    pub offloaded: BTreeMap<u32, Vec<LogExtentImage>>,
+    pub offloaded: BTreeMap<u32, Vec<LogExtent>>,
     sets: Vec<Option<SetImage>>,
     /// stripe -> index in `sets`: a stripe is in at most one set at a time.
     owner: HashMap<u32, usize>,
@@ -232,43 +220,24 @@ impl VolImage {
                     ));
                 }
             }
-            Record::Offloaded {
-                stripe,
-                slot,
-                copy,
-                at,
-                count,
-                hdd,
-                pos,
-                offset,
-                ..
-            } => {
+            Record::Offloaded { stripe, extent, .. } => {
                 let set = self
                     .owner
                     .get(stripe)
                     .and_then(|&i| self.sets[i].as_ref())
                     .filter(|s| s.stripes[0] == *stripe)
                     .ok_or_else(|| format!("offloaded copy of no pair set (stripe {stripe})"))?;
-                if *slot as usize >= set.cols.len()
-                    || *copy as usize >= set.stripes.len()
-                    || at + count > self.pages()
+                let e = extent;
+                if e.slot as usize >= set.cols.len()
+                    || e.copy as usize >= set.stripes.len()
+                    || e.at + e.count > self.pages()
                 {
                     return Err(format!(
-                        "offloaded copy {copy} of slot {slot}, pages {at}+{count}, outside its set"
+                        "offloaded copy {} of slot {}, pages {}+{}, outside its set",
+                        e.copy, e.slot, e.at, e.count
                     ));
                 }
-                self.offloaded
-                    .entry(*stripe)
-                    .or_default()
-                    .push(LogExtentImage {
-                        slot: *slot,
-                        copy: *copy,
-                        at: *at,
-                        count: *count,
-                        hdd: *hdd,
-                        pos: *pos,
-                        offset: *offset,
-                    });
+                self.offloaded.entry(*stripe).or_default().push(*e);
             }
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => {
                 unreachable!("pool-wide records are applied by `Image::apply`")
@@ -332,24 +301,13 @@ pub fn encode_vol<'a>(
 
 /// End an image with every volume's log extents (after `encode_failed`): the first stripe
 /// of the pair set and the extent.
-pub fn encode_offloaded(out: &mut Vec<u8>, per_volume: &[Vec<(u32, LogExtentImage)>]) {
+pub fn encode_offloaded(out: &mut Vec<u8>, per_volume: &[Vec<(u32, LogExtent)>]) {
     for extents in per_volume {
         out.extend_from_slice(&(extents.len() as u32).to_le_bytes());
         for (stripe, e) in extents {
-            put_extent(out, *stripe, e);
+            e.encode(*stripe, out);
         }
     }
-}
-
-fn put_extent(out: &mut Vec<u8>, stripe: u32, e: &LogExtentImage) {
-    out.extend_from_slice(&stripe.to_le_bytes());
-    out.extend_from_slice(&e.slot.to_le_bytes());
-    out.push(e.copy);
-    out.extend_from_slice(&e.at.to_le_bytes());
-    out.extend_from_slice(&e.count.to_le_bytes());
-    out.extend_from_slice(&e.hdd.to_le_bytes());
-    out.extend_from_slice(&e.pos.to_le_bytes());
-    out.extend_from_slice(&e.offset.to_le_bytes());
 }
 
 /// Start an image of `volumes` volumes (then `encode_vol` each, then `encode_failed`, then
@@ -422,7 +380,7 @@ impl Image {
             );
         }
         encode_failed(&mut out, &self.failed);
-        let extents: Vec<Vec<(u32, LogExtentImage)>> = self
+        let extents: Vec<Vec<(u32, LogExtent)>> = self
             .vols
             .iter()
             .map(|v| {
@@ -578,19 +536,11 @@ fn decode_vol(
 /// One volume's log extents, checked against its pair sets as their records are.
 fn decode_offloaded(c: &mut Cursor, v: &mut VolImage) -> Result<(), String> {
     for _ in 0..c.u32()? {
-        let stripe = c.u32()?;
-        let (slot, copy, at, count) = (c.u16()?, c.u8()?, c.u16()?, c.u16()?);
-        let (hdd, pos, offset) = (c.u16()?, c.u64()?, c.u64()?);
+        let (stripe, extent) = LogExtent::decode(c.take(LogExtent::ENCODED_LEN)?)?;
         v.apply(&Record::Offloaded {
             vol: 0,
             stripe,
-            slot,
-            copy,
-            at,
-            count,
-            hdd,
-            pos,
-            offset,
+            extent,
         })?;
     }
     Ok(())
@@ -710,13 +660,15 @@ mod tests {
         let off = |stripe, slot| Record::Offloaded {
             vol: 0,
             stripe,
-            slot,
-            copy: 1,
-            at: 2,
-            count: 3,
-            hdd: 4,
-            pos: 8192,
-            offset: 1 << 20,
+            extent: LogExtent {
+                slot,
+                copy: 1,
+                at: 2,
+                count: 3,
+                hdd: 4,
+                pos: 8192,
+                offset: 1 << 20,
+            },
         };
         assert!(
             img.apply(&off(11, 0)).is_err(),

@@ -90,18 +90,11 @@ pub enum Record {
         stripe: u32,
         col: u8,
     },
-    /// Pages `[at, at + count)` of copy `copy` of slot `slot` of the pair set whose first
-    /// stripe is `stripe` sit in HDD member `hdd`'s log at position `pos`.
+    /// A replica copy's pages in an HDD log; its pair set named by the set's first stripe.
     Offloaded {
         vol: u8,
         stripe: u32,
-        slot: u16,
-        copy: u8,
-        at: u16,
-        count: u16,
-        hdd: u16,
-        pos: u64,
-        offset: u64,
+        extent: LogExtent,
     },
     /// Pool-wide, not a volume's: member `member` failed.
     MemberFailed {
@@ -143,6 +136,70 @@ fn put_run(
     out.extend_from_slice(&count.to_le_bytes());
     if at != first {
         out.extend_from_slice(&at.to_le_bytes());
+    }
+}
+
+/// Pages `[at, at + count)` of copy `copy` (1 or 2: copy 0 is never offloaded) of replica
+/// slot `slot` of a pair set, written to HDD member `hdd`'s log at log position `pos`
+/// (bytes appended to that log before it), device offset `offset`. One type for the
+/// journal record, the checkpoint image and the running engine (`Vol::offloaded`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogExtent {
+    pub slot: u16,
+    pub copy: u8,
+    pub at: u16,
+    pub count: u16,
+    pub hdd: u16,
+    pub pos: u64,
+    pub offset: u64,
+}
+
+impl LogExtent {
+    /// Bytes of `stripe u32` and the extent, as records and images store them.
+    pub const ENCODED_LEN: usize = 29;
+
+    /// The HDD member holding the extent.
+    pub fn disk(&self) -> crate::types::DiskId {
+        crate::types::DiskId(u32::from(self.hdd))
+    }
+
+    /// Bytes the extent takes in its log.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.count) * crate::types::PAGE_SIZE
+    }
+
+    /// `stripe u32, slot u16, copy u8, at u16, count u16, hdd u16, pos u64, offset u64`.
+    pub fn encode(&self, stripe: u32, out: &mut Vec<u8>) {
+        out.extend_from_slice(&stripe.to_le_bytes());
+        out.extend_from_slice(&self.slot.to_le_bytes());
+        out.push(self.copy);
+        out.extend_from_slice(&self.at.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.hdd.to_le_bytes());
+        out.extend_from_slice(&self.pos.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+    }
+
+    /// The inverse of `encode` (`b` is `ENCODED_LEN` bytes), refusing pages outside a
+    /// block or a copy that is never offloaded.
+    pub fn decode(b: &[u8]) -> Result<(u32, LogExtent), &'static str> {
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
+        let stripe = u32::from_le_bytes(b[0..4].try_into().expect("4"));
+        let e = LogExtent {
+            slot: u16_at(4),
+            copy: b[6],
+            at: u16_at(7),
+            count: u16_at(9),
+            hdd: u16_at(11),
+            pos: u64_at(13),
+            offset: u64_at(21),
+        };
+        if e.count == 0 || u32::from(e.at) + u32::from(e.count) > 256 || !(1..=2).contains(&e.copy)
+        {
+            return Err("offloaded pages out of bounds");
+        }
+        Ok((stripe, e))
     }
 }
 
@@ -210,7 +267,14 @@ impl Record {
                 out.extend_from_slice(&stripe.to_le_bytes());
                 out.push(*col);
             }
-            Record::Offloaded { .. } => self.encode_offloaded(out),
+            Record::Offloaded {
+                vol,
+                stripe,
+                extent,
+            } => {
+                out.extend_from_slice(&[12, *vol]);
+                extent.encode(*stripe, out);
+            }
             Record::MemberFailed { member } => {
                 out.extend_from_slice(&[8, 0]);
                 out.extend_from_slice(&member.to_le_bytes());
@@ -220,32 +284,6 @@ impl Record {
                 out.extend_from_slice(&member.to_le_bytes());
             }
         }
-    }
-
-    fn encode_offloaded(&self, out: &mut Vec<u8>) {
-        let Record::Offloaded {
-            vol,
-            stripe,
-            slot,
-            copy,
-            at,
-            count,
-            hdd,
-            pos,
-            offset,
-        } = self
-        else {
-            unreachable!("an Offloaded record")
-        };
-        out.extend_from_slice(&[12, *vol]);
-        out.extend_from_slice(&stripe.to_le_bytes());
-        out.extend_from_slice(&slot.to_le_bytes());
-        out.push(*copy);
-        out.extend_from_slice(&at.to_le_bytes());
-        out.extend_from_slice(&count.to_le_bytes());
-        out.extend_from_slice(&hdd.to_le_bytes());
-        out.extend_from_slice(&pos.to_le_bytes());
-        out.extend_from_slice(&offset.to_le_bytes());
     }
 
     /// The volume a record belongs to (None for the pool-wide member records).
@@ -282,7 +320,7 @@ impl Record {
             } => 19 + 2 * usize::from(first != at) + 4 * sums.len(),
             Record::Remap { .. } => 12,
             Record::Unremap { .. } => 7,
-            Record::Offloaded { .. } => 31,
+            Record::Offloaded { .. } => 2 + LogExtent::ENCODED_LEN,
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => 4,
         }
     }
@@ -461,24 +499,13 @@ impl<'a> Reader<'a> {
                 col: self.u8()?,
             },
             12 => {
-                let (stripe, slot, copy) = (self.u32()?, self.u16()?, self.u8()?);
-                let (at, count) = (self.u16()?, self.u16()?);
-                if count == 0 || at as u32 + count as u32 > 256 || !(1..=2).contains(&copy) {
-                    return Err(RecordError {
-                        at: self.at,
-                        what: "offloaded pages out of bounds",
-                    });
-                }
+                let raw = self.take(LogExtent::ENCODED_LEN)?;
+                let (stripe, extent) =
+                    LogExtent::decode(raw).map_err(|what| RecordError { at: self.at, what })?;
                 Record::Offloaded {
                     vol,
                     stripe,
-                    slot,
-                    copy,
-                    at,
-                    count,
-                    hdd: self.u16()?,
-                    pos: self.u64()?,
-                    offset: self.u64()?,
+                    extent,
                 }
             }
             8 | 9 if vol != 0 => {
@@ -522,16 +549,21 @@ mod tests {
             (0u16..128, 1u16..=128, any::<u16>(), any::<[u64; 2]>()),
         )
             .prop_map(
-                |((vol, stripe, slot, copy), (at, count, hdd, [pos, offset]))| Record::Offloaded {
-                    vol,
-                    stripe,
-                    slot,
-                    copy,
-                    at,
-                    count,
-                    hdd,
-                    pos,
-                    offset,
+                |((vol, stripe, slot, copy), (at, count, hdd, [pos, offset]))| {
+                    let extent = LogExtent {
+                        slot,
+                        copy,
+                        at,
+                        count,
+                        hdd,
+                        pos,
+                        offset,
+                    };
+                    Record::Offloaded {
+                        vol,
+                        stripe,
+                        extent,
+                    }
                 },
             )
     }

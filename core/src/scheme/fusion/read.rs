@@ -269,7 +269,7 @@ impl FusionScheme {
         let (copies, n) = v.pairs.copies_array(r);
         let (ci, e) = (1..n).find_map(|ci| {
             let e = v.offloaded.covering(r.set, r.slot, ci, first, count)?;
-            (at.bad & (1 << ci) == 0 && !ctx.is_failed(e.hdd)).then_some((ci, e))
+            (at.bad & (1 << ci) == 0 && !ctx.is_failed(e.disk())).then_some((ci, e))
         })?;
         let s = copies[ci].0;
         v.stripes.pin(s);
@@ -278,7 +278,7 @@ impl FusionScheme {
             len: at.len,
         };
         ctx.stats.log_reads += 1;
-        ctx.issue(e.hdd, op, at.tag(DIRECT + ci as u32), at.background);
+        ctx.issue(e.disk(), op, at.tag(DIRECT + ci as u32), at.background);
         Some(Issued {
             mode: PartMode::Direct { stripe: s },
             pins: vec![(DIRECT + ci as u32, s)],

@@ -9,7 +9,6 @@ use super::offload::slots::Extent;
 use super::pairs::{PairSet, Slot, SlotState};
 use super::vol::Vol;
 use crate::meta::VolImage;
-use crate::meta::image::LogExtentImage;
 use crate::space::{StripeState, StripeTable};
 use crate::types::DiskId;
 use crate::types::Nanos;
@@ -36,7 +35,7 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
 /// for the logs to be rebuilt from.
 pub(super) fn restore_log_extents(
     v: &mut Vol,
-    extents: BTreeMap<u32, Vec<LogExtentImage>>,
+    extents: BTreeMap<u32, Vec<Extent>>,
 ) -> Vec<(DiskId, u64, u64, u64)> {
     let mut live = Vec::new();
     for (stripe, es) in extents {
@@ -48,17 +47,8 @@ pub(super) fn restore_log_extents(
             continue;
         };
         for e in es {
-            let x = Extent {
-                slot: e.slot,
-                copy: e.copy,
-                at: e.at,
-                count: e.count,
-                hdd: DiskId(e.hdd as u32),
-                pos: e.pos,
-                offset: e.offset,
-            };
-            live.push((x.hdd, x.pos, x.bytes(), x.offset));
-            v.offloaded.add(id, x);
+            live.push((e.disk(), e.pos, e.bytes(), e.offset));
+            v.offloaded.add(id, e);
         }
     }
     live

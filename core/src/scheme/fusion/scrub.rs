@@ -113,7 +113,7 @@ fn log_copies(
         .filter_map(|ci| {
             let e = v.offloaded.covering(r.set, r.slot, ci, at, count)?;
             let off = e.offset + (at - e.at) as u64 * PAGE_SIZE;
-            Some((ci, copies[ci].0, e.hdd, off))
+            Some((ci, copies[ci].0, e.disk(), off))
         })
         .collect()
 }

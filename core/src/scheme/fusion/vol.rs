@@ -403,21 +403,10 @@ impl Vol {
     }
 
     /// The copies in HDD logs as a checkpoint holds them: by their set's first stripe.
-    pub fn log_extents_image(&self) -> Vec<(u32, crate::meta::image::LogExtentImage)> {
+    pub fn log_extents_image(&self) -> Vec<(u32, crate::meta::record::LogExtent)> {
         self.offloaded
             .iter()
-            .map(|(set, e)| {
-                let img = crate::meta::image::LogExtentImage {
-                    slot: e.slot,
-                    copy: e.copy,
-                    at: e.at,
-                    count: e.count,
-                    hdd: e.hdd.0 as u16,
-                    pos: e.pos,
-                    offset: e.offset,
-                };
-                (self.pairs.set(set).stripes[0], img)
-            })
+            .map(|(set, e)| (self.pairs.set(set).stripes[0], *e))
             .collect()
     }
 

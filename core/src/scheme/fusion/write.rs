@@ -552,7 +552,7 @@ impl Outgoing<'_> {
                         copy: ci as u8,
                         at: p.at,
                         count: p.count,
-                        hdd,
+                        hdd: hdd.0 as u16,
                         pos,
                         offset: log_off,
                     };
@@ -560,13 +560,7 @@ impl Outgoing<'_> {
                     v.record(|vol| crate::meta::Record::Offloaded {
                         vol,
                         stripe,
-                        slot: e.slot,
-                        copy: e.copy,
-                        at: e.at,
-                        count: e.count,
-                        hdd: hdd.0 as u16,
-                        pos,
-                        offset: log_off,
+                        extent: e,
                     });
                     v.offloaded.add(r.set, e);
                     (disk, off) = (hdd, log_off);

@@ -6,25 +6,9 @@ use crate::types::DiskId;
 
 use super::LogPos;
 
-/// One offloaded copy: copy `copy` of slot `slot` of its set, whose pages `[at, at+count)`
-/// were written to `hdd`'s log at `pos` (device offset `offset`) instead of the SSD.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extent {
-    pub slot: u16,
-    pub copy: u8,
-    pub at: u16,
-    pub count: u16,
-    pub hdd: DiskId,
-    pub pos: LogPos,
-    pub offset: u64,
-}
-
-impl Extent {
-    /// Bytes the extent takes in its log.
-    pub fn bytes(&self) -> u64 {
-        self.count as u64 * crate::types::PAGE_SIZE
-    }
-}
+/// One offloaded copy: pages of copy `copy` of slot `slot` of its set, written to an HDD
+/// log instead of the SSD (the journal's and the image's own type).
+pub use crate::meta::record::LogExtent as Extent;
 
 #[derive(Default, Debug)]
 pub struct Offloaded {
@@ -105,7 +89,7 @@ impl Offloaded {
             && self
                 .by_set
                 .get(&set)
-                .is_some_and(|v| v.iter().any(|e| e.slot == slot && failed(e.hdd)))
+                .is_some_and(|v| v.iter().any(|e| e.slot == slot && failed(e.disk())))
     }
 
     /// Every live extent with its set.
@@ -119,7 +103,7 @@ impl Offloaded {
     pub fn set_gone(&mut self, set: u32) {
         if let Some(v) = self.by_set.remove(&set) {
             self.live -= v.len();
-            self.dead.extend(v.into_iter().map(|e| (e.hdd, e.pos)));
+            self.dead.extend(v.into_iter().map(|e| (e.disk(), e.pos)));
         }
     }
 
@@ -150,7 +134,7 @@ mod tests {
             copy,
             at: 0,
             count: 1,
-            hdd: DiskId(9),
+            hdd: 9,
             pos,
             offset: pos,
         };
