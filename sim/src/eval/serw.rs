@@ -179,7 +179,7 @@ mod tests {
                 matches!(sc.load, crate::scenario::Load::Workloads { scale, .. } if scale == 0.3)
             );
         }
-        assert_eq!(scs.map(|sc| sc.pool.disks), [8, 10, 10]);
+        assert_eq!(scs.each_ref().map(|sc| sc.pool.disks), [8, 10, 10]);
         assert_eq!(scs[2].scheme_params(1 << 40).pool.hdds, vec![8, 9]);
         assert!(scs[2].scheme_options.offload && !scs[1].scheme_options.offload);
         assert_eq!(p.serw_run(Arm::On, 0.3, 1).seed, 8);
