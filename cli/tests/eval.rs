@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const EXPERIMENTS: [&str; 10] = [
+const EXPERIMENTS: [&str; 11] = [
     "fig10",
     "fig12",
     "fig13",
@@ -20,6 +20,7 @@ const EXPERIMENTS: [&str; 10] = [
     "trace",
     "sensitivity",
     "pitfalls",
+    "serw",
 ];
 
 fn eval(out: &Path, extra: &[&str]) {
@@ -183,6 +184,7 @@ fn check_report(out: &Path) {
         "## 8. The real TPC-C trace",
         "## 9. Spike sensitivity",
         "## 10. Pitfalls",
+        "## 11. Write offload to HDD logs",
         "## Failed runs",
         "## Files",
     ] {

@@ -100,3 +100,20 @@ pub const PITFALLS_PARITYLESS_SPEEDUP: (f64, f64) = (15.0, 19.0);
 pub const PITFALLS_PARITY_SPEEDUP: (f64, f64) = (9.0, 14.0);
 pub const PITFALLS_SOURCE: &str = "Pitfalls of SSD RAIDs (Jeremic et al.), talk slides on random \
                                    write performance (shared/seeds/003)";
+
+/// SeRW (Deng, Cao, Wang, Liu, Yao, Dong and Yang, "SeRW: Adaptively Separating Read and
+/// Write upon SSDs of Hybrid Storage Server in Clouds"; its talk, `shared/seeds/004_*.txt`):
+/// writes redirected from busy SSDs to append-only logs on idle HDDs, on production nodes
+/// A1, A2, B1, B2 against the plain SSD-first mode. Reads faster by up to these factors
+/// (mean, P99, P99.9, P99.99; the tail factors are node B2's 32.2%, 76.7% and 76.4% cuts),
+/// slides "Conclusion" and "Read Performance".
+pub const SERW_READ_GAIN: [f64; 4] = [2.07, 1.48, 4.29, 4.24];
+/// SSD bytes written lower by 8.8-37.5% (B1 and A2), slide "SSD Written Data Reduction".
+pub const SERW_SSD_WRITE_CUT: (f64, f64) = (0.088, 0.375);
+/// Share of write requests redirected, 1.6-35.6% (B1 and A2), same slide.
+pub const SERW_REDIRECTED: (f64, f64) = (0.016, 0.356);
+/// HDD utilisation under 10% on average: the talk's motivation (nodes B, before SeRW), not a
+/// figure measured with it; slide "Motivation".
+pub const SERW_HDD_UTIL: f64 = 0.10;
+pub const SERW_SOURCE: &str = "SeRW talk (Deng et al., HUST and Alibaba), slides on read \
+                               performance and SSD written data (shared/seeds/004)";

@@ -51,7 +51,8 @@ pub fn table_md(t: &Table) -> String {
 /// models spent in blocking stalls, per device preset over aged and over clean runs (a
 /// consumer member stalls far more than a dc one: averaging them would describe neither).
 /// The `pitfalls` runs are left out: writes offered far beyond what the pool sustains keep
-/// every member at its limit, which says nothing about the device state under the mixes.
+/// every member at its limit, which says nothing about the device state under the mixes;
+/// so are the `serw` runs (the mix scaled to other loads on a small pool, some with HDDs).
 fn device_state(outcomes: &[Outcome]) -> String {
     let mut o = String::new();
     let mut devices: Vec<&str> = Vec::new();
@@ -71,6 +72,8 @@ fn device_state(outcomes: &[Outcome]) -> String {
                         && r.spec.aged == aged
                         && r.report.virtual_s > 0.0
                         && !matches!(r.spec.load, LoadSpec::RandomWrites { .. })
+                        && r.spec.load_scale == 1.0
+                        && r.spec.hdds == 0
                 })
                 .collect();
             if rs.is_empty() {

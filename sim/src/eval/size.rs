@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::experiments::FIG10_SCHEMES;
 use super::pitfalls::PitfallsSize;
+use super::serw::SerwSize;
 use super::spec::{PoolSize, names};
 use crate::workload::Workload;
 
@@ -58,6 +59,8 @@ pub struct Size {
     pub spike_lengths_us: Vec<u64>,
     /// The `pitfalls` experiment: devices, spare shares, pool and run lengths.
     pub pitfalls: PitfallsSize,
+    /// The `serw` experiment: loads, seeds, pool and run lengths.
+    pub serw: SerwSize,
 }
 
 impl Size {
@@ -100,6 +103,15 @@ impl Size {
                     ssd_warm_bytes: 8 << 30,
                     ssd_measure_ms: 500,
                 },
+                serw: SerwSize {
+                    loads: vec![0.5],
+                    seeds: 1,
+                    duration_ms: 60,
+                    warmup_ms: 10,
+                    member_bytes: Some(4 << 30),
+                    volume_bytes: Some(512 << 20),
+                    ..SerwSize::full()
+                },
             },
             SizeName::Quick => Size {
                 name,
@@ -132,6 +144,11 @@ impl Size {
                     ssd_measure_ms: 10_000,
                     ..PitfallsSize::full()
                 },
+                serw: SerwSize {
+                    seeds: 1,
+                    duration_ms: 3_000,
+                    ..SerwSize::full()
+                },
             },
             SizeName::Full => Size {
                 name,
@@ -161,6 +178,7 @@ impl Size {
                 spike_rates: vec![0, 5, 20, 60],
                 spike_lengths_us: vec![1_000, 10_000, 100_000],
                 pitfalls: PitfallsSize::full(),
+                serw: SerwSize::full(),
             },
         }
     }

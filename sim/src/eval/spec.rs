@@ -122,6 +122,12 @@ pub enum PoolSize {
         member_bytes: u64,
         volume_bytes: u64,
     },
+    /// `disks` members of the preset's capacity, stripes `width` wide, volumes of each
+    /// workload's footprint (the `serw` experiment's small pools, as `sim --disks --width`).
+    Members {
+        disks: usize,
+        width: usize,
+    },
 }
 
 /// The members' device preset of every experiment but `consumer`.
@@ -133,6 +139,18 @@ fn is_default_device(d: &str) -> bool {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
+}
+
+fn is_zero_usize(x: &usize) -> bool {
+    *x == 0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// One run. Runs with equal specs are equal (the simulator is deterministic), so the runner
@@ -173,6 +191,17 @@ pub struct RunSpec {
     /// The volumes' level (`raid5`, `mirror`, ...) when not RAID5.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<String>,
+    /// Multiplies every workload's Table-4 IOPS (`sim --load`). This and the two fields
+    /// below are left out of the JSON (and the id) at their defaults, as the three above.
+    #[serde(skip_serializing_if = "is_one")]
+    pub load_scale: f64,
+    /// `hdd7200` members added after the SSDs (`sim --hdds`, issue 21): they hold write
+    /// logs only.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub hdds: usize,
+    /// FusionRAID: offload replica writes from busy SSDs to the HDD logs (`sim --offload`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub offload: bool,
     /// Arrivals stop after this much virtual time (trace replays: the whole trace).
     pub duration_ms: Option<u64>,
     /// Requests arriving before this are left out of the statistics.
@@ -199,6 +228,9 @@ impl RunSpec {
             member_spare: 0.0,
             volume_spare: None,
             level: None,
+            load_scale: 1.0,
+            hdds: 0,
+            offload: false,
             duration_ms: Some(duration_ms),
             warmup_ms: duration_ms / 10,
             settle_ms: 0,
@@ -259,6 +291,15 @@ impl RunSpec {
         if let Some(v) = self.volume_spare {
             let _ = write!(s, "_vs{v}");
         }
+        if self.load_scale != 1.0 {
+            let _ = write!(s, "_load{}", self.load_scale);
+        }
+        if self.hdds > 0 {
+            let _ = write!(s, "_hdd{}", self.hdds);
+        }
+        if self.offload {
+            s.push_str("_offload");
+        }
         if let Some(d) = self.duration_ms {
             let _ = write!(s, "_{d}ms");
         }
@@ -293,6 +334,7 @@ impl RunSpec {
         sc.scheme_options = SchemeOptions {
             conversion: self.conversion,
             nvram_bytes: self.nvram_bytes,
+            offload: self.offload,
             ..Default::default()
         };
         sc.pool.device = self.device.clone();
@@ -329,10 +371,17 @@ impl RunSpec {
             sc.pool.capacity_bytes = Some(member_bytes);
             sc.volume_bytes = Some(volume_bytes);
         }
+        if let PoolSize::Members { disks, width } = self.pool {
+            sc.pool.disks = disks;
+            sc.width = width;
+        }
+        // The HDDs come after the SSDs, as `sim --hdds` adds them.
+        sc.pool.disks += self.hdds;
+        sc.pool.hdds = self.hdds;
         sc.load = match &self.load {
             LoadSpec::Mix { workloads } => Load::Workloads {
                 list: workloads.clone(),
-                scale: 1.0,
+                scale: self.load_scale,
             },
             LoadSpec::Trace { path } => Load::Trace {
                 path: path.clone(),

@@ -11,6 +11,7 @@ mod nvram;
 mod overall;
 mod pitfalls;
 mod sensitivity;
+mod serw;
 mod trace;
 
 use std::collections::{BTreeMap, HashMap};
@@ -247,6 +248,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Trace => trace::analyze(plan, res),
         ExpId::Sensitivity => sensitivity::analyze(plan, res),
         ExpId::Pitfalls => pitfalls::analyze(plan, res),
+        ExpId::Serw => serw::analyze(plan, res),
     };
     let runs = plan.runs_of(e);
     out.json.runs = runs.iter().map(RunSpec::id).collect();
