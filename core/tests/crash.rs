@@ -82,11 +82,15 @@ fn scenario(seed: u64) -> Scenario {
         let level = Level::Mirror { copies };
         volumes.push((level, copies as usize, 24 + m.below(40)));
     }
+    // A hybrid pool on a sixth of the seeds: one HDD member, which holds journal and
+    // checkpoint copies and a write-offload log, no stripes. It may be the member that
+    // fails.
+    let hdds = usize::from(seed % 6 == 5);
     let cycles = 2 + r.below(3) as usize;
     let failure = (r.below(2) == 0).then(|| {
         (
             r.below(cycles as u64 - 1) as usize,
-            r.below((disks + usize::from(seed % 6 == 5)) as u64) as usize,
+            r.below((disks + hdds) as u64) as usize,
         )
     });
     Scenario {
@@ -102,10 +106,7 @@ fn scenario(seed: u64) -> Scenario {
         // Small rings wrap and force checkpoints within a run.
         journal_bytes: [8 << 10, 32 << 10, 1 << 20][r.below(3) as usize],
         commit_interval_ns: [200_000, 2_000_000, 50_000_000][r.below(3) as usize],
-        // A hybrid pool on a sixth of the seeds: one HDD member, which holds journal and
-        // checkpoint copies and a write-offload log, no stripes. It may be the member
-        // that fails.
-        hdds: usize::from(seed % 6 == 5),
+        hdds,
     }
 }
 

@@ -168,6 +168,12 @@ impl LogExtent {
         u64::from(self.count) * crate::types::PAGE_SIZE
     }
 
+    /// The device offset of page `page` of the slot, one of the extent's pages.
+    pub fn offset_of(&self, page: u16) -> u64 {
+        debug_assert!((self.at..self.at + self.count).contains(&page));
+        self.offset + u64::from(page - self.at) * crate::types::PAGE_SIZE
+    }
+
     /// `stripe u32, slot u16, copy u8, at u16, count u16, hdd u16, pos u64, offset u64`.
     pub fn encode(&self, stripe: u32, out: &mut Vec<u8>) {
         out.extend_from_slice(&stripe.to_le_bytes());

@@ -469,7 +469,10 @@ impl FusionScheme {
 
     /// Rebuild the HDD logs from the copies recovery found in them. A pool configured
     /// without offload now still reads (and frees) what an earlier run put in its logs.
-    fn restore_logs(&mut self, live: Vec<(DiskId, u64, u64, u64)>) -> Result<(), RecoverError> {
+    fn restore_logs(
+        &mut self,
+        live: Vec<super::offload::slots::Extent>,
+    ) -> Result<(), RecoverError> {
         if live.is_empty() {
             return Ok(());
         }
@@ -477,7 +480,7 @@ impl FusionScheme {
         let o = self
             .offload
             .get_or_insert_with(|| super::offload::Offload::reading_only(pool));
-        o.recover(live.into_iter()).map_err(|e| {
+        o.recover(&live).map_err(|e| {
             RecoverError::Recovery(RecoveryError::Corrupt(format!("write offload: {e}")))
         })
     }

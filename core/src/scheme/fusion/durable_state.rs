@@ -110,8 +110,10 @@ fn max_image_bytes(cfg: &FusionConfig, bound: ImageBound) -> u64 {
             .saturating_add(4 + stripes.saturating_mul(v.level.nparity() as u64 * 10));
         if !cfg.pool.hdds.is_empty() {
             // Copies in HDD logs: at most one extent per block of the volume
-            // (`Offloaded::cap`), 31 bytes each.
-            total = total.saturating_add(4 + blocks.saturating_mul(31));
+            // (`Offloaded::has_room`), each counted at its journal record's size (the
+            // image's 29 bytes plus 2).
+            let extent = 2 + crate::meta::record::LogExtent::ENCODED_LEN as u64;
+            total = total.saturating_add(4 + blocks.saturating_mul(extent));
         }
     }
     total

@@ -213,7 +213,7 @@ impl FusionScheme {
             }
         }
         if n_alive == 0
-            && let Some(issued) = self.read_log_copy(ctx, at, r, count)
+            && let Some(issued) = self.read_log_copy(ctx, at, r, first, count)
         {
             return Some(issued);
         }
@@ -256,16 +256,17 @@ impl FusionScheme {
 
     /// Read a replicated part from a copy write offload put in an HDD log, the last resort
     /// when no SSD copy is readable (SeRW reads its logs only then). The copy must hold
-    /// every page of the part in one extent, on a member that has not failed.
+    /// every page of the part (pages `[first, first+count)` of the slot) in one extent, on
+    /// a member that has not failed.
     fn read_log_copy(
         &mut self,
         ctx: &mut Ctx,
         at: PartAt,
         r: SlotRef,
+        first: u16,
         count: u16,
     ) -> Option<Issued> {
         let v = &mut self.vols[at.vol];
-        let first = (at.page_off / PAGE_SIZE) as u16;
         let (copies, n) = v.pairs.copies_array(r);
         let (ci, e) = (1..n).find_map(|ci| {
             let e = v.offloaded.covering(r.set, r.slot, ci, first, count)?;
@@ -274,7 +275,7 @@ impl FusionScheme {
         let s = copies[ci].0;
         v.stripes.pin(s);
         let op = DevOp::Read {
-            offset: e.offset + (first - e.at) as u64 * PAGE_SIZE,
+            offset: e.offset_of(first),
             len: at.len,
         };
         ctx.stats.log_reads += 1;

@@ -10,7 +10,6 @@ use super::pairs::{PairSet, Slot, SlotState};
 use super::vol::Vol;
 use crate::meta::VolImage;
 use crate::space::{StripeState, StripeTable};
-use crate::types::DiskId;
 use crate::types::Nanos;
 use crate::volume::Loc;
 
@@ -31,12 +30,9 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
 
 /// Copies in HDD logs, installed after `restore_vol` for the pair sets it kept (by their
 /// first stripe); those of sets it dropped (converted or emptied before the crash, their
-/// removal durable) are dead. Returns the installed extents as `(hdd, pos, bytes, offset)`
-/// for the logs to be rebuilt from.
-pub(super) fn restore_log_extents(
-    v: &mut Vol,
-    extents: BTreeMap<u32, Vec<Extent>>,
-) -> Vec<(DiskId, u64, u64, u64)> {
+/// removal durable) are dead. Returns the installed extents, for the logs to be rebuilt
+/// from.
+pub(super) fn restore_log_extents(v: &mut Vol, extents: BTreeMap<u32, Vec<Extent>>) -> Vec<Extent> {
     let mut live = Vec::new();
     for (stripe, es) in extents {
         let Some(id) = v
@@ -47,7 +43,7 @@ pub(super) fn restore_log_extents(
             continue;
         };
         for e in es {
-            live.push((e.disk(), e.pos, e.bytes(), e.offset));
+            live.push(e);
             v.offloaded.add(id, e);
         }
     }

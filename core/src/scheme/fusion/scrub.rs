@@ -112,8 +112,7 @@ fn log_copies(
     (1..n)
         .filter_map(|ci| {
             let e = v.offloaded.covering(r.set, r.slot, ci, at, count)?;
-            let off = e.offset + (at - e.at) as u64 * PAGE_SIZE;
-            Some((ci, copies[ci].0, e.disk(), off))
+            Some((ci, copies[ci].0, e.disk(), e.offset_of(at)))
         })
         .collect()
 }

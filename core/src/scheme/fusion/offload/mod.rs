@@ -181,12 +181,10 @@ impl Offload {
     /// Rebuild every log after a restart from the extents recovery installed.
     /// Each extent's recorded device offset must be where this log puts its position: a
     /// log whose length changed since (the pool file's `log_bytes`) is refused, not misread.
-    pub fn recover(
-        &mut self,
-        live: impl Iterator<Item = (DiskId, LogPos, u64, u64)>,
-    ) -> Result<(), String> {
+    pub fn recover(&mut self, live: &[slots::Extent]) -> Result<(), String> {
         let mut per: Vec<Vec<(LogPos, u64)>> = vec![Vec::new(); self.logs.len()];
-        for (hdd, pos, len, offset) in live {
+        for e in live {
+            let (hdd, pos, offset) = (e.disk(), e.pos, e.offset);
             let log = self
                 .logs
                 .get(hdd.index())
@@ -201,7 +199,7 @@ impl Offload {
                     log.offset(pos)
                 ));
             }
-            per[hdd.index()].push((pos, len));
+            per[hdd.index()].push((pos, e.bytes()));
         }
         for (log, extents) in self.logs.iter_mut().zip(per) {
             if let Some(l) = log.as_mut() {
