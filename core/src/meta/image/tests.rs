@@ -1,0 +1,177 @@
+//! Images through records, checkpoints and older formats.
+
+use super::*;
+use crate::volume::Loc;
+
+#[test]
+fn checksums_follow_written_records_and_survive_a_checkpoint() {
+    let shapes = [(4u64, 16u16)];
+    let mut img = Image::empty(&shapes);
+    assert!(!img.vols[0].sums.active());
+    let w = |ub, first, sums: Vec<u32>| Record::Written {
+        vol: 0,
+        ub,
+        loc: Loc::Rep(8),
+        first,
+        at: first,
+        sums,
+    };
+    img.apply(&w(1, 0, (1..=16).collect())).unwrap();
+    img.apply(&w(2, 5, vec![77, 78])).unwrap();
+    assert_eq!(img.vols[0].bmt.get(1).base, Loc::Rep(8));
+    assert!(img.vols[0].bmt.get(2).patched);
+    let back = Image::decode(&img.encode(), &shapes).unwrap();
+    assert_eq!(back.vols[0].sums.get(1, 14, 2), vec![15, 16]);
+    assert_eq!(back.vols[0].sums.get(2, 4, 3), vec![0, 77, 78]);
+    // Unmapping a block forgets its checksums; moving data keeps them.
+    img.apply(&Record::Whole {
+        vol: 0,
+        ub: 1,
+        loc: Loc::Unmapped,
+    })
+    .unwrap();
+    img.apply(&Record::Whole {
+        vol: 0,
+        ub: 2,
+        loc: Loc::Raid(3),
+    })
+    .unwrap();
+    assert_eq!(img.vols[0].sums.get(1, 0, 2), vec![0, 0]);
+    assert_eq!(img.vols[0].sums.get(2, 5, 1), vec![77]);
+    assert!(img.apply(&w(3, 15, vec![1, 2])).is_err(), "past the block");
+}
+
+#[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario touching every record kind, checked at the end as a whole"
+)]
+fn image_round_trips_through_records() {
+    let shapes = [(10u64, 16u16), (4, 1)];
+    let mut img = Image::empty(&shapes);
+    let recs = [
+        Record::Whole {
+            vol: 0,
+            ub: 3,
+            loc: Loc::Raid(40),
+        },
+        Record::SetCreate {
+            vol: 0,
+            stripes: vec![7, 9],
+            cols: vec![[0, 1, 0], [1, 0, 0]],
+        },
+        Record::Patch {
+            vol: 0,
+            ub: 3,
+            loc: Loc::Rep(56),
+            first: 2,
+            count: 3,
+            at: 9,
+        },
+        Record::Whole {
+            vol: 1,
+            ub: 2,
+            loc: Loc::Rep(8),
+        },
+        Record::Retarget {
+            vol: 0,
+            ub: 3,
+            from: Loc::Rep(56),
+            to: Loc::Raid(63),
+        },
+        // A new set on stripe 9 replaces the old one.
+        Record::SetCreate {
+            vol: 0,
+            stripes: vec![9, 11],
+            cols: vec![[2, 2, 0]],
+        },
+    ];
+    for r in &recs {
+        img.apply(r).unwrap();
+    }
+    let e = img.vols[0].bmt.get(3);
+    assert_eq!((e.base, e.patched), (Loc::Raid(40), true));
+    assert_eq!(img.vols[0].patches.get(3)[0].loc(), Loc::Raid(63));
+    assert_eq!(
+        img.vols[0].patches.get(3)[0].at(),
+        9,
+        "conversion keeps the place"
+    );
+    assert_eq!(img.vols[0].sets().count(), 1);
+    let bytes = img.encode();
+    let back = Image::decode(&bytes, &shapes).unwrap();
+    assert_eq!(back.encode(), bytes);
+    // An image of the builds before offload was journaled (no log extents, the last
+    // 4 bytes per volume) and before pages could move reads the same.
+    for magic in [MAGIC_V5, MAGIC_V4] {
+        let mut old = bytes[..bytes.len() - 4 * shapes.len()].to_vec();
+        old[..8].copy_from_slice(&magic);
+        assert_eq!(Image::decode(&old, &shapes).unwrap().encode(), bytes);
+    }
+    // A copy in an HDD log belongs to its set, checkpointed with it, gone with it.
+    let off = |stripe, slot| Record::Offloaded {
+        vol: 0,
+        stripe,
+        extent: LogExtent {
+            slot,
+            copy: 1,
+            at: 2,
+            count: 3,
+            hdd: 4,
+            pos: 8192,
+            offset: 1 << 20,
+        },
+    };
+    assert!(
+        img.apply(&off(11, 0)).is_err(),
+        "11 is not a set's first stripe"
+    );
+    assert!(img.apply(&off(9, 1)).is_err(), "the set has one slot");
+    img.apply(&off(9, 0)).unwrap();
+    let back = Image::decode(&img.encode(), &shapes).unwrap();
+    assert_eq!(back.vols[0].offloaded[&9][0].offset, 1 << 20);
+    assert_eq!(back.encode(), img.encode());
+    img.apply(&Record::SetCreate {
+        vol: 0,
+        stripes: vec![9, 12],
+        cols: vec![[0, 1, 0]],
+    })
+    .unwrap();
+    assert!(img.vols[0].offloaded.is_empty(), "its set was replaced");
+    assert_eq!(back.vols[1].bmt.get(2).base, Loc::Rep(8));
+    assert!(
+        Image::decode(&bytes, &[(10, 16)]).is_err(),
+        "shape mismatch"
+    );
+    assert!(
+        Image::decode(&bytes[..bytes.len() - 1], &shapes).is_err(),
+        "truncated"
+    );
+    assert!(
+        img.apply(&Record::Whole {
+            vol: 0,
+            ub: 10,
+            loc: Loc::Raid(1)
+        })
+        .is_err()
+    );
+    assert!(
+        img.apply(&Record::Patch {
+            vol: 0,
+            ub: 1,
+            loc: Loc::Raid(1),
+            first: 15,
+            count: 2,
+            at: 15
+        })
+        .is_err()
+    );
+    assert!(
+        img.apply(&Record::Whole {
+            vol: 2,
+            ub: 0,
+            loc: Loc::Raid(1)
+        })
+        .is_err()
+    );
+}
