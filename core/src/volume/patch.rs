@@ -387,24 +387,23 @@ pub struct Seg {
 }
 
 /// Split pages `[first, first+count)` of a block into maximal runs served by one location:
-/// the patch node covering them, else the base.
+/// the patch node covering them, else the base. `nodes` is a block's list, sorted and
+/// non-overlapping (as `PatchTable` keeps it), so one pass over it does.
 pub fn segments(base: Loc, nodes: &[PatchNode], first: u16, count: u16) -> Vec<Seg> {
     let end = first + count;
-    let mut out: Vec<Seg> = Vec::new();
+    // At most a run per node and one between each two: one allocation.
+    let mut out: Vec<Seg> = Vec::with_capacity(2 * nodes.len() + 1);
+    // Nodes are sorted by first page and do not overlap, so their ends are sorted too.
+    let mut i = nodes.partition_point(|n| n.end() <= first);
     let mut p = first;
     while p < end {
-        let covering = nodes.iter().find(|n| n.first() <= p && p < n.end());
-        let (loc, at, run_end) = match covering {
-            Some(n) => (n.loc(), n.at() + (p - n.first()), n.end().min(end)),
-            None => {
-                let next = nodes
-                    .iter()
-                    .filter(|n| n.first() > p)
-                    .map(|n| n.first())
-                    .min()
-                    .unwrap_or(end);
-                (base, p, next.min(end))
+        let (loc, at, run_end) = match nodes.get(i) {
+            Some(n) if n.first() <= p => {
+                i += 1;
+                (n.loc(), n.at() + (p - n.first()), n.end().min(end))
             }
+            Some(n) => (base, p, n.first().min(end)),
+            None => (base, p, end),
         };
         match out.last_mut() {
             Some(last)
@@ -454,6 +453,47 @@ mod tests {
                 at: first
             })
         );
+    }
+
+    /// `segments` gives, page by page, the covering node's place or the base's, in maximal
+    /// runs, for any range of any list a table builds (placed nodes included).
+    #[test]
+    fn segments_match_a_page_by_page_lookup() {
+        let mut rng = crate::rng::Rng::new(5);
+        let ppb = 32u16;
+        let mut t = PatchTable::new(ppb);
+        let base = Loc::Raid(99);
+        for _ in 0..5_000 {
+            let ub = rng.below(4);
+            let first = rng.below(ppb as u64) as u16;
+            let count = 1 + rng.below((ppb - first).min(9) as u64) as u16;
+            let at = rng.below((ppb - count + 1) as u64) as u16;
+            let loc = Loc::Rep(rng.below(5));
+            t.insert(ub, PatchNode::placed(first, count, loc, at));
+            let nodes = t.get(ub);
+            let a = rng.below(ppb as u64) as u16;
+            let n = 1 + rng.below((ppb - a) as u64) as u16;
+            let segs = segments(base, nodes, a, n);
+            let mut p = a;
+            for (k, g) in segs.iter().enumerate() {
+                assert_eq!(g.first, p, "runs are contiguous");
+                for q in g.first..g.first + g.count {
+                    let want = match nodes.iter().find(|x| x.first() <= q && q < x.end()) {
+                        Some(x) => (x.loc(), x.at() + (q - x.first())),
+                        None => (base, q),
+                    };
+                    assert_eq!((g.loc, g.at + (q - g.first)), want, "page {q} of {nodes:?}");
+                }
+                if let Some(h) = segs.get(k + 1) {
+                    assert!(
+                        h.loc != g.loc || h.at != g.at + g.count,
+                        "runs {g:?} {h:?} not maximal"
+                    );
+                }
+                p += g.count;
+            }
+            assert_eq!(p, a + n);
+        }
     }
 
     /// The stack version of `insert` gives the lists and dead locations of the `Vec` one.

@@ -44,7 +44,7 @@ pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> 
         let valid = v.stripes.valid(s);
         for c in (0..v.zone.dcols()).filter(|c| valid & (1 << c) != 0) {
             let from = v.zone.flbn(s, c);
-            for &(ub, pages) in &owners[&from] {
+            for (ub, pages) in owners.of(from) {
                 let head = false;
                 items.push((
                     Item {
@@ -71,10 +71,66 @@ pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> 
     )
 }
 
+/// What a sweep saw: for each RAID block, its owners (user block, its pages there) in sweep
+/// order. One list chained per block and a map of heads: a map of small vectors cost an
+/// allocation per RAID block, more than the sweep's own work.
+struct Owners {
+    /// RAID block -> its first and last entry in `entries`.
+    heads: FastMap<u64, (u32, u32)>,
+    /// (user block, pages, the block's next entry or `NONE`).
+    entries: Vec<(u64, u16, u32)>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Owners {
+    fn with_capacity(n: usize) -> Self {
+        let mut heads = FastMap::default();
+        heads.reserve(n);
+        Owners {
+            heads,
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, f: u64, ub: u64, pages: u16) {
+        let i = self.entries.len() as u32;
+        self.entries.push((ub, pages, NONE));
+        match self.heads.get_mut(&f) {
+            Some((_, last)) => {
+                self.entries[*last as usize].2 = i;
+                *last = i;
+            }
+            None => {
+                self.heads.insert(f, (i, i));
+            }
+        }
+    }
+
+    /// The owners of RAID block `f` the sweep saw, as (user block, pages).
+    fn of(&self, f: u64) -> impl Iterator<Item = (u64, u16)> + '_ {
+        let mut i = self.heads.get(&f).map_or(NONE, |h| h.0);
+        std::iter::from_fn(move || {
+            let &(ub, pages, next) = self.entries.get(i as usize)?;
+            i = next;
+            Some((ub, pages))
+        })
+    }
+
+    fn contains(&self, f: u64) -> bool {
+        self.heads.contains_key(&f)
+    }
+
+    /// Every RAID block the sweep saw.
+    fn blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        self.heads.keys().copied()
+    }
+}
+
 /// The owners of every RAID block one step of the sweep sees, with their pages there.
-fn sweep(v: &mut Vol) -> FastMap<u64, Vec<(u64, u16)>> {
+fn sweep(v: &mut Vol) -> Owners {
     let ppb = v.pages_per_block;
-    let mut owners: FastMap<u64, Vec<(u64, u16)>> = FastMap::default();
+    let mut owners = Owners::with_capacity(v.blocks.min(SWEEP_BLOCKS) as usize);
     for _ in 0..v.blocks.min(SWEEP_BLOCKS) {
         let ub = v.sweep_cursor;
         v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
@@ -84,7 +140,7 @@ fn sweep(v: &mut Vol) -> FastMap<u64, Vec<(u64, u16)>> {
         let e = v.bmt.get(ub);
         if !e.patched {
             if let Loc::Raid(f) = e.base {
-                owners.entry(f).or_default().push((ub, ppb));
+                owners.push(f, ub, ppb);
             }
             continue;
         }
@@ -117,7 +173,7 @@ fn sweep(v: &mut Vol) -> FastMap<u64, Vec<(u64, u16)>> {
             }
         }
         for &(f, pages) in &mine[..n] {
-            owners.entry(f).or_default().push((ub, pages));
+            owners.push(f, ub, pages);
         }
     }
     owners
@@ -125,17 +181,20 @@ fn sweep(v: &mut Vol) -> FastMap<u64, Vec<(u64, u16)>> {
 
 /// Victims: stripes whose every owner the sweep saw, with dead pages, as (live pages,
 /// stripe), fewest live first.
-fn victims(v: &Vol, owners: &FastMap<u64, Vec<(u64, u16)>>, capacity: usize) -> Vec<(usize, u32)> {
+fn victims(v: &Vol, owners: &Owners, capacity: usize) -> Vec<(usize, u32)> {
     let dcols = v.zone.dcols();
     let mut live_of: FastMap<u32, usize> = FastMap::default();
     let mut incomplete: FastSet<u32> = FastSet::default();
-    for (&f, o) in owners {
+    for f in owners.blocks() {
         let s = v.zone.split(f).0;
         let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
-        if o.len() != refs {
+        let (n, live) = owners
+            .of(f)
+            .fold((0, 0), |(n, l), o| (n + 1, l + o.1 as usize));
+        if n != refs {
             incomplete.insert(s);
         }
-        *live_of.entry(s).or_default() += o.iter().map(|x| x.1 as usize).sum::<usize>();
+        *live_of.entry(s).or_default() += live;
     }
     let mut victims: Vec<(usize, u32)> = live_of
         .into_iter()
@@ -143,8 +202,7 @@ fn victims(v: &Vol, owners: &FastMap<u64, Vec<(u64, u16)>>, capacity: usize) -> 
             let valid = v.stripes.valid(s);
             live < capacity
                 && !incomplete.contains(&s)
-                && (0..dcols)
-                    .all(|c| valid & (1 << c) == 0 || owners.contains_key(&v.zone.flbn(s, c)))
+                && (0..dcols).all(|c| valid & (1 << c) == 0 || owners.contains(v.zone.flbn(s, c)))
         })
         .map(|(s, live)| (live, s))
         .collect();

@@ -313,18 +313,12 @@ impl FusionScheme {
         } else {
             let nb = j.blocks.len();
             let mut cols: Vec<Vec<u8>> = (0..width)
-                .map(|c| {
-                    (c < nb)
-                        .then(|| j.data[c].take())
-                        .flatten()
-                        .unwrap_or_else(|| vec![0u8; bs as usize])
-                })
+                .map(|c| (c < nb).then(|| j.data[c].take()).flatten())
+                .map(|d| d.unwrap_or_else(|| Vec::with_capacity(bs as usize)))
                 .collect();
-            // Moved pages where the layout placed them.
-            for (g, d) in j.segments.iter().zip(&j.data[nb..]) {
-                let d = d.as_ref().expect("segment read");
-                let at = g.at as usize * PAGE_SIZE as usize;
-                cols[g.col][at..at + d.len()].copy_from_slice(d);
+            place_segments(&mut cols[nb..], nb, &j.segments, &j.data[nb..]);
+            for c in &mut cols {
+                c.resize(bs as usize, 0);
             }
             fill_parity(&mut cols, v.zone.nparity());
             cols.into_iter().map(Data::Bytes).collect()
@@ -421,6 +415,32 @@ type Owner = (u64, crate::volume::Entry, Vec<crate::volume::PatchNode>);
 /// Pins every stripe the moved blocks (`picked`, whole) and the owners of the moved runs
 /// are read from, so none is reused while the move is out; returns the picked blocks'
 /// mappings as they were (a block rewritten meanwhile is not remapped) and the pins.
+/// Moved pages where the layout placed them: segment `i` (`data[i]`) goes to pages
+/// `[at, at + count)` of column `col` (`cols[col - first_col]`). Columns are built in page
+/// order, so only gaps are zeroed, not pages a copy overwrites next (a relocation's
+/// columns are mostly full: zeroing them first cost as much as the copies).
+fn place_segments(
+    cols: &mut [Vec<u8>],
+    first_col: usize,
+    segs: &[Segment],
+    data: &[Option<Vec<u8>>],
+) {
+    let mut order: Vec<usize> = (0..segs.len()).collect();
+    order.sort_unstable_by_key(|&i| (segs[i].col, segs[i].at));
+    for i in order {
+        let (g, d) = (&segs[i], data[i].as_deref().expect("segment read"));
+        let col = &mut cols[g.col - first_col];
+        let at = g.at as usize * PAGE_SIZE as usize;
+        if col.len() < at + d.len() {
+            // Zeroes up to `at` (a gap), or drops what `d` replaces.
+            col.resize(at, 0);
+            col.extend_from_slice(d);
+        } else {
+            col[at..at + d.len()].copy_from_slice(d);
+        }
+    }
+}
+
 fn pin_sources(
     v: &mut super::vol::Vol,
     picked: &[u64],
