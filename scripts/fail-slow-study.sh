@@ -3,6 +3,9 @@
 # `dc` members) with no, one and two fail-slow members (docs/EVALUATION.md, "Fail-slow
 # members"). Prints one markdown row per scheme and case: P50, P99 and P99.9 over all
 # requests, the slowest workload's P99, and the detector's spikes per SSD-minute.
+# The standard study (8 s, 5x/2s/2s, seeds 1 and 2) is the eval experiment
+# `fusionraid eval --only failslow`, which makes the same runs; this script is for what the
+# experiment does not vary: another SPEC, DUR, SEEDS or list of SCHEMES.
 #   scripts/fail-slow-study.sh                 # defaults below
 #   SPEC=5x/2s/2s DUR=8s SEEDS="1 2" JOBS=2 scripts/fail-slow-study.sh
 # FR_BIN picks the binary (default: a fresh release build).

@@ -22,7 +22,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// FusionRAID mirror and RAID5 volume, next to the Pitfalls study's), serw (not a paper
 /// figure: write offload from busy SSDs to HDD logs, the main mix scaled to low, medium and
 /// high load on 8 SSDs alone, with 2 HDDs and offload off, and on, next to the SeRW talk's
-/// numbers). Every experiment comparing systems
+/// numbers), failslow (not a paper figure: every scheme on the main mix with no, one and
+/// two fail-slow members, next to the field studies' fail-slow rates). Every experiment
+/// comparing systems
 /// also runs fusionraid+ (FusionRAID with every pool policy, same space). Results do not
 /// depend on --jobs.
 #[derive(ClapArgs, Debug)]
@@ -32,7 +34,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     fusionraid eval --quick --only fig10,fig12 --jobs 1\n  \
     fusionraid eval --only sensitivity      # spike rate x length on every system\n  \
     fusionraid eval --quick --only pitfalls # spare share vs random-write speed\n  \
-    fusionraid eval --only serw             # write offload to HDD logs vs the SeRW talk\n\n\
+    fusionraid eval --only serw             # write offload to HDD logs vs the SeRW talk\n  \
+    fusionraid eval --only failslow         # every scheme with 0, 1, 2 fail-slow members\n\n\
     Run times (release build, 2-vCPU VM, measured 2026-11-25 at 5a82d15 with other builds \
     running): --tiny 1.7 s (78 runs), --quick 94 s (56 runs); full about 10 minutes \
     (an estimate, not measured today: 6x the quick run, the ratio of the full and quick \
@@ -43,7 +46,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     names it (12 runs, 32 minutes on 2 workers measured 2026-11-26 with other benchmarks \
     running: its runs last 25-55 s of virtual time at saturation; docs/EVALUATION.md, \
     \"Pitfalls\"). Issue 21's serw experiment adds 3 runs to --tiny, 9 to --quick and 18 to \
-    full (2-4 s each on the loaded VM).")]
+    full (2-4 s each on the loaded VM). The failslow experiment (issue 23) adds 22 runs to \
+    --tiny (2 s alone), 22 to --quick (its 30 runs alone: 96 s on 2 workers of the loaded VM; \
+    its healthy runs are sensitivity's) and 46 to full (60 alone: 316 s on 2 workers; its \
+    healthy runs are fig12's and fig14's).")]
 pub struct Args {
     /// Fewer and shorter runs (every experiment still runs but pitfalls, which --only runs).
     #[arg(long, conflicts_with = "tiny")]
@@ -63,7 +69,7 @@ pub struct Args {
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these experiments (comma-separated): fig10, fig12, fig13, detector, fig14,
-    /// consumer, fig11b, trace, sensitivity, pitfalls, serw.
+    /// consumer, fig11b, trace, sensitivity, pitfalls, serw, failslow.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The TPC-C trace in DiskSim format (default: shared/data/traces/tpcc-small.trace
@@ -297,9 +303,9 @@ mod tests {
         assert!(full.experiments.contains(&ExpId::Pitfalls));
         let quick = plan(&["--quick", "--no-trace"]).unwrap();
         assert!(!quick.experiments.contains(&ExpId::Pitfalls));
-        assert!(
-            quick.experiments.contains(&ExpId::Serw) && full.experiments.contains(&ExpId::Serw)
-        );
+        for e in [ExpId::Serw, ExpId::FailSlow] {
+            assert!(quick.experiments.contains(&e) && full.experiments.contains(&e));
+        }
         let only = plan(&["--quick", "--only", "pitfalls"]).unwrap();
         assert_eq!(only.experiments, vec![ExpId::Pitfalls]);
         assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const EXPERIMENTS: [&str; 11] = [
+const EXPERIMENTS: [&str; 12] = [
     "fig10",
     "fig12",
     "fig13",
@@ -21,6 +21,7 @@ const EXPERIMENTS: [&str; 11] = [
     "sensitivity",
     "pitfalls",
     "serw",
+    "failslow",
 ];
 
 fn eval(out: &Path, extra: &[&str]) {
@@ -185,6 +186,7 @@ fn check_report(out: &Path) {
         "## 9. Spike sensitivity",
         "## 10. Pitfalls",
         "## 11. Write offload to HDD logs",
+        "## 12. Fail-slow members",
         "## Failed runs",
         "## Files",
     ] {

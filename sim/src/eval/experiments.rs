@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use fusionraid_core::rng::Rng;
 use serde::Serialize;
 
+use super::failslow::{Case, FAILSLOW_SCHEMES};
 use super::pitfalls::Config;
 use super::serw::Arm;
 use super::size::Size;
@@ -45,10 +46,13 @@ pub enum ExpId {
     /// talk, `shared/seeds/004_*.txt`): the main mix at a few loads on SSDs alone, SSDs plus
     /// HDDs with offload off, and with it on ([`super::serw`]).
     Serw,
+    /// Not in the paper: every scheme on the main mix with no, one and two fail-slow
+    /// members (issue 23; [`super::failslow`]).
+    FailSlow,
 }
 
 impl ExpId {
-    pub const ALL: [ExpId; 11] = [
+    pub const ALL: [ExpId; 12] = [
         ExpId::Fig10,
         ExpId::Fig12,
         ExpId::Fig13,
@@ -60,6 +64,7 @@ impl ExpId {
         ExpId::Sensitivity,
         ExpId::Pitfalls,
         ExpId::Serw,
+        ExpId::FailSlow,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +80,7 @@ impl ExpId {
             ExpId::Sensitivity => "sensitivity",
             ExpId::Pitfalls => "pitfalls",
             ExpId::Serw => "serw",
+            ExpId::FailSlow => "failslow",
         }
     }
 
@@ -395,6 +401,13 @@ impl Plan {
         self.size.serw.run(arm, load, self.seed, rep)
     }
 
+    /// The `failslow` experiment's run of `scheme` in `case`, seed number `rep`.
+    pub fn failslow_run(&self, scheme: &str, case: Case, rep: usize) -> RunSpec {
+        self.size
+            .failslow
+            .run(scheme, case, self.seed, rep, self.size.pool)
+    }
+
     /// The runs of one experiment, in a fixed order.
     pub fn runs_of(&self, e: ExpId) -> Vec<RunSpec> {
         let reps = 0..self.size.replicates;
@@ -477,6 +490,17 @@ impl Plan {
                 for &load in &s.loads {
                     for rep in 0..s.seeds {
                         v.extend(Arm::ALL.iter().map(|&a| self.serw_run(a, load, rep)));
+                    }
+                }
+            }
+            ExpId::FailSlow => {
+                for rep in 0..self.size.failslow.seeds {
+                    for case in Case::ALL {
+                        v.extend(
+                            FAILSLOW_SCHEMES
+                                .iter()
+                                .map(|s| self.failslow_run(s, case, rep)),
+                        );
                     }
                 }
             }

@@ -117,3 +117,18 @@ pub const SERW_REDIRECTED: (f64, f64) = (0.016, 0.356);
 pub const SERW_HDD_UTIL: f64 = 0.10;
 pub const SERW_SOURCE: &str = "SeRW talk (Deng et al., HUST and Alibaba), slides on read \
                                performance and SSD written data (shared/seeds/004)";
+
+/// Fail-slow drives in the field (docs/DEVICE_MODELS.md, section 6): how often a pool is in
+/// the state the `failslow` experiment sets. Tail at Store (Hao, Soundararajan,
+/// Sundararaman, Chien and Gunawi, FAST'16; 4,000 SSDs over 87 days): an SSD is more than
+/// 2x slower than its RAID group's peers 0.6% of the time, and a group holds at least one
+/// such drive 2.2% of the time.
+pub const TAIL_AT_STORE_SLOW_TIME: f64 = 0.006;
+pub const TAIL_AT_STORE_GROUP_TIME: f64 = 0.022;
+/// Its threshold factor: "more than 2x slower than the peers".
+pub const TAIL_AT_STORE_FACTOR: f64 = 2.0;
+pub const TAIL_AT_STORE_SOURCE: &str = "Tail at Store (Hao et al., FAST'16), SSD slowdowns";
+/// Perseus (Lu et al., FAST'23; about 248K drives at Alibaba over ten months): about 0.12%
+/// of drives fail-slow.
+pub const PERSEUS_FAILSLOW_DRIVES: f64 = 0.0012;
+pub const PERSEUS_SOURCE: &str = "Perseus (Lu et al., FAST'23), fail-slow drives at Alibaba";

@@ -52,7 +52,8 @@ pub fn table_md(t: &Table) -> String {
 /// consumer member stalls far more than a dc one: averaging them would describe neither).
 /// The `pitfalls` runs are left out: writes offered far beyond what the pool sustains keep
 /// every member at its limit, which says nothing about the device state under the mixes;
-/// so are the `serw` runs (the mix scaled to other loads on a small pool, some with HDDs).
+/// so are the `serw` runs (the mix scaled to other loads on a small pool, some with HDDs)
+/// and the `failslow` runs with slow members (members slowed on purpose).
 fn device_state(outcomes: &[Outcome]) -> String {
     let mut o = String::new();
     let mut devices: Vec<&str> = Vec::new();
@@ -74,6 +75,7 @@ fn device_state(outcomes: &[Outcome]) -> String {
                         && !matches!(r.spec.load, LoadSpec::RandomWrites { .. })
                         && r.spec.load_scale == 1.0
                         && r.spec.hdds == 0
+                        && r.spec.fail_slow.is_none()
                 })
                 .collect();
             if rs.is_empty() {

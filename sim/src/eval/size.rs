@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::experiments::FIG10_SCHEMES;
+use super::failslow::FailSlowSize;
 use super::pitfalls::PitfallsSize;
 use super::serw::SerwSize;
 use super::spec::{PoolSize, names};
@@ -61,6 +62,8 @@ pub struct Size {
     pub pitfalls: PitfallsSize,
     /// The `serw` experiment: loads, seeds, pool and run lengths.
     pub serw: SerwSize,
+    /// The `failslow` experiment: seeds, run length, the slow members' behaviour.
+    pub failslow: FailSlowSize,
 }
 
 impl Size {
@@ -112,6 +115,9 @@ impl Size {
                     volume_bytes: Some(512 << 20),
                     ..SerwSize::full()
                 },
+                // 40 ms with 5x/10ms/10ms: the main runs' length (so the healthy runs are
+                // the sensitivity study's), the full run's episodes scaled with it.
+                failslow: FailSlowSize::scaled(200),
             },
             SizeName::Quick => Size {
                 name,
@@ -149,6 +155,9 @@ impl Size {
                     duration_ms: 3_000,
                     ..SerwSize::full()
                 },
+                // 1 s with 5x/250ms/250ms, one seed: the healthy runs are the sensitivity
+                // study's runs without spikes.
+                failslow: FailSlowSize::scaled(8),
             },
             SizeName::Full => Size {
                 name,
@@ -179,6 +188,7 @@ impl Size {
                 spike_lengths_us: vec![1_000, 10_000, 100_000],
                 pitfalls: PitfallsSize::full(),
                 serw: SerwSize::full(),
+                failslow: FailSlowSize::full(),
             },
         }
     }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use fusionraid_core::detector::DetectorConfig;
+use fusionraid_devices::fail_slow::FailSlowSpec;
 use fusionraid_devices::spikes::SpikeSpec;
 use serde::{Serialize, Serializer};
 
@@ -101,6 +102,32 @@ impl SpikeSetting {
 
     pub fn label(self) -> String {
         format!("{}/min x {}", self.per_min, fmt_us(self.length_us as f64))
+    }
+}
+
+/// Members made fail-slow (the `failslow` experiment; `sim --fail-slow DISKS=SPEC`): each of
+/// `disks` slower by the spec's factor in its episodes ([`fusionraid_devices::fail_slow`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FailSlowSetting {
+    pub disks: Vec<usize>,
+    /// As `sim --fail-slow` takes it, e.g. `5x/2s/2s`.
+    #[serde(serialize_with = "spec_text")]
+    pub spec: FailSlowSpec,
+}
+
+pub(crate) fn spec_text<S: Serializer>(f: &FailSlowSpec, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(f)
+}
+
+impl FailSlowSetting {
+    /// For the run id: `3+10_5x-2s-2s` (no `/` in a file name).
+    fn id_part(&self) -> String {
+        let disks: Vec<String> = self.disks.iter().map(usize::to_string).collect();
+        format!(
+            "{}_{}",
+            disks.join("+"),
+            self.spec.to_string().replace('/', "-")
+        )
     }
 }
 
@@ -202,6 +229,10 @@ pub struct RunSpec {
     /// FusionRAID: offload replica writes from busy SSDs to the HDD logs (`sim --offload`).
     #[serde(skip_serializing_if = "is_false")]
     pub offload: bool,
+    /// Fail-slow members (`sim --fail-slow`, issue 23); left out of the JSON (and the id)
+    /// when there are none, so every other run keeps its id and file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fail_slow: Option<FailSlowSetting>,
     /// Arrivals stop after this much virtual time (trace replays: the whole trace).
     pub duration_ms: Option<u64>,
     /// Requests arriving before this are left out of the statistics.
@@ -231,6 +262,7 @@ impl RunSpec {
             load_scale: 1.0,
             hdds: 0,
             offload: false,
+            fail_slow: None,
             duration_ms: Some(duration_ms),
             warmup_ms: duration_ms / 10,
             settle_ms: 0,
@@ -300,6 +332,9 @@ impl RunSpec {
         if self.offload {
             s.push_str("_offload");
         }
+        if let Some(f) = &self.fail_slow {
+            let _ = write!(s, "_fs{}", f.id_part());
+        }
         if let Some(d) = self.duration_ms {
             let _ = write!(s, "_{d}ms");
         }
@@ -341,6 +376,9 @@ impl RunSpec {
         sc.pool.aged = self.aged;
         sc.pool.spikes = self.spikes.map(SpikeSetting::spec);
         sc.pool.spare = self.member_spare;
+        sc.pool.fail_slow = self.fail_slow.as_ref().map_or(Vec::new(), |f| {
+            f.disks.iter().map(|&d| (d, f.spec)).collect()
+        });
         sc.volume_spare = self.volume_spare;
         if let Some(l) = &self.level {
             sc.level = l.parse().expect("a level the experiment names");
@@ -502,6 +540,31 @@ mod tests {
         let sp = k.scenario().pool.spikes.unwrap();
         assert_eq!((sp.per_min, sp.length_ns), (20.0, 10_000_000));
         assert!((k.spikes.unwrap().unresponsive_share() - 20.0 * 0.01 / 60.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fail_slow_shows_in_the_id_and_reaches_the_pool_only_when_set() {
+        let plain = spec();
+        assert!(!serde_json::to_string(&plain).unwrap().contains("fail_slow"));
+        assert!(plain.scenario().pool.fail_slow.is_empty());
+        let mut f = spec();
+        let slow = FailSlowSpec::parse("5x/2s/2s").unwrap();
+        f.fail_slow = Some(FailSlowSetting {
+            disks: vec![3, 10],
+            spec: slow,
+        });
+        let id = f.id();
+        assert!(id.contains("_aged_fs3+10_5x-2s-2s_2000ms_s3_"), "{id}");
+        assert!(id.chars().all(|ch| ch.is_ascii_graphic() && ch != '/'));
+        assert_ne!(id, plain.id());
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(
+            json.contains(r#""fail_slow":{"disks":[3,10],"spec":"5x/2s/2s"}"#),
+            "{json}"
+        );
+        let sc = f.scenario();
+        sc.validate().unwrap();
+        assert_eq!(sc.pool.fail_slow, vec![(3, slow), (10, slow)]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod aging;
 mod consumer;
 mod conversion;
 mod detector;
+mod failslow;
 mod incremental;
 mod nvram;
 mod overall;
@@ -249,6 +250,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Sensitivity => sensitivity::analyze(plan, res),
         ExpId::Pitfalls => pitfalls::analyze(plan, res),
         ExpId::Serw => serw::analyze(plan, res),
+        ExpId::FailSlow => failslow::analyze(plan, res),
     };
     let runs = plan.runs_of(e);
     out.json.runs = runs.iter().map(RunSpec::id).collect();
