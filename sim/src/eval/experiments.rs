@@ -7,6 +7,7 @@ use fusionraid_core::rng::Rng;
 use serde::Serialize;
 
 use super::pitfalls::Config;
+use super::sandook::{ISOLATION_SCHEMES, MIX_VARIANTS, SloArm, Tenancy};
 use super::serw::Arm;
 use super::size::Size;
 use super::spec::{DetectorSpec, LoadSpec, RunSpec, SpikeSetting};
@@ -45,10 +46,14 @@ pub enum ExpId {
     /// talk, `shared/seeds/004_*.txt`): the main mix at a few loads on SSDs alone, SSDs plus
     /// HDDs with offload off, and with it on ([`super::serw`]).
     Serw,
+    /// Not in the paper: Sandook's mechanisms (issue 20, `shared/seeds/002_*.txt`):
+    /// throughput at a P90 target on 12 heterogeneous drives, a reader's isolation from
+    /// write-heavy tenants, the main mix with the policies on and off ([`super::sandook`]).
+    Sandook,
 }
 
 impl ExpId {
-    pub const ALL: [ExpId; 11] = [
+    pub const ALL: [ExpId; 12] = [
         ExpId::Fig10,
         ExpId::Fig12,
         ExpId::Fig13,
@@ -60,6 +65,7 @@ impl ExpId {
         ExpId::Sensitivity,
         ExpId::Pitfalls,
         ExpId::Serw,
+        ExpId::Sandook,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +81,7 @@ impl ExpId {
             ExpId::Sensitivity => "sensitivity",
             ExpId::Pitfalls => "pitfalls",
             ExpId::Serw => "serw",
+            ExpId::Sandook => "sandook",
         }
     }
 
@@ -395,6 +402,24 @@ impl Plan {
         self.size.serw.run(arm, load, self.seed, rep)
     }
 
+    /// The `sandook` experiment's load search of `arm`.
+    pub fn sandook_slo_run(&self, arm: SloArm) -> RunSpec {
+        self.size.sandook.slo_run(arm, self.seed)
+    }
+
+    /// The `sandook` experiment's reader on `scheme`, alone or next to the writers.
+    pub fn sandook_isolation_run(&self, scheme: &str, t: Tenancy) -> RunSpec {
+        self.size.sandook.isolation_run(scheme, t, self.seed)
+    }
+
+    /// The main mix (replicate `rep`) on `v`'s scheme with its mechanisms: with none named,
+    /// the very run of Fig. 12.
+    pub fn sandook_mix_run(&self, v: SloArm, rep: usize) -> RunSpec {
+        let mut r = self.main_run(v.scheme, rep);
+        r.steer = v.steer.map(String::from);
+        r
+    }
+
     /// The runs of one experiment, in a fixed order.
     pub fn runs_of(&self, e: ExpId) -> Vec<RunSpec> {
         let reps = 0..self.size.replicates;
@@ -478,6 +503,15 @@ impl Plan {
                     for rep in 0..s.seeds {
                         v.extend(Arm::ALL.iter().map(|&a| self.serw_run(a, load, rep)));
                     }
+                }
+            }
+            ExpId::Sandook => {
+                v.extend(SloArm::ALL.map(|a| self.sandook_slo_run(a)));
+                for s in ISOLATION_SCHEMES {
+                    v.extend(Tenancy::ALL.map(|t| self.sandook_isolation_run(s, t)));
+                }
+                for r in reps {
+                    v.extend(MIX_VARIANTS.map(|m| self.sandook_mix_run(m, r)));
                 }
             }
         }

@@ -5,7 +5,8 @@
 //! Files: `size` (how many and how long), `spec` (one run as data), `experiments` (the runs
 //! of each experiment), `runner` (worker pool), `fleets` (aged device fleets shared between
 //! runs of one pool and seed), `pitfalls` (the `pitfalls` experiment's configurations and
-//! its single-SSD driver), `serw` (the `serw` experiment's arms and figures), `result` (what a run leaves), `analyze/`
+//! its single-SSD driver), `serw` (the `serw` experiment's arms and figures), `sandook` (the `sandook`
+//! experiment's load searches, tenants and steering variants), `result` (what a run leaves), `analyze/`
 //! (aggregation, one file per experiment), `paper` (the paper's numbers), `svg` and `plot`
 //! (charts), `report` (Markdown), `output` (the directory).
 //!
@@ -26,6 +27,7 @@ pub mod plot;
 pub mod report;
 pub mod result;
 pub mod runner;
+pub mod sandook;
 pub mod serw;
 pub mod size;
 pub mod spec;

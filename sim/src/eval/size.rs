@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::experiments::FIG10_SCHEMES;
 use super::pitfalls::PitfallsSize;
+use super::sandook::SandookSize;
 use super::serw::SerwSize;
 use super::spec::{PoolSize, names};
 use crate::workload::Workload;
@@ -61,6 +62,11 @@ pub struct Size {
     pub pitfalls: PitfallsSize,
     /// The `serw` experiment: loads, seeds, pool and run lengths.
     pub serw: SerwSize,
+    /// The `sandook` experiment: the load searches' and isolation runs' lengths. Left out
+    /// of `summary.json` (the experiment's own JSON has it), so evaluations without it
+    /// keep their files.
+    #[serde(skip)]
+    pub sandook: SandookSize,
 }
 
 impl Size {
@@ -112,6 +118,15 @@ impl Size {
                     volume_bytes: Some(512 << 20),
                     ..SerwSize::full()
                 },
+                sandook: SandookSize {
+                    slo_ms: 10,
+                    slo_warmup_ms: 2,
+                    slo_start_iops: 2e6,
+                    slo_precision: 0.5,
+                    slo_max_runs: 3,
+                    isolation_ms: 20,
+                    isolation_warmup_ms: 5,
+                },
             },
             SizeName::Quick => Size {
                 name,
@@ -149,6 +164,19 @@ impl Size {
                     duration_ms: 3_000,
                     ..SerwSize::full()
                 },
+                // Four runs per search (4M, 8M, then two halvings): a bracket of about
+                // +-20%, where the full run's is 5%. Sandook's runs cost most (its log
+                // writes the 32 GiB prefill block by block in every run).
+                sandook: SandookSize {
+                    slo_ms: 30,
+                    slo_warmup_ms: 10,
+                    slo_start_iops: 4e6,
+                    slo_precision: 0.3,
+                    slo_max_runs: 4,
+                    isolation_ms: 100,
+                    isolation_warmup_ms: 20,
+                    ..SandookSize::full()
+                },
             },
             SizeName::Full => Size {
                 name,
@@ -179,6 +207,7 @@ impl Size {
                 spike_lengths_us: vec![1_000, 10_000, 100_000],
                 pitfalls: PitfallsSize::full(),
                 serw: SerwSize::full(),
+                sandook: SandookSize::full(),
             },
         }
     }
