@@ -226,7 +226,8 @@ mod tests {
         };
         let names: Vec<&str> = tenants.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["reader", "w1", "w2"]);
-        assert_eq!((tenants[1].bs, tenants[1].write_ratio), (16 << 10, 0.8));
+        assert_eq!(tenants[1].write_sizes.mean_bytes(), 16384.0);
+        assert!((tenants[1].write_ratio - 0.8).abs() < 1e-9);
         let fig12 = p.runs_of(ExpId::Fig12);
         for rep in 0..reps {
             assert!(fig12.contains(&p.sandook_mix_run(MIX_VARIANTS[0], rep)));
