@@ -165,8 +165,8 @@ impl Size {
                     ..SerwSize::full()
                 },
                 // Four runs per search (4M, 8M, then two halvings): a bracket of about
-                // +-20%, where the full run's is 5%. Sandook's runs cost most (its log
-                // writes the 32 GiB prefill block by block in every run).
+                // +-20%, where the full run's is 5%. Sandook's searches cost most (about
+                // 5x FusionRAID's at this size).
                 sandook: SandookSize {
                     slo_ms: 30,
                     slo_warmup_ms: 10,
@@ -175,7 +175,6 @@ impl Size {
                     slo_max_runs: 4,
                     isolation_ms: 100,
                     isolation_warmup_ms: 20,
-                    ..SandookSize::full()
                 },
             },
             SizeName::Full => Size {
