@@ -30,7 +30,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// depend on --jobs.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = "Examples:\n  \
-    fusionraid eval --quick                 # every experiment but pitfalls, about 1.5 minutes\n  \
+    fusionraid eval --quick                 # every experiment but pitfalls and sandook, about 1.5 minutes\n  \
     fusionraid eval --out eval-full         # the full evaluation (20 mixes), about 10 minutes\n  \
     fusionraid eval --quick --only fig10,fig12 --jobs 1\n  \
     fusionraid eval --only sensitivity      # spike rate x length on every system\n  \
