@@ -48,8 +48,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     running: its runs last 25-55 s of virtual time at saturation; docs/EVALUATION.md, \
     \"Pitfalls\"). Issue 21's serw experiment adds 3 runs to --tiny, 9 to --quick and 18 to \
     full (2-4 s each on the loaded VM). Issue 20's sandook experiment runs in the full size \
-    and with --only (18 runs, 8 of them load searches; --quick about a minute on 2 workers, \
-    docs/EVALUATION.md, \"Sandook's mechanisms\").")]
+    and with --only (22 runs in full, 18 with --quick, 8 of them load searches; full 15 \
+    minutes and --quick under a minute on 2 workers, docs/EVALUATION.md, \"Sandook's \
+    mechanisms\").")]
 pub struct Args {
     /// Fewer and shorter runs (every experiment still runs but pitfalls and sandook, which
     /// --only runs).
