@@ -23,19 +23,23 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// figure: write offload from busy SSDs to HDD logs, the main mix scaled to low, medium and
 /// high load on 8 SSDs alone, with 2 HDDs and offload off, and on, next to the SeRW talk's
 /// numbers), failslow (not a paper figure: every scheme on the main mix with no, one and
-/// two fail-slow members, next to the field studies' fail-slow rates). Every experiment
-/// comparing systems
+/// two fail-slow members, next to the field studies' fail-slow rates), sandook (not a paper
+/// figure: Sandook's mechanisms as the sandook scheme and as fusionraid+ policies, throughput
+/// at P90 < 1 ms on 12 heterogeneous drives, a reader's isolation from write-heavy tenants,
+/// the main mix with the policies on and off, next to the Sandook talk's numbers). Every
+/// experiment comparing systems
 /// also runs fusionraid+ (FusionRAID with every pool policy, same space). Results do not
 /// depend on --jobs.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = "Examples:\n  \
-    fusionraid eval --quick                 # every experiment but pitfalls, about 1.5 minutes\n  \
+    fusionraid eval --quick                 # every experiment but pitfalls and sandook, about 1.5 minutes\n  \
     fusionraid eval --out eval-full         # the full evaluation (20 mixes), about 10 minutes\n  \
     fusionraid eval --quick --only fig10,fig12 --jobs 1\n  \
     fusionraid eval --only sensitivity      # spike rate x length on every system\n  \
     fusionraid eval --quick --only pitfalls # spare share vs random-write speed\n  \
     fusionraid eval --only serw             # write offload to HDD logs vs the SeRW talk\n  \
-    fusionraid eval --only failslow         # every scheme with 0, 1, 2 fail-slow members\n\n\
+    fusionraid eval --only failslow         # every scheme with 0, 1, 2 fail-slow members\n  \
+    fusionraid eval --quick --only sandook  # Sandook's mechanisms vs the Sandook talk\n\n\
     Run times (release build, 2-vCPU VM, measured 2026-11-25 at 5a82d15 with other builds \
     running): --tiny 1.7 s (78 runs), --quick 94 s (56 runs); full about 10 minutes \
     (an estimate, not measured today: 6x the quick run, the ratio of the full and quick \
@@ -49,9 +53,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     full (2-4 s each on the loaded VM). The failslow experiment (issue 23) adds 22 runs to \
     --tiny (2 s alone), 22 to --quick (its 30 runs alone: 96 s on 2 workers of the loaded VM; \
     its healthy runs are sensitivity's) and 46 to full (60 alone: 316 s on 2 workers; its \
-    healthy runs are fig12's and fig14's).")]
+    healthy runs are fig12's and fig14's). Issue 20's sandook experiment runs in the full size \
+    and with --only (22 runs in full, 18 with --quick, 8 of them load searches; full 15 \
+    minutes and --quick under a minute on 2 workers, docs/EVALUATION.md, \"Sandook's \
+    mechanisms\").")]
 pub struct Args {
-    /// Fewer and shorter runs (every experiment still runs but pitfalls, which --only runs).
+    /// Fewer and shorter runs (every experiment still runs but pitfalls and sandook, which
+    /// --only runs).
     #[arg(long, conflicts_with = "tiny")]
     quick: bool,
     /// Tiny pool and millisecond runs: checks the report is complete; numbers mean nothing.
@@ -69,7 +77,7 @@ pub struct Args {
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these experiments (comma-separated): fig10, fig12, fig13, detector, fig14,
-    /// consumer, fig11b, trace, sensitivity, pitfalls, serw, failslow.
+    /// consumer, fig11b, trace, sensitivity, pitfalls, serw, failslow, sandook.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The TPC-C trace in DiskSim format (default: shared/data/traces/tpcc-small.trace
@@ -100,6 +108,12 @@ impl Args {
             // with --only.
             if self.quick {
                 all.retain(|&e| e != ExpId::Pitfalls);
+            }
+            // Load searches, each several runs whose Sandook prefill alone takes seconds:
+            // about a minute even at the quick size, 45 s at the tiny one (too much for the
+            // tiny test). It runs in the full size and with --only.
+            if self.quick || self.tiny {
+                all.retain(|&e| e != ExpId::Sandook);
             }
             all
         } else {
@@ -308,6 +322,12 @@ mod tests {
         }
         let only = plan(&["--quick", "--only", "pitfalls"]).unwrap();
         assert_eq!(only.experiments, vec![ExpId::Pitfalls]);
+        assert!(full.experiments.contains(&ExpId::Sandook));
+        assert!(!quick.experiments.contains(&ExpId::Sandook));
+        let tiny = plan(&["--tiny", "--no-trace"]).unwrap();
+        assert!(!tiny.experiments.contains(&ExpId::Sandook));
+        let only = plan(&["--quick", "--only", "sandook"]).unwrap();
+        assert_eq!(only.experiments, vec![ExpId::Sandook]);
         assert!(plan(&["--only", "fig99"]).unwrap_err().contains("fig99"));
         // A repeat that is not adjacent runs the experiment once: twice would write its
         // figures twice (a panic).

@@ -183,3 +183,18 @@ fn synthetic_tenants_get_the_share_and_rate_they_ask_for() {
             .contains("no synthetic tenants")
     );
 }
+
+/// `search_keeping` gives the same result as `search` and hands back the best load's run:
+/// its answered requests are the best probe's achieved rate over the window.
+#[test]
+fn the_kept_run_is_the_best_loads() {
+    let sc = tiny(&["read=0.9,iops=20k,footprint=16M"]);
+    let opts = SloOptions::default();
+    let (r, kept) =
+        fusionraid_sim::slo::search_keeping(&sc, &target(), &opts, &mut |_| {}).unwrap();
+    assert_eq!(r, find(&sc, &opts));
+    let best = r.best.expect("a load meets the target");
+    let d = kept.expect("a run is kept");
+    let window_s = (sc.duration_ns.unwrap() - sc.warmup_ns) as f64 / 1e9;
+    assert_eq!(d.answered_in_window as f64 / window_s, best.achieved_iops);
+}

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::failslow::{Case, FAILSLOW_SCHEMES};
 use super::pitfalls::Config;
+use super::sandook::{ISOLATION_SCHEMES, MIX_VARIANTS, SloArm, Tenancy};
 use super::serw::Arm;
 use super::size::Size;
 use super::spec::{DetectorSpec, LoadSpec, RunSpec, SpikeSetting};
@@ -49,10 +50,14 @@ pub enum ExpId {
     /// Not in the paper: every scheme on the main mix with no, one and two fail-slow
     /// members (issue 23; [`super::failslow`]).
     FailSlow,
+    /// Not in the paper: Sandook's mechanisms (issue 20, `shared/seeds/002_*.txt`):
+    /// throughput at a P90 target on 12 heterogeneous drives, a reader's isolation from
+    /// write-heavy tenants, the main mix with the policies on and off ([`super::sandook`]).
+    Sandook,
 }
 
 impl ExpId {
-    pub const ALL: [ExpId; 12] = [
+    pub const ALL: [ExpId; 13] = [
         ExpId::Fig10,
         ExpId::Fig12,
         ExpId::Fig13,
@@ -65,6 +70,7 @@ impl ExpId {
         ExpId::Pitfalls,
         ExpId::Serw,
         ExpId::FailSlow,
+        ExpId::Sandook,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +87,7 @@ impl ExpId {
             ExpId::Pitfalls => "pitfalls",
             ExpId::Serw => "serw",
             ExpId::FailSlow => "failslow",
+            ExpId::Sandook => "sandook",
         }
     }
 
@@ -408,6 +415,24 @@ impl Plan {
             .run(scheme, case, self.seed, rep, self.size.pool)
     }
 
+    /// The `sandook` experiment's load search of `arm`.
+    pub fn sandook_slo_run(&self, arm: SloArm) -> RunSpec {
+        self.size.sandook.slo_run(arm, self.seed)
+    }
+
+    /// The `sandook` experiment's reader on `scheme`, alone or next to the writers.
+    pub fn sandook_isolation_run(&self, scheme: &str, t: Tenancy) -> RunSpec {
+        self.size.sandook.isolation_run(scheme, t, self.seed)
+    }
+
+    /// The main mix (replicate `rep`) on `v`'s scheme with its mechanisms: with none named,
+    /// the very run of Fig. 12.
+    pub fn sandook_mix_run(&self, v: SloArm, rep: usize) -> RunSpec {
+        let mut r = self.main_run(v.scheme, rep);
+        r.steer = v.steer.map(String::from);
+        r
+    }
+
     /// The runs of one experiment, in a fixed order.
     pub fn runs_of(&self, e: ExpId) -> Vec<RunSpec> {
         let reps = 0..self.size.replicates;
@@ -502,6 +527,15 @@ impl Plan {
                                 .map(|s| self.failslow_run(s, case, rep)),
                         );
                     }
+                }
+            }
+            ExpId::Sandook => {
+                v.extend(SloArm::ALL.map(|a| self.sandook_slo_run(a)));
+                for s in ISOLATION_SCHEMES {
+                    v.extend(Tenancy::ALL.map(|t| self.sandook_isolation_run(s, t)));
+                }
+                for r in reps {
+                    v.extend(MIX_VARIANTS.map(|m| self.sandook_mix_run(m, r)));
                 }
             }
         }

@@ -6,7 +6,8 @@
 //! of each experiment), `runner` (worker pool), `fleets` (aged device fleets shared between
 //! runs of one pool and seed), `pitfalls` (the `pitfalls` experiment's configurations and
 //! its single-SSD driver), `serw` (the `serw` experiment's arms and figures), `failslow`
-//! (the `failslow` experiment's schemes, cases and figures), `result` (what a run leaves), `analyze/`
+//! (the `failslow` experiment's schemes, cases and figures), `sandook` (the `sandook`
+//! experiment's load searches, tenants and steering variants), `result` (what a run leaves), `analyze/`
 //! (aggregation, one file per experiment), `paper` (the paper's numbers), `svg` and `plot`
 //! (charts), `report` (Markdown), `output` (the directory).
 //!
@@ -28,6 +29,7 @@ pub mod plot;
 pub mod report;
 pub mod result;
 pub mod runner;
+pub mod sandook;
 pub mod serw;
 pub mod size;
 pub mod spec;

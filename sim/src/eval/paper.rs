@@ -132,3 +132,14 @@ pub const TAIL_AT_STORE_SOURCE: &str = "Tail at Store (Hao et al., FAST'16), SSD
 /// of drives fail-slow.
 pub const PERSEUS_FAILSLOW_DRIVES: f64 = 0.0012;
 pub const PERSEUS_SOURCE: &str = "Perseus (Lu et al., FAST'23), fail-slow drives at Alibaba";
+/// Sandook (NSDI'26; its talk, `shared/seeds/002_*.txt`): 12 SSDs, 90% reads, SLO P90 < 1 ms.
+/// Read/write segregation raises the pool's throughput from 1.2M to 2.2M IOPS, slides
+/// "2. Read/write segregation".
+pub const SANDOOK_SEGREGATION_IOPS: (f64, f64) = (1.2e6, 2.2e6);
+/// "95% of ideal throughput", slides "Multiplexing SSDs over mixed read/write workloads".
+pub const SANDOOK_OF_IDEAL: f64 = 0.95;
+/// "1.7x raw storage throughput" (over equal-weight balancing, as issue 20 reads it), slide
+/// "Conclusion".
+pub const SANDOOK_RAW_GAIN: f64 = 1.7;
+pub const SANDOOK_SOURCE: &str = "Sandook talk (NSDI'26), slides on read/write segregation, \
+                                  multiplexing and the conclusion (shared/seeds/002)";

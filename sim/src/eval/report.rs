@@ -52,8 +52,9 @@ pub fn table_md(t: &Table) -> String {
 /// consumer member stalls far more than a dc one: averaging them would describe neither).
 /// The `pitfalls` runs are left out: writes offered far beyond what the pool sustains keep
 /// every member at its limit, which says nothing about the device state under the mixes;
-/// so are the `serw` runs (the mix scaled to other loads on a small pool, some with HDDs)
-/// and the `failslow` runs with slow members (members slowed on purpose).
+/// so are the `serw` runs (the mix scaled to other loads on a small pool, some with HDDs),
+/// the `failslow` runs with slow members (members slowed on purpose) and the `sandook` runs
+/// (synthetic tenants, load searches, steering variants).
 fn device_state(outcomes: &[Outcome]) -> String {
     let mut o = String::new();
     let mut devices: Vec<&str> = Vec::new();
@@ -72,7 +73,12 @@ fn device_state(outcomes: &[Outcome]) -> String {
                     r.spec.device == device
                         && r.spec.aged == aged
                         && r.report.virtual_s > 0.0
-                        && !matches!(r.spec.load, LoadSpec::RandomWrites { .. })
+                        && !matches!(
+                            r.spec.load,
+                            LoadSpec::RandomWrites { .. } | LoadSpec::Synthetic { .. }
+                        )
+                        && r.spec.steer.is_none()
+                        && r.spec.slo.is_none()
                         && r.spec.load_scale == 1.0
                         && r.spec.hdds == 0
                         && r.spec.fail_slow.is_none()

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::spec::RunSpec;
 use crate::driver::Detailed;
+use crate::slo::SloResult;
 use crate::stats::{LatencyHist, OpHists, Report};
 
 /// Quantiles at which CDFs are sampled: dense in the body, then the tail decade by decade.
@@ -70,6 +71,11 @@ pub struct RunResult {
     pub all: LatencyFigures,
     /// The simulator's report (write amplification, space, spikes, redirection, ...).
     pub report: Report,
+    /// A load search's runs and bracket ([`RunSpec::slo`]); the figures above are then the
+    /// best load's run (or, where no load met the target, the lowest load's). Left out of
+    /// the JSON for every other run, whose files keep their content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloResult>,
 }
 
 impl RunResult {
@@ -91,6 +97,7 @@ impl RunResult {
             workloads,
             all: LatencyFigures::from_hists(&d.all),
             report: d.report.clone(),
+            slo: None,
         }
     }
 

@@ -13,9 +13,10 @@ use std::time::Instant;
 
 use super::fleets::FleetCache;
 use super::result::RunResult;
-use super::spec::{LoadSpec, RunSpec};
+use super::spec::{LoadSpec, RunSpec, SloSpec};
 use crate::driver::Sim;
-use crate::scenario::is_fusion;
+use crate::scenario::{Scenario, is_fusion};
+use crate::slo::{self, SloOptions};
 
 /// A run finished (or failed); `done` runs of `total` are finished now.
 #[derive(Clone, Debug)]
@@ -105,6 +106,9 @@ fn run_with(spec: &RunSpec, fleets: &FleetCache) -> Outcome {
     let t0 = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| {
         let sc = spec.scenario();
+        if let Some(o) = &spec.slo {
+            return run_search(spec, &sc, o);
+        }
         let sim = match fleets
             .take(&sc)
             .map_err(|e| format!("setup: devices: {e}"))?
@@ -133,6 +137,25 @@ fn run_with(spec: &RunSpec, fleets: &FleetCache) -> Outcome {
     }
 }
 
+/// A load search ([`RunSpec::slo`]): many runs of `sc` at scaled loads, on fresh copies of
+/// one fleet the search builds (so it does not take one from the cache).
+fn run_search(spec: &RunSpec, sc: &Scenario, o: &SloSpec) -> Result<RunResult, String> {
+    let target = o.target()?;
+    let opts = SloOptions {
+        start_iops: Some(o.start_iops),
+        precision: o.precision,
+        max_runs: o.max_runs,
+        ideal_iops: slo::ideal_iops(sc, &target)?,
+        ..SloOptions::default()
+    };
+    let (found, kept) =
+        slo::search_keeping(sc, &target, &opts, &mut |_| {}).map_err(|e| format!("search: {e}"))?;
+    let d = kept.ok_or("search: no run finished")?;
+    let mut r = RunResult::new(spec, &d);
+    r.slo = Some(found);
+    Ok(r)
+}
+
 /// Rough relative cost of a run, only for ordering: virtual time (FusionRAID on aged
 /// members is the slowest to simulate, see docs/BENCHMARKS.md) plus the prefill.
 fn estimate(r: &RunSpec) -> f64 {
@@ -147,7 +170,13 @@ fn estimate(r: &RunSpec) -> f64 {
         LoadSpec::Trace { .. } => 1,
         LoadSpec::TraceMix { workloads, .. } => workloads.len() + 1,
         LoadSpec::RandomWrites { .. } => 1,
+        LoadSpec::Synthetic { tenants } => tenants.len(),
     } as f64;
     let prefill = if r.prefill { 1_000.0 * tenants } else { 0.0 };
-    ms * factor + prefill
+    // A search is several runs (about half its bound, from experience).
+    let runs = r
+        .slo
+        .as_ref()
+        .map_or(1.0, |o| (o.max_runs as f64 / 2.0).max(1.0));
+    ms * factor * runs + prefill
 }

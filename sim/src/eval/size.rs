@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::experiments::FIG10_SCHEMES;
 use super::failslow::FailSlowSize;
 use super::pitfalls::PitfallsSize;
+use super::sandook::SandookSize;
 use super::serw::SerwSize;
 use super::spec::{PoolSize, names};
 use crate::workload::Workload;
@@ -64,6 +65,11 @@ pub struct Size {
     pub serw: SerwSize,
     /// The `failslow` experiment: seeds, run length, the slow members' behaviour.
     pub failslow: FailSlowSize,
+    /// The `sandook` experiment: the load searches' and isolation runs' lengths. Left out
+    /// of `summary.json` (the experiment's own JSON has it), so evaluations without it
+    /// keep their files.
+    #[serde(skip)]
+    pub sandook: SandookSize,
 }
 
 impl Size {
@@ -118,6 +124,15 @@ impl Size {
                 // 40 ms with 5x/10ms/10ms: the main runs' length (so the healthy runs are
                 // the sensitivity study's), the full run's episodes scaled with it.
                 failslow: FailSlowSize::scaled(200),
+                sandook: SandookSize {
+                    slo_ms: 10,
+                    slo_warmup_ms: 2,
+                    slo_start_iops: 2e6,
+                    slo_precision: 0.5,
+                    slo_max_runs: 3,
+                    isolation_ms: 20,
+                    isolation_warmup_ms: 5,
+                },
             },
             SizeName::Quick => Size {
                 name,
@@ -158,6 +173,18 @@ impl Size {
                 // 1 s with 5x/250ms/250ms, one seed: the healthy runs are the sensitivity
                 // study's runs without spikes.
                 failslow: FailSlowSize::scaled(8),
+                // Four runs per search (4M, 8M, then two halvings): a bracket of about
+                // +-20%, where the full run's is 5%. Sandook's searches cost most (about
+                // 5x FusionRAID's at this size).
+                sandook: SandookSize {
+                    slo_ms: 30,
+                    slo_warmup_ms: 10,
+                    slo_start_iops: 4e6,
+                    slo_precision: 0.3,
+                    slo_max_runs: 4,
+                    isolation_ms: 100,
+                    isolation_warmup_ms: 20,
+                },
             },
             SizeName::Full => Size {
                 name,
@@ -189,6 +216,7 @@ impl Size {
                 pitfalls: PitfallsSize::full(),
                 serw: SerwSize::full(),
                 failslow: FailSlowSize::full(),
+                sandook: SandookSize::full(),
             },
         }
     }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use fusionraid_core::detector::DetectorConfig;
+use fusionraid_core::steer::SteerConfig;
 use fusionraid_devices::fail_slow::FailSlowSpec;
 use fusionraid_devices::spikes::SpikeSpec;
 use serde::{Serialize, Serializer};
@@ -12,7 +13,7 @@ use serde::{Serialize, Serializer};
 use super::svg::fmt_us;
 use crate::scenario::{Load, Scenario, SchemeOptions};
 use crate::trace::{ReplayMode, TraceFormat};
-use crate::workload::{Workload, WorkloadSpec};
+use crate::workload::{Workload, WorkloadSpec, parse_synthetic};
 
 /// Where the requests of a run come from.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -35,6 +36,9 @@ pub enum LoadSpec {
     /// offered above what the pool sustains, the rate it keeps is its sustained rate (the
     /// `pitfalls` experiment).
     RandomWrites { iops: u64 },
+    /// Synthetic tenants, one volume each, as `sim --synthetic` spells them
+    /// (`read=0.9,bs=4k,iops=1M,footprint=32G,name=reader`; the `sandook` experiment).
+    Synthetic { tenants: Vec<String> },
 }
 
 /// The tenant of [`LoadSpec::RandomWrites`].
@@ -180,6 +184,31 @@ fn is_false(x: &bool) -> bool {
     !*x
 }
 
+/// A search for the highest offered load meeting a latency target ([`crate::slo::search`],
+/// `sim --slo`): the run becomes many runs at scaled loads, its result the best one's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SloSpec {
+    /// As `sim --slo` takes it: `p90:1ms`.
+    pub target: String,
+    /// Offered IOPS of the first run (`--slo-start`).
+    pub start_iops: f64,
+    /// `--slo-precision`.
+    pub precision: f64,
+    /// `--slo-max-runs`.
+    pub max_runs: usize,
+}
+
+impl SloSpec {
+    pub fn target(&self) -> Result<crate::slo::SloTarget, String> {
+        self.target.parse()
+    }
+
+    /// The id's part: `_slo-p90-1ms`.
+    fn label(&self) -> String {
+        format!("_slo-{}", self.target.replace([':', '.'], "-"))
+    }
+}
+
 /// One run. Runs with equal specs are equal (the simulator is deterministic), so the runner
 /// performs each distinct spec once, whichever experiments share it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -233,6 +262,14 @@ pub struct RunSpec {
     /// when there are none, so every other run keeps its id and file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fail_slow: Option<FailSlowSetting>,
+    /// Steering mechanisms `sandook` and `fusionraid+` run, as `sim --steer` takes them
+    /// (`weights,congestion`, `none`); `None` = all three (the default). This and `slo` are
+    /// left out of the JSON (and the id) at their defaults, as the fields above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steer: Option<String>,
+    /// Search for the highest load meeting a latency target instead of one run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloSpec>,
     /// Arrivals stop after this much virtual time (trace replays: the whole trace).
     pub duration_ms: Option<u64>,
     /// Requests arriving before this are left out of the statistics.
@@ -263,6 +300,8 @@ impl RunSpec {
             hdds: 0,
             offload: false,
             fail_slow: None,
+            steer: None,
+            slo: None,
             duration_ms: Some(duration_ms),
             warmup_ms: duration_ms / 10,
             settle_ms: 0,
@@ -291,6 +330,9 @@ impl RunSpec {
             }
             LoadSpec::RandomWrites { iops } => {
                 let _ = write!(s, "_rw{}k", iops / 1000);
+            }
+            LoadSpec::Synthetic { tenants } => {
+                let _ = write!(s, "_syn{}", tenants.len());
             }
         }
         if let Some(l) = &self.level {
@@ -335,6 +377,12 @@ impl RunSpec {
         if let Some(f) = &self.fail_slow {
             let _ = write!(s, "_fs{}", f.id_part());
         }
+        if let Some(m) = &self.steer {
+            let _ = write!(s, "_steer-{}", m.replace(' ', "").replace(',', "+"));
+        }
+        if let Some(o) = &self.slo {
+            s.push_str(&o.label());
+        }
         if let Some(d) = self.duration_ms {
             let _ = write!(s, "_{d}ms");
         }
@@ -354,6 +402,12 @@ impl RunSpec {
             LoadSpec::Trace { .. } => Vec::new(),
             LoadSpec::TraceMix { workloads, .. } => workloads.clone(),
             LoadSpec::RandomWrites { .. } => return vec![RANDOM_WRITES_TENANT.to_string()],
+            LoadSpec::Synthetic { tenants } => {
+                return synthetic_tenants(tenants)
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+            }
         };
         let trace = !matches!(self.load, LoadSpec::Mix { .. });
         trace
@@ -372,6 +426,12 @@ impl RunSpec {
             offload: self.offload,
             ..Default::default()
         };
+        if let Some(m) = &self.steer {
+            let names = m.split(',').map(str::trim);
+            sc.scheme_options.steer =
+                SteerConfig::with_mechanisms(names.filter(|p| !p.is_empty() && *p != "none"))
+                    .expect("mechanisms the experiment names");
+        }
         sc.pool.device = self.device.clone();
         sc.pool.aged = self.aged;
         sc.pool.spikes = self.spikes.map(SpikeSetting::spec);
@@ -439,9 +499,24 @@ impl RunSpec {
                 let t = WorkloadSpec::uniform(RANDOM_WRITES_TENANT, 0.0, 4096, *iops as f64, bytes);
                 Load::Synthetic { tenants: vec![t] }
             }
+            LoadSpec::Synthetic { tenants } => Load::Synthetic {
+                tenants: synthetic_tenants(tenants),
+            },
         };
         sc
     }
+}
+
+/// The tenants of [`LoadSpec::Synthetic`], named `syn0`, `syn1`, ... where the spec names
+/// none (as `sim --synthetic` names them).
+fn synthetic_tenants(tenants: &[String]) -> Vec<WorkloadSpec> {
+    tenants
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            parse_synthetic(t, &format!("syn{i}")).expect("a tenant the experiment spells")
+        })
+        .collect()
 }
 
 /// 64-bit FNV-1a: a stable hash (std's `DefaultHasher` may change between releases).

@@ -211,6 +211,18 @@ pub fn search(
     opts: &SloOptions,
     on_probe: &mut dyn FnMut(&Probe),
 ) -> Result<SloResult, SimError> {
+    search_keeping(base, target, opts, on_probe).map(|(r, _)| r)
+}
+
+/// [`search`], also handing back the full output of one run: the best load's, or where no
+/// load met the target the lowest load's (the `sandook` evaluation keeps it as the run's
+/// report).
+pub fn search_keeping(
+    base: &Scenario,
+    target: &SloTarget,
+    opts: &SloOptions,
+    on_probe: &mut dyn FnMut(&Probe),
+) -> Result<(SloResult, Option<Detailed>), SimError> {
     let bad = SimError::Scenario;
     if let Some(p) = opts.problem().or_else(|| target.problem()) {
         return Err(bad(p));
@@ -228,10 +240,12 @@ pub fn search(
         fail: None,
         note: None,
         on_probe,
+        kept: None,
     };
     s.bracket(opts.start_iops.unwrap_or(own))?;
     s.bisect()?;
-    Ok(s.result())
+    let kept = s.kept.take().map(|(_, _, d)| d);
+    Ok((s.result(), kept))
 }
 
 type Fleet = Vec<Box<dyn DeviceModel>>;
@@ -249,6 +263,8 @@ struct Search<'a> {
     /// Why the search stopped short of a bracket, if a run measured too few requests.
     note: Option<String>,
     on_probe: &'a mut dyn FnMut(&Probe),
+    /// The run [`search_keeping`] hands back so far: its load, whether it passed, its output.
+    kept: Option<(f64, bool, Detailed)>,
 }
 
 impl Search<'_> {
@@ -292,7 +308,8 @@ impl Search<'_> {
             Some(f) => Sim::with_fleet(&sc, f)?,
             None => Sim::new(&sc)?,
         };
-        let p = match self.judge(offered, &sc, &sim.run_detailed(&mut |_| {})?) {
+        let detailed = sim.run_detailed(&mut |_| {})?;
+        let p = match self.judge(offered, &sc, &detailed) {
             Ok(p) => p,
             Err(short) if self.probes.is_empty() => return Err(SimError::Scenario(short)),
             Err(short) => {
@@ -309,6 +326,14 @@ impl Search<'_> {
         }
         if !passed && offered_at(self.fail).is_none_or(|f| offered < f) {
             self.fail = Some(i);
+        }
+        let keep = match &self.kept {
+            None => true,
+            Some((o, true, _)) => passed && offered > *o,
+            Some((o, false, _)) => passed || offered < *o,
+        };
+        if keep {
+            self.kept = Some((offered, passed, detailed));
         }
         self.probes.push(p);
         Ok(Some(passed))

@@ -148,6 +148,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons: comparisons.clone(),
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "5. Clean vs aged members (paper Fig. 14)".into(),

@@ -201,6 +201,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "6. Consumer SSD members: Fig. 12's systems where devices spike (not a \

@@ -261,6 +261,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title:

@@ -277,6 +277,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "4. Spike detection and redirection (paper Table 6 and Fig. 13d)".into(),

@@ -276,6 +276,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons: comps,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "12. Fail-slow members (not a paper figure)".into(),

@@ -143,6 +143,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "2. Incremental impact: 4-RAID5 -> RAID50 -> 4-RAIDM -> Fusion-ND -> FusionRAID (paper Fig. 12)".into(),

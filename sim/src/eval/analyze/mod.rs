@@ -11,6 +11,7 @@ mod incremental;
 mod nvram;
 mod overall;
 mod pitfalls;
+mod sandook;
 mod sensitivity;
 mod serw;
 mod trace;
@@ -206,6 +207,10 @@ pub struct ExperimentJson {
     pub runs: Vec<String>,
     /// Runs that failed, with the reason.
     pub failed: Vec<(String, String)>,
+    /// The experiment's own sizes where `summary.json`'s `size` leaves them out (so that
+    /// plans without the experiment keep their files); absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<serde_json::Value>,
 }
 
 pub struct Table {
@@ -251,6 +256,7 @@ pub fn analyze(e: ExpId, plan: &Plan, res: &Results) -> ExperimentOutput {
         ExpId::Pitfalls => pitfalls::analyze(plan, res),
         ExpId::Serw => serw::analyze(plan, res),
         ExpId::FailSlow => failslow::analyze(plan, res),
+        ExpId::Sandook => sandook::analyze(plan, res),
     };
     let runs = plan.runs_of(e);
     out.json.runs = runs.iter().map(RunSpec::id).collect();

@@ -195,6 +195,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "7. NV-RAID buffer-size sweep (paper Fig. 11b)".into(),

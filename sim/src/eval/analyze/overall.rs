@@ -153,6 +153,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "1. Overall comparison over random 4-workload mixes (paper Fig. 10)".into(),

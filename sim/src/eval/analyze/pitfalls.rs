@@ -377,6 +377,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons: comps.clone(),
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: format!("10. {title}"),

@@ -433,6 +433,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons: comps,
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "11. Write offload to HDD logs (SeRW; not a paper figure)".into(),

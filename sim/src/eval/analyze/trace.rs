@@ -145,6 +145,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
             comparisons: comparisons.clone(),
             runs: Vec::new(),
             failed: Vec::new(),
+            size: None,
         },
         section: Section {
             title: "8. The real TPC-C trace, alone and in a mix".into(),
