@@ -49,8 +49,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     experiment adds 6 runs to --tiny and 24 to full; --quick leaves it out unless --only \
     names it (12 runs, 32 minutes on 2 workers measured 2026-11-26 with other benchmarks \
     running: its runs last 25-55 s of virtual time at saturation; docs/EVALUATION.md, \
-    \"Pitfalls\"). Issue 21's serw experiment adds 3 runs to --tiny, 9 to --quick and 18 to \
-    full (2-4 s each on the loaded VM). The failslow experiment (issue 23) adds 22 runs to \
+    \"Pitfalls\"). Issue 21's serw experiment adds 6 runs to --tiny, 12 to --quick and 24 to \
+    full, a third of them the TPC-C trace (2-4 s each on the loaded VM). The failslow experiment (issue 23) adds 22 runs to \
     --tiny (2 s alone), 22 to --quick (its 30 runs alone: 96 s on 2 workers of the loaded VM; \
     its healthy runs are sensitivity's) and 46 to full (60 alone: 316 s on 2 workers; its \
     healthy runs are fig12's and fig14's). Issue 20's sandook experiment runs in the full size \

@@ -408,6 +408,17 @@ impl Plan {
         self.size.serw.run(arm, load, self.seed, rep)
     }
 
+    /// The `serw` experiment's replay of the TPC-C trace on `arm`, seed number `rep` (none
+    /// without a trace).
+    pub fn serw_trace_run(&self, arm: Arm, rep: usize) -> Option<RunSpec> {
+        let path = self.trace.clone()?;
+        Some(
+            self.size
+                .serw
+                .trace_run(arm, path, self.size.trace_ms, self.seed, rep),
+        )
+    }
+
     /// The `failslow` experiment's run of `scheme` in `case`, seed number `rep`.
     pub fn failslow_run(&self, scheme: &str, case: Case, rep: usize) -> RunSpec {
         self.size
@@ -516,6 +527,9 @@ impl Plan {
                     for rep in 0..s.seeds {
                         v.extend(Arm::ALL.iter().map(|&a| self.serw_run(a, load, rep)));
                     }
+                }
+                for rep in 0..s.seeds {
+                    v.extend(Arm::ALL.iter().filter_map(|&a| self.serw_trace_run(a, rep)));
                 }
             }
             ExpId::FailSlow => {

@@ -13,6 +13,8 @@
 //! [`Figures`] are what the talk reports: read mean and tail, SSD bytes written, the share of
 //! replica writes redirected, HDD utilisation.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 use super::experiments::MAIN_MIX;
@@ -78,6 +80,32 @@ impl SerwSize {
 
     /// The run of `arm` at `load`, seed number `rep` after `seed`.
     pub fn run(&self, arm: Arm, load: f64, seed: u64, rep: usize) -> RunSpec {
+        let load_spec = LoadSpec::Mix {
+            workloads: MAIN_MIX.to_vec(),
+        };
+        let mut r = self.arm_run(arm, load_spec, seed, rep);
+        r.load_scale = load;
+        r
+    }
+
+    /// The run of `arm` replaying the trace at `path` once at its timestamps (the TPC-C
+    /// trace, the talk's other workload), at most `duration_ms` of it, seed number `rep`.
+    pub fn trace_run(
+        &self,
+        arm: Arm,
+        path: PathBuf,
+        duration_ms: Option<u64>,
+        seed: u64,
+        rep: usize,
+    ) -> RunSpec {
+        let mut r = self.arm_run(arm, LoadSpec::Trace { path }, seed, rep);
+        r.duration_ms = duration_ms;
+        r.warmup_ms = 0;
+        r
+    }
+
+    /// `load` on `arm`'s pool, seed number `rep` after `seed`.
+    fn arm_run(&self, arm: Arm, load: LoadSpec, seed: u64, rep: usize) -> RunSpec {
         let pool = match (self.member_bytes, self.volume_bytes) {
             (Some(member_bytes), Some(volume_bytes)) => PoolSize::Array {
                 disks: self.ssds,
@@ -90,18 +118,14 @@ impl SerwSize {
                 width: self.width,
             },
         };
-        let load_spec = LoadSpec::Mix {
-            workloads: MAIN_MIX.to_vec(),
-        };
         let mut r = RunSpec::new(
             "fusionraid",
-            load_spec,
+            load,
             self.duration_ms,
             seed.wrapping_add(rep as u64),
             pool,
         );
         r.warmup_ms = self.warmup_ms;
-        r.load_scale = load;
         r.hdds = if arm == Arm::NoHdd { 0 } else { self.hdds };
         r.offload = arm == Arm::On;
         r
@@ -188,6 +212,33 @@ mod tests {
         for e in ExpId::ALL.iter().filter(|&&e| e != ExpId::Serw) {
             assert!(every.runs_of(*e).iter().all(|r| !ids.contains(&r.id())));
         }
+    }
+
+    /// With a trace, every seed adds the three pools replaying it once, whole, on the same
+    /// pools as the mix runs; without one, none.
+    #[test]
+    fn serw_replays_the_trace_on_each_pool_when_there_is_one() {
+        let trace = PathBuf::from("t.trace");
+        let p = Plan::new(
+            Size::of(SizeName::Quick),
+            7,
+            Some(trace.clone()),
+            vec![ExpId::Serw],
+        );
+        let s = &p.size.serw;
+        let runs = p.all_runs();
+        assert_eq!(runs.len(), (s.loads.len() + 1) * s.seeds * 3);
+        let [none, off, on] = Arm::ALL.map(|a| p.serw_trace_run(a, 0).expect("a trace"));
+        for r in [&none, &off, &on] {
+            assert!(matches!(&r.load, LoadSpec::Trace { path } if *path == trace));
+            assert_eq!((r.duration_ms, r.warmup_ms, r.load_scale), (None, 0, 1.0));
+            assert!(runs.contains(r));
+        }
+        assert_eq!((none.hdds, off.hdds, on.hdds), (0, 2, 2));
+        assert_eq!((off.offload, on.offload), (false, true));
+        assert_eq!(on.pool, p.serw_run(Arm::On, 0.3, 0).pool);
+        let no_trace = Plan::new(Size::of(SizeName::Quick), 7, None, vec![ExpId::Serw]);
+        assert!(no_trace.serw_trace_run(Arm::On, 0).is_none());
     }
 
     /// The tiny run (load 0.5, 60 ms on 4 GiB members): with offload on some replica writes
