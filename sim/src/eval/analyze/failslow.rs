@@ -164,13 +164,7 @@ fn comparisons(plan: &Plan, cells: &[Cell]) -> (Vec<Comparison>, Vec<Comparison>
         }
     }
     let s = &plan.size.failslow;
-    let members = plan
-        .failslow_run("fusionraid", Case::One, 0)
-        .scenario()
-        .pool
-        .disks;
-    let p = PERSEUS_FAILSLOW_DRIVES;
-    let pool_one = 1.0 - (1.0 - p).powi(members as i32);
+    let (members, pool_one) = pool_odds(plan);
     let context = vec![
         Comparison::text(
             &format!(
@@ -192,7 +186,7 @@ fn comparisons(plan: &Plan, cells: &[Cell]) -> (Vec<Comparison>, Vec<Comparison>
             &format!(
                 "{} ({} of drives fail-slow)",
                 fmt_value(pool_one, "%"),
-                fmt_value(p, "%")
+                fmt_value(PERSEUS_FAILSLOW_DRIVES, "%")
             ),
             "%",
             PERSEUS_SOURCE,
@@ -309,14 +303,21 @@ fn intro(plan: &Plan) -> String {
     )
 }
 
-fn fleet(plan: &Plan) -> String {
+/// The pool's member count, and the chance that at least one of them is fail-slow at
+/// Perseus's per-drive rate.
+fn pool_odds(plan: &Plan) -> (usize, f64) {
     let members = plan
         .failslow_run("fusionraid", Case::One, 0)
         .scenario()
         .pool
         .disks;
+    let one = 1.0 - (1.0 - PERSEUS_FAILSLOW_DRIVES).powi(members as i32);
+    (members, one)
+}
+
+fn fleet(plan: &Plan) -> String {
+    let (members, one) = pool_odds(plan);
     let p = PERSEUS_FAILSLOW_DRIVES;
-    let one = 1.0 - (1.0 - p).powi(members as i32);
     let two = (members * (members - 1) / 2) as f64 * p * p;
     format!(
         "How rare the state is: Tail at Store finds an SSD more than {}x slower than its RAID \
