@@ -412,9 +412,6 @@ struct Layout {
 /// A block whose pages a relocation moves, with its mapping when read.
 type Owner = (u64, crate::volume::Entry, Vec<crate::volume::PatchNode>);
 
-/// Pins every stripe the moved blocks (`picked`, whole) and the owners of the moved runs
-/// are read from, so none is reused while the move is out; returns the picked blocks'
-/// mappings as they were (a block rewritten meanwhile is not remapped) and the pins.
 /// Moved pages where the layout placed them: segment `i` (`data[i]`) goes to pages
 /// `[at, at + count)` of column `col` (`cols[col - first_col]`). Columns are built in page
 /// order, so only gaps are zeroed, not pages a copy overwrites next (a relocation's
@@ -441,6 +438,9 @@ fn place_segments(
     }
 }
 
+/// Pins every stripe the moved blocks (`picked`, whole) and the owners of the moved runs
+/// are read from, so none is reused while the move is out; returns the picked blocks'
+/// mappings as they were (a block rewritten meanwhile is not remapped) and the pins.
 fn pin_sources(
     v: &mut super::vol::Vol,
     picked: &[u64],
