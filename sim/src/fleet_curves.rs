@@ -7,6 +7,7 @@
 //! pool naming it.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use fusionraid_core::steer::{DeviceCurves, Percentile};
@@ -37,6 +38,16 @@ pub fn preset_curves(name: &str) -> Result<Arc<DeviceCurves>, String> {
     let c = Arc::new(sweep_preset(name, &SweepOptions::default())?);
     *s = Some(c.clone());
     Ok(c)
+}
+
+/// Where the measured load-latency profiles are (`<serial>_<mix>.csv`): `FUSIONRAID_PROFILES`,
+/// or the shared data directory next to the checkout this binary was built from.
+pub fn profiles_dir() -> PathBuf {
+    std::env::var_os("FUSIONRAID_PROFILES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/ssd-profiles")
+        })
 }
 
 /// Every member's curves, in disk order.

@@ -13,6 +13,7 @@
 //! The result holds every run and the bracket; with an "ideal" figure (for instance the sum
 //! of the members' peak IOPS) it also gives achieved / ideal.
 
+mod bound;
 mod table;
 mod target;
 
@@ -20,6 +21,7 @@ use fusionraid_core::Nanos;
 use fusionraid_devices::DeviceModel;
 use serde::Serialize;
 
+pub use bound::{SegregationBound, segregation_bound};
 pub use target::{SloOps, SloTarget};
 
 use crate::driver::{Detailed, Sim, SimError, build_fleet};

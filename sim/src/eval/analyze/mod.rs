@@ -12,6 +12,7 @@ mod nvram;
 mod overall;
 mod pitfalls;
 mod sandook;
+mod segregation_bound;
 mod sensitivity;
 mod serw;
 mod trace;

@@ -486,15 +486,18 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
         cells: slo_cells,
     };
     let (talk, mut targets) = slo_comparisons(&fs);
+    let (bound, bound_comps) = super::segregation_bound::bound_table();
     let (iso_block, iso_table, iso_targets, iso_fig) = isolation(plan, res);
     let (mix_lb, mix_table, mix_targets) = mix(plan, res);
     targets.extend(iso_targets);
     targets.extend(mix_targets);
     let mut comps = talk.clone();
+    comps.extend(bound_comps);
     comps.extend(targets.iter().cloned());
     let headline: Vec<Comparison> = talk.iter().take(1).chain(&targets).cloned().collect();
     let mut tables = vec![
         slo_table(plan, &fs),
+        bound,
         comparison_table("Against the Sandook talk and the issue's targets", &comps),
         iso_table,
         mix_table,

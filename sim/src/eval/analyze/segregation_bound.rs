@@ -1,0 +1,172 @@
+//! What segregation can gain at most on the `sandook` experiment's fleet, from curves alone
+//! ([`crate::slo::segregation_bound`]): on the device models the simulator runs, and on the
+//! measured profiles those models were fitted to. The load search measures what the
+//! mechanisms get; this says how much there was to get, so a shortfall can be told apart
+//! from a ceiling the drives set.
+
+use fusionraid_core::steer::{DeviceCurves, Percentile};
+use fusionraid_devices::curves::load_serial;
+use fusionraid_devices::presets::fleet;
+
+use super::super::paper::{SANDOOK_SEGREGATION_IOPS, SANDOOK_SOURCE};
+use super::super::sandook::FLEET;
+use super::{Comparison, Table};
+use crate::fleet_curves::{preset_curves, profiles_dir};
+use crate::slo::{SegregationBound, segregation_bound};
+
+/// The SLO load's read share and Sandook's copies per write.
+const READ_SHARE: f64 = 0.9;
+const COPIES: u32 = 2;
+
+/// One source of curves and what it bounds, at P90 and P99.
+struct Row {
+    source: &'static str,
+    bounds: Vec<(Percentile, Option<SegregationBound>)>,
+    error: Option<String>,
+}
+
+fn bounds(curves: &[DeviceCurves]) -> Vec<(Percentile, Option<SegregationBound>)> {
+    let refs: Vec<&DeviceCurves> = curves.iter().collect();
+    [Percentile::P90, Percentile::P99]
+        .into_iter()
+        .map(|p| (p, segregation_bound(&refs, READ_SHARE, COPIES, p)))
+        .collect()
+}
+
+fn rows() -> Vec<Row> {
+    let names = fleet(FLEET).expect("the experiment's fleet is a named fleet");
+    let models: Result<Vec<DeviceCurves>, String> = names
+        .iter()
+        .map(|n| preset_curves(n).map(|c| (*c).clone()))
+        .collect();
+    let dir = profiles_dir();
+    let measured: Result<Vec<DeviceCurves>, String> = names
+        .iter()
+        .map(|n| load_serial(&dir, &n.to_uppercase()))
+        .collect();
+    let row = |source, r: Result<Vec<DeviceCurves>, String>| match r {
+        Ok(c) => Row {
+            source,
+            bounds: bounds(&c),
+            error: None,
+        },
+        Err(e) => Row {
+            source,
+            bounds: Vec::new(),
+            error: Some(e),
+        },
+    };
+    vec![
+        row("device models (swept, as the simulator runs them)", models),
+        row(
+            "measured profiles (what the models were fitted to)",
+            measured,
+        ),
+    ]
+}
+
+fn pname(p: Percentile) -> &'static str {
+    match p {
+        Percentile::P50 => "P50",
+        Percentile::P90 => "P90",
+        Percentile::P99 => "P99",
+    }
+}
+
+/// The table, and the bound at P90 on the measured profiles next to the talk's gain.
+pub fn bound_table() -> (Table, Vec<Comparison>) {
+    let mut table_rows = Vec::new();
+    let mut comps = Vec::new();
+    let (lo, hi) = SANDOOK_SEGREGATION_IOPS;
+    for r in rows() {
+        if let Some(e) = &r.error {
+            table_rows.push(vec![
+                r.source.into(),
+                "-".into(),
+                format!("not computed: {e}"),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        }
+        for (p, b) in &r.bounds {
+            let Some(b) = b else { continue };
+            table_rows.push(vec![
+                r.source.into(),
+                format!("{} < 1 ms", pname(*p)),
+                format!("{:.2} M", b.mixed_iops / 1e6),
+                format!("{:.2} M", b.segregated_iops / 1e6),
+                b.writers.len().to_string(),
+                format!("{:.2}x", b.gain()),
+                format!("{:.1}%", b.reads_on_writers * 100.0),
+            ]);
+            if *p == Percentile::P90 {
+                comps.push(Comparison::new(
+                    &format!("sandook: most segregation can gain at P90, {}", r.source),
+                    Some(b.gain()),
+                    Some(hi / lo),
+                    "x",
+                    SANDOOK_SOURCE,
+                ));
+            }
+        }
+    }
+    let table = Table {
+        caption: format!(
+            "What segregation can gain at most on `{FLEET}`, from the curves alone (no \
+             simulation): user requests per second with {:.0}% reads and {COPIES} copies per \
+             write ({:.0}% of the members' requests are writes), every member at that mix \
+             against the best split into write-only and read-only members, each at its \
+             curve's peak (Sandook's 1 ms rule). Both are upper bounds; their ratio is the \
+             most the load search's segregation arm could gain over its weights-only arm. \
+             The last column is the share of reads whose {COPIES} copies both sit on a writer \
+             when copies are placed at random: above the percentile's allowance (10% at \
+             P90, 1% at P99) the writers' reads set the percentile and the bound is out of \
+             reach",
+            READ_SHARE * 100.0,
+            100.0 * (1.0 - READ_SHARE) * f64::from(COPIES)
+                / (READ_SHARE + (1.0 - READ_SHARE) * f64::from(COPIES)),
+        ),
+        header: [
+            "curves",
+            "percentile",
+            "every member mixed",
+            "best segregation",
+            "writers",
+            "most segregation gains",
+            "reads left on writers",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: table_rows,
+    };
+    (table, comps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fleet_models_bound_segregation_at_p90_and_gain_more_at_p99() {
+        let names = fleet(FLEET).unwrap();
+        let models: Vec<DeviceCurves> = names
+            .iter()
+            .map(|n| (*preset_curves(n).unwrap()).clone())
+            .collect();
+        let b = bounds(&models);
+        let gain = |p| {
+            b.iter()
+                .find(|(q, _)| *q == p)
+                .and_then(|(_, b)| b.as_ref())
+                .unwrap()
+                .gain()
+        };
+        // Reads hurt by writes far more at the tail than at P90 (the profiles' shape the
+        // models were fitted to), so splitting them apart pays more at P99.
+        assert!(gain(Percentile::P99) > gain(Percentile::P90) * 1.2, "{b:?}");
+        assert!(gain(Percentile::P90) > 1.0, "{b:?}");
+    }
+}
