@@ -113,6 +113,79 @@ fn all_copies_within(n: usize, w: usize, copies: u32) -> f64 {
         .product()
 }
 
+/// How few of a read-only tenant's reads any write set leaves on writers, the members whose
+/// reads wait behind flash programs (issue 20's isolation target). The fewest writers are
+/// the members with the highest write-only peaks whose sum carries the pool's device writes;
+/// every larger set leaves more reads on writers, so this is a floor for every placement
+/// that keeps writes on a write set.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IsolationFloor {
+    /// The fewest members whose write-only peaks carry the device writes.
+    pub writers: usize,
+    /// Share of reads of single-copy RAID blocks that land on a writer and cannot be rebuilt
+    /// without reading another writer (more writers in the stripe than it has parity).
+    pub parity_reads_on_writers: f64,
+    /// Share of reads whose `copies` copies (on distinct members at random) are all on
+    /// writers.
+    pub replica_reads_on_writers: f64,
+}
+
+/// The floor for `members` carrying `device_write_iops` 4 KiB writes per second, at
+/// percentile `p`, for stripes `width` wide with `nparity` parity columns and replicas of
+/// `copies`. None when the members cannot carry the writes at all.
+pub fn isolation_floor(
+    members: &[&DeviceCurves],
+    device_write_iops: f64,
+    p: Percentile,
+    width: usize,
+    nparity: usize,
+    copies: u32,
+) -> Option<IsolationFloor> {
+    let mut peaks: Vec<f64> = members.iter().map(|c| c.peak_iops(1.0, p)).collect();
+    peaks.sort_by(|a, b| b.total_cmp(a));
+    let mut carried = 0.0;
+    let writers = peaks.iter().position(|&x| {
+        carried += x;
+        carried >= device_write_iops
+    })? + 1;
+    let writers = writers.max(copies as usize);
+    let n = members.len();
+    Some(IsolationFloor {
+        writers,
+        parity_reads_on_writers: parity_reads_on_writers(n, width, nparity, writers),
+        replica_reads_on_writers: all_copies_within(n, writers, copies),
+    })
+}
+
+/// Share of reads of RAID columns (spread evenly over `n` members, stripes of `width` on
+/// distinct members) whose member is one of `w` writers and whose stripe holds more than
+/// `nparity - 1` other writers, so no rebuild avoids them: `w/n` times the hypergeometric
+/// tail of writers among the stripe's other columns.
+pub fn parity_reads_on_writers(n: usize, width: usize, nparity: usize, w: usize) -> f64 {
+    if w == 0 || n == 0 {
+        return 0.0;
+    }
+    let others = width.saturating_sub(1);
+    let pool = n - 1;
+    let other_writers = w - 1;
+    // P(X = x) for x writers among `others` drawn from `pool` holding `other_writers`.
+    let ln_choose = |a: usize, b: usize| -> f64 {
+        if b > a {
+            return f64::NEG_INFINITY;
+        }
+        (1..=b).map(|i| ((a - b + i) as f64 / i as f64).ln()).sum()
+    };
+    let total = ln_choose(pool, others);
+    let blocked: f64 = (nparity..=others.min(other_writers))
+        .map(|x| {
+            (ln_choose(other_writers, x) + ln_choose(pool - other_writers, others - x) - total)
+                .exp()
+        })
+        // From +0.0: an empty f64 sum is -0.0, which prints as "-0.0%".
+        .fold(0.0, |a, b| a + b);
+    w as f64 / n as f64 * blocked.min(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use fusionraid_core::steer::{CurvePoint, LoadCurve};
@@ -201,5 +274,43 @@ mod tests {
         assert!(segregation_bound(&[&d, &d], 1.0, 2, Percentile::P90).is_none());
         assert!(segregation_bound(&[&d, &d], 0.0, 2, Percentile::P90).is_none());
         assert!(segregation_bound(&[&d], 0.9, 2, Percentile::P90).is_none());
+    }
+
+    #[test]
+    fn parity_reads_on_writers_counts_stripes_with_more_writers_than_parity() {
+        // One writer: every read of it is rebuilt from the rest, RAID5 or RAID6.
+        assert_eq!(parity_reads_on_writers(12, 6, 1, 1), 0.0);
+        // Two writers of 12, RAID5 5+1: a read of a writer (2/12) is stuck when the other
+        // writer is among its stripe's 5 other columns (5/11).
+        let r5 = parity_reads_on_writers(12, 6, 1, 2);
+        assert!((r5 - 2.0 / 12.0 * 5.0 / 11.0).abs() < 1e-12, "{r5}");
+        // RAID6 4+2 tolerates that one: stuck only with both other writers in the stripe.
+        assert_eq!(parity_reads_on_writers(12, 6, 2, 2), 0.0);
+        let r6 = parity_reads_on_writers(12, 6, 2, 3);
+        let want = 3.0 / 12.0 * (10.0 * 9.0 * 8.0 * 7.0 * 6.0 / 120.0 / 2.0) / 462.0;
+        // C(2,2) C(9,3) / C(11,5) = 84 / 462.
+        assert!(
+            (r6 - 3.0 / 12.0 * 84.0 / 462.0).abs() < 1e-12,
+            "{r6} {want}"
+        );
+        // Every member a writer: every read is stuck.
+        assert!((parity_reads_on_writers(12, 6, 1, 12) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_isolation_floor_takes_the_fewest_writers_that_carry_the_writes() {
+        let fast = dev(&[(0, 900e3), (1000, 400e3)]);
+        let slow = dev(&[(0, 900e3), (1000, 100e3)]);
+        let pool: Vec<&DeviceCurves> = (0..12).map(|i| if i < 3 { &fast } else { &slow }).collect();
+        // 950K writes/s: the three fast drives (3 x 380K) carry it, two do not.
+        let f = isolation_floor(&pool, 950e3, Percentile::P90, 6, 1, 2).unwrap();
+        assert_eq!(f.writers, 3, "{f:?}");
+        assert!((f.replica_reads_on_writers - 3.0 / 12.0 * 2.0 / 11.0).abs() < 1e-12);
+        assert!((f.parity_reads_on_writers - parity_reads_on_writers(12, 6, 1, 3)).abs() < 1e-15);
+        // More than the pool can write: no floor.
+        assert!(isolation_floor(&pool, 10e6, Percentile::P90, 6, 1, 2).is_none());
+        // A tiny write rate still needs one writer per copy.
+        let g = isolation_floor(&pool, 1.0, Percentile::P90, 6, 1, 2).unwrap();
+        assert_eq!(g.writers, 2);
     }
 }

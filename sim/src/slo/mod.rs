@@ -21,7 +21,9 @@ use fusionraid_core::Nanos;
 use fusionraid_devices::DeviceModel;
 use serde::Serialize;
 
-pub use bound::{SegregationBound, segregation_bound};
+pub use bound::{
+    IsolationFloor, SegregationBound, isolation_floor, parity_reads_on_writers, segregation_bound,
+};
 pub use target::{SloOps, SloTarget};
 
 use crate::driver::{Detailed, Sim, SimError, build_fleet};

@@ -500,6 +500,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
         bound,
         comparison_table("Against the Sandook talk and the issue's targets", &comps),
         iso_table,
+        super::segregation_bound::isolation_table(),
         mix_table,
     ];
     tables.extend(mix_lb.tables);

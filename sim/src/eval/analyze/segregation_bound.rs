@@ -9,10 +9,11 @@ use fusionraid_devices::curves::load_serial;
 use fusionraid_devices::presets::fleet;
 
 use super::super::paper::{SANDOOK_SEGREGATION_IOPS, SANDOOK_SOURCE};
-use super::super::sandook::FLEET;
+use super::super::sandook::{FLEET, FLEET_WIDTH, WRITER_TENANTS};
 use super::{Comparison, Table};
 use crate::fleet_curves::{preset_curves, profiles_dir};
-use crate::slo::{SegregationBound, segregation_bound};
+use crate::slo::{SegregationBound, isolation_floor, segregation_bound};
+use crate::workload::parse_synthetic;
 
 /// The SLO load's read share and Sandook's copies per write.
 const READ_SHARE: f64 = 0.9;
@@ -21,6 +22,7 @@ const COPIES: u32 = 2;
 /// One source of curves and what it bounds, at P90 and P99.
 struct Row {
     source: &'static str,
+    curves: Vec<DeviceCurves>,
     bounds: Vec<(Percentile, Option<SegregationBound>)>,
     error: Option<String>,
 }
@@ -48,10 +50,12 @@ fn rows() -> Vec<Row> {
         Ok(c) => Row {
             source,
             bounds: bounds(&c),
+            curves: c,
             error: None,
         },
         Err(e) => Row {
             source,
+            curves: Vec::new(),
             bounds: Vec::new(),
             error: Some(e),
         },
@@ -70,6 +74,82 @@ fn pname(p: Percentile) -> &'static str {
         Percentile::P50 => "P50",
         Percentile::P90 => "P90",
         Percentile::P99 => "P99",
+    }
+}
+
+/// The writer tenants' device writes in 4 KiB pages per second, `COPIES` copies each (the
+/// replicated area and Sandook's log alike).
+fn writer_device_writes() -> f64 {
+    WRITER_TENANTS
+        .iter()
+        .map(|t| {
+            let w = parse_synthetic(t, "w").expect("the experiment's tenants parse");
+            w.iops * w.write_ratio * w.write_sizes.mean_bytes() / 4096.0 * f64::from(COPIES)
+        })
+        .sum()
+}
+
+/// How few of the isolation reader's reads any write set leaves on writers, per source of
+/// curves: the floor under the isolation target.
+pub fn isolation_table() -> Table {
+    let writes = writer_device_writes();
+    let mut table_rows = Vec::new();
+    for r in rows() {
+        let refs: Vec<&DeviceCurves> = r.curves.iter().collect();
+        let pct = |x: f64| format!("{:.1}%", x * 100.0);
+        let cells = r.error.as_ref().map_or_else(
+            || {
+                let f =
+                    |np| isolation_floor(&refs, writes, Percentile::P90, FLEET_WIDTH, np, COPIES);
+                match (f(1), f(2)) {
+                    (Some(r5), Some(r6)) => vec![
+                        r5.writers.to_string(),
+                        pct(r5.parity_reads_on_writers),
+                        pct(r6.parity_reads_on_writers),
+                        pct(r5.replica_reads_on_writers),
+                    ],
+                    _ => vec![
+                        "the pool cannot carry the writes".into(),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                    ],
+                }
+            },
+            |e| {
+                vec![
+                    format!("not computed: {e}"),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]
+            },
+        );
+        let mut row = vec![r.source.to_string()];
+        row.extend(cells);
+        table_rows.push(row);
+    }
+    Table {
+        caption: format!(
+            "What any write set leaves the isolation reader: the two writers put {:.0}K \
+             4 KiB pages per second on the members ({COPIES} copies of each write); the \
+             fewest members whose write-only P90 peaks carry that, and with that write set \
+             the share of the reader's reads that land on a writer with no way around it \
+             (RAID stripes {FLEET_WIDTH} wide: rebuilding would read another writer; \
+             {COPIES} copies: both on writers). A larger write set leaves more. Keeping the \
+             reader's P99 near its private P99 needs this under 1%",
+            writes / 1e3
+        ),
+        header: [
+            "curves",
+            "fewest writers",
+            "RAID5 5+1 reads on writers",
+            "RAID6 4+2 reads on writers",
+            "2-copy reads on writers",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: table_rows,
     }
 }
 
