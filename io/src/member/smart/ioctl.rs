@@ -1,15 +1,15 @@
 //! Get Log Page through the kernel's NVMe admin passthrough (`NVME_IOCTL_ADMIN_CMD` on the
 //! controller's character device; `linux/nvme_ioctl.h`).
 //!
-//! The crates that wrap this (`nvme-cli-sys`, `nvme-telem`, `libnvme`) are young, have one
-//! maintainer each or bind the C library, for what is one 72-byte struct and one request
-//! number: both are defined here, with the layout checked at compile time.
+//! The crates that wrap this (`nvme-cli-sys`, `nvme-telem`, `libnvme`) are young or bind
+//! the C library, and would bring `nix` or a C build for what is one 72-byte struct and one
+//! request number: both are defined here, the struct's size checked at compile time.
 //!
 //! Not exercised on the development machine (no NVMe device there, virtio disks only): the
 //! struct, the request number and the command words are checked against the header and the
-//! specification by tests, the call itself only on a machine with an NVMe drive. The kernel
-//! allows admin commands to CAP_SYS_ADMIN only; a refusal is an error like any other and the
-//! caller shows no wear.
+//! specification by tests; the call itself needs an NVMe drive and has not run on one. The
+//! kernel allows admin commands to CAP_SYS_ADMIN only; a refusal is an error like any other
+//! and the caller shows no wear.
 
 use std::fs::File;
 use std::io;
