@@ -134,8 +134,9 @@ fn read(ctrl: &Path) -> Reading {
     }
 }
 
-/// The first failure at warn (an NVMe drive whose wear the operator expects to see), the
-/// first success at debug; later readings are not logged.
+/// Logs the first reading only: at warn when it failed (an NVMe drive whose wear the
+/// operator expects to see), at debug when it succeeded. Later readings are not logged;
+/// `status` shows them (a failure as the member's note).
 fn log_once(member: &str, ctrl: &Path, r: &Reading, logged: &mut bool) {
     if *logged {
         return;
