@@ -135,7 +135,10 @@ fn members(o: &mut String, doc: &StatusDoc) {
         .max()
         .unwrap_or(4)
         .max(doc.pool.len());
-    // INDEX: the number `fusionraid fail N` and `replace N SPEC` take.
+    // INDEX: the number `fusionraid fail N` and `replace N SPEC` take. WRITTEN: bytes this
+    // `serve` wrote to the member (every member has it, the measure of use when the device
+    // reports no wear). WEAR: the share of rated endurance the device reports used (an
+    // emulated SSD's model, an NVMe drive's SMART "Percentage Used"), "-" when none.
     let _ = writeln!(
         o,
         "\t{:<w$}  {:>5}  {:<4} {:<8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>6}",
@@ -178,6 +181,9 @@ fn members(o: &mut String, doc: &StatusDoc) {
             m.wear.map_or("-".into(), |x| format!("{:.2}%", x * 100.0)),
             w2 = w - 2
         );
+        if let Some(b) = m.device_written_bytes {
+            let _ = writeln!(o, "\t    device reports {} written over its life", human(b));
+        }
         for n in &m.notes {
             let _ = writeln!(o, "\t    {n}");
         }
@@ -375,6 +381,8 @@ mod tests {
             background_bytes: 0,
             // An emulated SSD reports its wear; the HDD does not.
             wear: (index != 12).then_some(0.0123),
+            // Member 0 stands for an NVMe drive that reports its lifetime writes.
+            device_written_bytes: (index == 0).then_some(3 << 39),
         }
     }
 
@@ -451,8 +459,36 @@ mod tests {
             // Issue 22: the last column is the wear the device reports, "-" when none.
             let wear = if i == 12 { "-" } else { "1.23%" };
             assert_eq!(words.last(), Some(&wear), "{line}");
+            // Every member, reporting wear or not, shows what this serve wrote to it.
+            let n = words.len();
+            assert_eq!(words[n - 6..n - 4], ["120.6", "KiB"], "{line}");
         }
         assert!(text.contains("INDEX") && text.contains("WEAR"), "{text}");
+    }
+
+    /// Issue 22: a device that reports its lifetime writes gets a line under its row;
+    /// the others none.
+    #[test]
+    fn device_reported_writes_follow_the_member_line() {
+        let text = render(&doc());
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.contains("d0.img")).unwrap();
+        assert_eq!(
+            lines[at + 1].trim(),
+            "device reports 1.5 TiB written over its life",
+            "{text}"
+        );
+        assert_eq!(text.matches("written over its life").count(), 1, "{text}");
+    }
+
+    /// Issue 22: a document from a `serve` that predates device-reported writes still reads.
+    #[test]
+    fn members_without_device_writes_in_the_document_still_parse() {
+        let mut v = serde_json::to_value(member(0, MemberState::Healthy)).unwrap();
+        v.as_object_mut().unwrap().remove("device_written_bytes");
+        let m: MemberStatus = serde_json::from_value(v).unwrap();
+        assert_eq!(m.device_written_bytes, None);
+        assert_eq!(m.wear, Some(0.0123));
     }
 
     /// Issue 19: byte counts carry units, never bare numbers ("last 262145", "999B", "1.2M").

@@ -63,9 +63,14 @@ pub struct MemberStatus {
     /// Steering's view of the member, when the scheme steers (sandook, fusionraid+).
     #[serde(default)]
     pub steering: Option<MemberSteering>,
-    /// Share of its rated endurance the member reports used (`Member::wear`; issue 22).
+    /// Share of its rated endurance the member reports used (`Member::wear`; issue 22):
+    /// an emulated SSD's model, an NVMe drive's SMART "Percentage Used".
     #[serde(default)]
     pub wear: Option<f64>,
+    /// Bytes the device reports written over its life (`Member::device_written_bytes`:
+    /// NVMe "Data Units Written"); `bytes_written` is what this `serve` wrote.
+    #[serde(default)]
+    pub device_written_bytes: Option<u64>,
 }
 
 fn ssd() -> String {
@@ -324,6 +329,7 @@ fn member_status(
         unresponsive_seconds: d.detector.unresponsive_ns(obs.now) as f64 / 1e9,
         background_bytes: d.counters.background_bytes,
         wear: m.and_then(|m| m.wear()),
+        device_written_bytes: m.and_then(|m| m.device_written_bytes()),
         steering: engine.disks().steering().map(|st| {
             let id = fusionraid_core::DiskId(i as u32);
             MemberSteering {

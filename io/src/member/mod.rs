@@ -14,6 +14,7 @@ mod bufpool;
 pub mod emu;
 pub mod mem;
 pub mod nbd;
+pub mod smart;
 mod sync;
 pub mod uring;
 
@@ -63,9 +64,17 @@ pub trait Member: Send {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
-    /// Share of its rated endurance the device reports used (0 new, 1 worn out), when it
-    /// reports one: emulated SSDs from their model's flash writes; `None` otherwise.
+    /// Share of its rated endurance the device reports used (0 new, 1 worn out, may exceed
+    /// 1), when it reports one: emulated SSDs from their model's flash writes, `file:`
+    /// members on NVMe drives from SMART "Percentage Used" (`smart`, read off the loop);
+    /// `None` otherwise. Never blocks: a cached value.
     fn wear(&self) -> Option<f64> {
+        None
+    }
+    /// Bytes the device reports its hosts wrote over its whole life (NVMe "Data Units
+    /// Written"), when it reports them; unlike the engine's per-member counters, this
+    /// includes everything written before this `serve` and by other users of the drive.
+    fn device_written_bytes(&self) -> Option<u64> {
         None
     }
 }

@@ -26,6 +26,7 @@ use fusionraid_core::{Data, DevError, DevOp, IoResult, Nanos};
 use io_uring::{opcode, types};
 
 use super::aligned::AlignedBuf;
+use super::smart::SmartMonitor;
 use super::{Completion, Member, MemberError};
 use ring::{Buf, Inflight, Kind, RingState, SharedRing};
 
@@ -39,6 +40,8 @@ pub struct FileMember {
     waiting: VecDeque<(u64, DevOp)>,
     ready: Vec<Completion>,
     notes: Vec<String>,
+    /// SMART / Health reads of the NVMe controller under a block device, when there is one.
+    smart: Option<SmartMonitor>,
     /// The exclusive lock on the file (see `lock_exclusive`), held while this member lives.
     _lock: Arc<File>,
 }
@@ -184,6 +187,11 @@ impl FileMember {
                 ),
             ));
         };
+        let smart = if meta.file_type().is_block_device() {
+            SmartMonitor::for_block_device(name, meta.rdev())
+        } else {
+            None
+        };
         let id = ring.lock().register_member();
         Ok(FileMember {
             name: name.to_string(),
@@ -195,6 +203,7 @@ impl FileMember {
             waiting: VecDeque::new(),
             ready: Vec::new(),
             notes,
+            smart,
             _lock: lock,
         })
     }
@@ -395,9 +404,20 @@ impl Member for FileMember {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+        let mut n = self.notes.clone();
+        n.extend(self.smart.as_ref().and_then(|s| s.note()));
+        n
+    }
+
+    fn wear(&self) -> Option<f64> {
+        self.smart.as_ref()?.health().map(|h| h.wear())
+    }
+
+    fn device_written_bytes(&self) -> Option<u64> {
+        self.smart.as_ref()?.health().map(|h| h.bytes_written())
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,6 +521,23 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().contains("/nonexistent/x"), "{e}");
+    }
+
+    /// Issue 22: a member that is a file reports no device wear, and says nothing about
+    /// SMART (only NVMe block devices are asked).
+    #[test]
+    fn a_file_reports_no_device_wear() {
+        let dir = tempfile::tempdir().unwrap();
+        let waker = Waker::new().unwrap();
+        let ring = SharedRing::new(&waker).unwrap();
+        let m = FileMember::open("f", &dir.path().join("f"), Some(1 << 20), ring).unwrap();
+        assert!(m.smart.is_none());
+        assert_eq!((m.wear(), m.device_written_bytes()), (None, None));
+        assert!(
+            m.notes().iter().all(|n| !n.contains("wear")),
+            "{:?}",
+            m.notes()
+        );
     }
 }
 
