@@ -12,6 +12,8 @@ use crate::pool_config::{PoolFile, VolumeSection};
 pub const MAX_NAME_BYTES: usize = 255;
 /// Hedged reads later than a minute are not hedging.
 pub const MAX_HEDGE_US: u64 = 60_000_000;
+/// A wear ladder's step above half a life holds members back for most of it.
+pub const MAX_WEAR_GAP: f64 = 0.5;
 /// Idle conversion after more than a day is the same as never.
 pub const MAX_IDLE_MS: u64 = 86_400_000;
 /// Detector slots longer than a second could not see a latency spike.
@@ -60,6 +62,12 @@ pub fn check_policies(p: &PoolFile) -> anyhow::Result<()> {
     at_most("`max_requests`", p.max_requests, 1, MAX_REQUESTS)?;
     if let Some(h) = p.hedge_us {
         at_most("`hedge_us`", h, 0, MAX_HEDGE_US)?;
+    }
+    if let Some(g) = p.wear_gap {
+        fraction("`wear_gap`", g, MAX_WEAR_GAP)?;
+        if g == 0.0 {
+            bail!("`wear_gap` is 0; leave it out to turn wear-aware placement off");
+        }
     }
     if let Some(t) = p.raid_threshold {
         at_most("`raid_threshold`", t, 0, MAX_WIDTH)?;

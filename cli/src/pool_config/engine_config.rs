@@ -158,6 +158,7 @@ impl PoolFile {
         f.redirect = redirect;
         f.conversion = self.conversion_policy();
         f.hedge_ns = self.hedge_us.map(|u| u * 1000);
+        f.wear_gap = self.wear_gap;
         f.raid_threshold = self.raid_threshold;
         if self.trim {
             f.trim = fusionraid_core::scheme::fusion::TrimPolicy::on();

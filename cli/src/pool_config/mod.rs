@@ -106,6 +106,12 @@ pub struct PoolFile {
     /// Re-issue a replicated read to the other copy after this many microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge_us: Option<u64>,
+    /// Wear-aware placement (`fusionraid` scheme): keep each member at least this share of
+    /// its rated life (0.05 = 5%) behind the next more worn one, so the members do not wear
+    /// out together (issue 22; docs/EVALUATION.md "Wear-aware placement"). Needs members
+    /// that report wear (emulated SSDs, NVMe drives read as root); off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wear_gap: Option<f64>,
     /// Blocks of a stripe a write must cover to take the RAID path (default: break-even).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raid_threshold: Option<usize>,

@@ -132,6 +132,9 @@ fn hostile_values_are_refused_with_the_field_named() {
         format!("{:#}", PoolFile::parse(&text).unwrap_err())
     };
     assert!(top("hedge_us = 9223372036854775807").contains("hedge_us"));
+    assert!(top("wear_gap = 0.9").contains("wear_gap"));
+    assert!(top("wear_gap = 0").contains("wear_gap"));
+    assert!(top("wear_gap = nan").contains("wear_gap"));
     assert!(top("max_requests = 9223372036854775807").contains("max_requests"));
     assert!(top("block_size = -1").contains("can not be negative"));
     assert!(top("block_size = 1.5").contains("whole number"));

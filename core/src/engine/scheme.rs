@@ -101,6 +101,12 @@ pub trait Scheme {
     fn is_hdd(&self, _disk: DiskId) -> bool {
         false
     }
+    /// Wear-aware placement's ladder, when the scheme skews its writes for wear
+    /// ([`crate::policy::WearLadder`]): drivers feed it the members' wear
+    /// ([`crate::Engine::set_wear`]) and show which members it holds back.
+    fn wear_ladder(&self) -> Option<crate::policy::WearLadder> {
+        None
+    }
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;
 
     /// Steering the scheme runs (see [`crate::steer`]), handed to the engine once at its

@@ -35,6 +35,7 @@ use super::devtime::DeviceTimer;
 use super::status::{Latencies, Observed, snapshot};
 use super::usage::VolumeIo;
 use super::watch::Watch;
+use super::wear_feed::WearFeed;
 use super::{CmdMsg, Ctl};
 use crate::Clock;
 use crate::member::{Completion, Member};
@@ -184,6 +185,7 @@ pub(crate) struct EventLoop {
     devices: DeviceTimer,
     volumes: Vec<VolumeIo>,
     watch: Watch,
+    wear: WearFeed,
     /// Set by a shutdown request: stop admitting, drain, leave by this time.
     leave_by: Option<Instant>,
     /// Draining, every command answered: the engine was told to stop cleanly
@@ -211,6 +213,7 @@ impl EventLoop {
             devices: DeviceTimer::new(disks),
             volumes: vec![VolumeIo::default(); vols],
             watch: Watch::new(disks),
+            wear: WearFeed::default(),
             engine,
             members,
             names,
@@ -266,6 +269,7 @@ impl EventLoop {
         }
         self.watch.members(&self.engine, &self.names, now);
         self.watch.volumes(&self.engine, now);
+        self.wear.tick(now, &mut self.engine, &self.members);
         progress
     }
 

@@ -19,6 +19,7 @@ pub mod latency;
 pub mod status;
 mod usage;
 mod watch;
+mod wear_feed;
 
 use std::collections::VecDeque;
 use std::io;

@@ -252,10 +252,19 @@ pub(crate) fn snapshot(
     uptime_s: f64,
     obs: &Observed,
 ) -> StatusSnapshot {
+    let held = super::wear_feed::held_back(engine);
     let members = names
         .iter()
         .enumerate()
-        .map(|(i, name)| member_status(engine, i, name, members[i].as_deref(), obs))
+        .map(|(i, name)| {
+            let mut s = member_status(engine, i, name, members[i].as_deref(), obs);
+            if i < 64 && held & (1 << i) != 0 {
+                s.notes.push(
+                    "held back by wear-aware placement: too close behind a more worn member".into(),
+                );
+            }
+            s
+        })
         .collect();
     let volumes = (0..engine.volume_count() as u32)
         .filter_map(|v| Some(volume_view(v, engine.volume_status(v)?, obs)))

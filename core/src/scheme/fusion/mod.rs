@@ -513,6 +513,12 @@ impl Scheme for FusionScheme {
         self.cfg.pool.is_hdd(disk)
     }
 
+    fn wear_ladder(&self) -> Option<WearLadder> {
+        self.cfg
+            .wear_gap
+            .map(|gap| WearLadder::new(gap, self.cfg.pool.disks))
+    }
+
     fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId) {
         self.record_member(Record::MemberReplaced {
             member: disk.0 as u16,
