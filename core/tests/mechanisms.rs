@@ -4,31 +4,30 @@
 
 mod common;
 
+use std::ops::Range;
+
 use common::Driver;
+use common::fusion_pool::{driver_over, fusion_driver, pool_geometry};
 use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::scheme::fusion::{
-    FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
+    FusionConfig, FusionScheme, LayoutKind, Level, VolumeConfig,
 };
-use fusionraid_core::{Data, DevOp, DiskId, Engine, EngineConfig, Op, Request};
+use fusionraid_core::{Data, DevOp, DiskId, EngineConfig, Op, Request};
 
 const BS: u64 = 65536;
 
+/// The volume every test here uses: RAID5 6+1, 96 blocks.
+fn volume() -> VolumeConfig {
+    VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)
+}
+
 fn driver(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
     // 8 disks, MOLS, one RAID5 6+1 volume of 96 blocks.
-    let pool = PoolGeometry {
-        disks: 8,
-        disk_bytes: u64::MAX / 4,
-        block_size: BS,
-        data_offset: 4096,
-        layout: LayoutKind::Mols,
-        hdds: Vec::new(),
-    };
-    let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
+    let pool = pool_geometry(8, BS, LayoutKind::Mols, Vec::new());
+    let mut cfg = FusionConfig::new(pool, vec![volume()]);
     cfg.conversion.enabled = false;
     cfg.max_request_bytes = 24 * BS;
     tune(&mut cfg);
-    let scheme = FusionScheme::new(cfg).unwrap();
-    let disk_bytes = 4096 + scheme.blocks_per_disk() * BS;
     let mut ecfg = EngineConfig::new(8);
     ecfg.detector = DetectorConfig {
         slot_ns: 100_000,
@@ -36,7 +35,7 @@ fn driver(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
         x_high: 2,
         x_low: 0,
     };
-    Driver::new(Engine::new(ecfg, Box::new(scheme), 0), 8, disk_bytes, 7)
+    fusion_driver(cfg, ecfg, 7)
 }
 
 fn pattern(tag: u8, len: u64) -> Vec<u8> {
@@ -51,6 +50,21 @@ fn write(d: &mut Driver, id: u64, offset: u64, data: Vec<u8>) {
 
 fn read(d: &mut Driver, id: u64, offset: u64, len: u64) -> Vec<u8> {
     d.read_now(id, offset, len).expect("read ok")
+}
+
+/// Submit a one-page read of each block in `blocks`, ids from `*id` on, without waiting.
+fn submit_page_reads(d: &mut Driver, id: &mut u64, blocks: Range<u64>) {
+    for b in blocks {
+        assert!(d.submit(Request {
+            id: *id,
+            volume: 0,
+            op: Op::Read {
+                offset: b * BS,
+                len: 4096
+            }
+        }));
+        *id += 1;
+    }
 }
 
 #[test]
@@ -309,17 +323,7 @@ fn writes_and_replica_reads_avoid_an_unresponsive_disk() {
     d.disks[3].spike_factor = 200;
     let mut id = 100;
     for round in 0..30u64 {
-        for b in 0..6u64 {
-            assert!(d.submit(Request {
-                id,
-                volume: 0,
-                op: Op::Read {
-                    offset: b * BS,
-                    len: 4096
-                }
-            }));
-            id += 1;
-        }
+        submit_page_reads(&mut d, &mut id, 0..6);
         d.run_until(Some(d.now + 300_000 + round));
     }
     assert!(
@@ -335,15 +339,7 @@ fn writes_and_replica_reads_avoid_an_unresponsive_disk() {
             "disk 3 recovered during the write phase (b = {b}, stragglers {})",
             d.engine.disks().get(DiskId(3)).detector.stragglers()
         );
-        assert!(d.submit(Request {
-            id,
-            volume: 0,
-            op: Op::Write {
-                offset: b * BS,
-                data: Data::Bytes(pattern(b as u8, 15 * 4096)),
-                fua: false
-            }
-        }));
+        assert!(d.submit_write(id, b * BS, pattern(b as u8, 15 * 4096)));
         id += 1;
         d.run_until(Some(d.now + 10_000));
     }
@@ -359,17 +355,7 @@ fn writes_and_replica_reads_avoid_an_unresponsive_disk() {
     );
     // Replicated reads go to the other copy.
     d.log.clear();
-    for b in 10..16u64 {
-        assert!(d.submit(Request {
-            id,
-            volume: 0,
-            op: Op::Read {
-                offset: b * BS,
-                len: 4096
-            }
-        }));
-        id += 1;
-    }
+    submit_page_reads(&mut d, &mut id, 10..16);
     d.run_until(Some(d.now + 10_000));
     assert_eq!(
         d.log.iter().filter(|o| o.read && o.disk == 3).count(),
@@ -379,17 +365,7 @@ fn writes_and_replica_reads_avoid_an_unresponsive_disk() {
     // RAID reads of blocks on disk 3 are rebuilt from the rest of the stripe instead.
     d.log.clear();
     let rebuilt = d.engine.stats().reconstructed_reads;
-    for b in 0..6u64 {
-        assert!(d.submit(Request {
-            id,
-            volume: 0,
-            op: Op::Read {
-                offset: b * BS,
-                len: 4096
-            }
-        }));
-        id += 1;
-    }
+    submit_page_reads(&mut d, &mut id, 0..6);
     d.run_until(Some(d.now + 10_000));
     assert_eq!(
         d.log.iter().filter(|o| o.read && o.disk == 3).count(),
@@ -439,15 +415,7 @@ fn conversion_pauses_while_disks_are_busy_with_foreground_io() {
             c.conversion.pause_fg_bytes_per_sec = pause;
         });
         for b in 0..30u64 {
-            assert!(d.submit(Request {
-                id: b,
-                volume: 0,
-                op: Op::Write {
-                    offset: b * BS,
-                    data: Data::Bytes(pattern(b as u8, BS)),
-                    fua: false
-                }
-            }));
+            assert!(d.submit_write(b, b * BS, pattern(b as u8, BS)));
             d.run_until(Some(d.now + 200_000));
         }
         d.drain();
@@ -463,22 +431,13 @@ fn conversion_pauses_while_disks_are_busy_with_foreground_io() {
 /// conversion and reads all stay on the SSDs, and the data reads back.
 #[test]
 fn hdd_members_hold_no_stripes() {
-    let pool = PoolGeometry {
-        disks: 10,
-        disk_bytes: u64::MAX / 4,
-        block_size: BS,
-        data_offset: 4096,
-        layout: LayoutKind::Mols,
-        hdds: vec![3, 9],
-    };
-    let mut cfg = FusionConfig::new(pool, vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)]);
+    let pool = pool_geometry(10, BS, LayoutKind::Mols, vec![3, 9]);
+    let mut cfg = FusionConfig::new(pool, vec![volume()]);
     cfg.max_request_bytes = 24 * BS;
     common::convert_when_idle(&mut cfg);
     let scheme = FusionScheme::new(cfg).unwrap();
     assert!(scheme.is_hdd_member(DiskId(9)) && !scheme.is_hdd_member(DiskId(8)));
-    let disk_bytes = 4096 + scheme.blocks_per_disk() * BS;
-    let engine = Engine::new(EngineConfig::new(10), Box::new(scheme), 0);
-    let mut d = Driver::new(engine, 10, disk_bytes, 7);
+    let mut d = driver_over(scheme, EngineConfig::new(10), 7);
     let mut want = vec![0u8; (96 * BS) as usize];
     for i in 0..40u64 {
         let (off, len) = if i % 5 == 0 {
@@ -515,15 +474,8 @@ fn hdd_members_hold_no_stripes() {
 /// A layout over the SSDs must fit them: the tier check names the HDDs.
 #[test]
 fn hdd_members_must_leave_ssds_for_the_stripes() {
-    let pool = |hdds: Vec<u32>| PoolGeometry {
-        disks: 8,
-        disk_bytes: u64::MAX / 4,
-        block_size: BS,
-        data_offset: 4096,
-        layout: LayoutKind::Permutation { seed: 1 },
-        hdds,
-    };
-    let vols = || vec![VolumeConfig::new("v", Level::Raid5, 7, 96 * BS)];
+    let pool = |hdds| pool_geometry(8, BS, LayoutKind::Permutation { seed: 1 }, hdds);
+    let vols = || vec![volume()];
     // 6 SSDs can not hold a 7-wide stripe.
     let e = FusionScheme::new(FusionConfig::new(pool(vec![6, 7]), vols()))
         .err()

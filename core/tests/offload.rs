@@ -4,13 +4,13 @@
 
 mod common;
 
+use common::fusion_pool::{fusion_driver, pool_geometry, with_journal};
 use common::{Driver, convert_when_idle};
 use fusionraid_core::meta::JournalConfig;
-use fusionraid_core::scheme::fusion::durable::meta_layout;
 use fusionraid_core::scheme::fusion::{
-    FusionConfig, FusionScheme, LayoutKind, Level, OffloadConfig, PoolGeometry, VolumeConfig,
+    FusionConfig, LayoutKind, Level, OffloadConfig, VolumeConfig,
 };
-use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, Request};
+use fusionraid_core::{DiskId, EngineConfig, Op, Request};
 
 const BS: u64 = 65536;
 const BLOCKS: u64 = 96;
@@ -26,14 +26,8 @@ fn driver_committing_every(
     replicated_fraction: Option<f64>,
     commit_interval_ns: u64,
 ) -> Driver {
-    let pool = PoolGeometry {
-        disks: 10,
-        disk_bytes: u64::MAX / 4,
-        block_size: BS,
-        data_offset: 4096,
-        layout: LayoutKind::Mols,
-        hdds: HDDS.iter().map(|&d| d as u32).collect(),
-    };
+    let hdds = HDDS.iter().map(|&d| d as u32).collect();
+    let pool = pool_geometry(10, BS, LayoutKind::Mols, hdds);
     let mut vol = VolumeConfig::new("v", Level::Raid5, 7, BLOCKS * BS);
     if let Some(f) = replicated_fraction {
         vol.replicated_fraction = f;
@@ -47,19 +41,15 @@ fn driver_committing_every(
         log_bytes: Some(4 * 4096),
     });
     if journal {
-        cfg.journal = Some(JournalConfig {
+        let journal = JournalConfig {
             pool_id: 21,
             journal_bytes: 64 << 10,
             commit_interval_ns,
             ..Default::default()
-        });
-        let end = meta_layout(&cfg).expect("journaled").end();
-        cfg.pool.data_offset = end.div_ceil(4096) * 4096;
+        };
+        with_journal(&mut cfg, journal);
     }
-    let scheme = FusionScheme::new(cfg.clone()).unwrap();
-    let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * BS;
-    let engine = Engine::new(EngineConfig::new(10), Box::new(scheme), 0);
-    Driver::new(engine, 10, disk_bytes, 7)
+    fusion_driver(cfg, EngineConfig::new(10), 7)
 }
 
 fn pattern(tag: u8) -> Vec<u8> {
@@ -84,15 +74,7 @@ fn bursts(d: &mut Driver, want: &mut [u8], id: &mut u64, tag: u8, count: u64) {
             let off = ((burst * 37 + k * 11) % BLOCKS) * BS + (k % 16) * 4096;
             let data = pattern(tag.wrapping_add(*id as u8));
             want[off as usize..off as usize + 4096].copy_from_slice(&data);
-            assert!(d.submit(Request {
-                id: *id,
-                volume: 0,
-                op: Op::Write {
-                    offset: off,
-                    data: Data::Bytes(data),
-                    fua: false
-                },
-            }));
+            assert!(d.submit_write(*id, off, data));
         }
         d.drain();
         assert!(d.take_replies().iter().all(|r| r.result.is_ok()));
@@ -191,24 +173,16 @@ fn fail_after_offload(disk: usize) -> Driver {
         "converted before the failure"
     );
     assert!(d.engine.stats().offloaded_writes > 0);
-    d.disks[disk].failed = true;
-    d.engine.fail_disk(DiskId(disk as u32), d.now);
-    d.pump();
+    d.fail_member(disk);
     check(&mut d, &want, &mut id);
     let limit = d.now + 60_000_000_000;
-    while d
-        .engine
-        .volume_status(0)
-        .and_then(|s| s.rebuild)
-        .is_none_or(|r| !r.starts_with("done"))
-    {
+    while !d.rebuild_state().starts_with("done") {
         assert!(d.now < limit, "rebuild never finished");
         d.run_until(Some(d.now + 5_000_000));
     }
     d.settle();
     check(&mut d, &want, &mut id);
-    d.disks[disk].failed = false;
-    d.disks[disk].bytes.fill(0x5A);
+    d.blank_disk(disk, 0x5A);
     let now = d.now;
     d.engine
         .replace_disk(DiskId(disk as u32), now)

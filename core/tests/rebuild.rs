@@ -6,12 +6,10 @@
 mod common;
 
 use common::Driver;
+use common::fusion_pool::{fusion_driver, pool_geometry, with_journal};
 use fusionraid_core::meta::JournalConfig;
-use fusionraid_core::scheme::fusion::durable::meta_layout;
-use fusionraid_core::scheme::fusion::{
-    FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
-};
-use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, Request};
+use fusionraid_core::scheme::fusion::{FusionConfig, LayoutKind, Level, VolumeConfig};
+use fusionraid_core::{Data, DiskId, EngineConfig, Op, Request};
 
 const BS: u64 = 16384;
 const DISKS: usize = 10;
@@ -26,28 +24,21 @@ fn driver_with(seed: u64, disks: usize, spare_fraction: f64) -> Driver {
 }
 
 fn driver_of(seed: u64, disks: usize, level: Level, width: usize, spare: f64) -> Driver {
-    let pool = PoolGeometry {
-        disks,
-        disk_bytes: u64::MAX / 4,
-        block_size: BS,
-        data_offset: 4096,
-        layout: LayoutKind::Permutation { seed },
-        hdds: Vec::new(),
-    };
+    let cfg = config_of(seed, disks, level, width, spare);
+    fusion_driver(cfg, EngineConfig::new(disks), seed)
+}
+
+/// One volume of `BLOCKS` blocks at `level`, `width` wide, with `spare` of its stripes spare,
+/// on `disks` members laid out by a permutation of `seed`; conversion soon after writes stop.
+fn config_of(seed: u64, disks: usize, level: Level, width: usize, spare: f64) -> FusionConfig {
+    let pool = pool_geometry(disks, BS, LayoutKind::Permutation { seed }, Vec::new());
     let mut v = VolumeConfig::new("v", level, width, BLOCKS * BS);
     v.spare_fraction = spare;
     let mut cfg = FusionConfig::new(pool, vec![v]);
     cfg.max_request_bytes = 12 * BS;
     cfg.conversion.idle_ns = Some(1_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
-    let scheme = FusionScheme::new(cfg).unwrap();
-    let disk_bytes = 4096 + scheme.blocks_per_disk() * BS;
-    Driver::new(
-        Engine::new(EngineConfig::new(disks), Box::new(scheme), 0),
-        disks,
-        disk_bytes,
-        seed,
-    )
+    cfg
 }
 
 fn submit(d: &mut Driver, id: u64, op: Op) -> Option<Vec<u8>> {
@@ -65,11 +56,15 @@ fn expected(len: u64) -> Vec<u8> {
         .collect()
 }
 
-fn rebuild_state(d: &Driver) -> String {
-    d.engine
-        .volume_status(0)
-        .and_then(|s| s.rebuild)
-        .unwrap_or_default()
+/// The whole volume written with `expected` data, then 50 ms for conversion to run: the data,
+/// and the next request id.
+fn filled(d: &mut Driver) -> (Vec<u8>, u64) {
+    let want = expected(BLOCKS * BS);
+    let mut id = 1;
+    fill(d, &mut id, &want);
+    let t = d.now + 50_000_000;
+    d.run_until(Some(t));
+    (want, id)
 }
 
 fn fill(d: &mut Driver, id: &mut u64, want: &[u8]) {
@@ -112,12 +107,6 @@ fn check(d: &mut Driver, id: &mut u64, want: &[u8], what: &str) {
     }
 }
 
-fn fail(d: &mut Driver, disk: usize) {
-    d.disks[disk].failed = true;
-    d.engine.fail_disk(DiskId(disk as u32), d.now);
-    d.pump();
-}
-
 /// Run in 5 ms steps while `busy` says so (at most 100 s of virtual time).
 fn run_while(d: &mut Driver, what: &str, mut busy: impl FnMut(&mut Driver) -> bool) {
     let mut waited = 0;
@@ -125,7 +114,7 @@ fn run_while(d: &mut Driver, what: &str, mut busy: impl FnMut(&mut Driver) -> bo
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
         waited += 1;
-        assert!(waited < 20_000, "{what}: {}", rebuild_state(d));
+        assert!(waited < 20_000, "{what}: {}", d.rebuild_state());
     }
 }
 
@@ -133,10 +122,10 @@ fn run_while(d: &mut Driver, what: &str, mut busy: impl FnMut(&mut Driver) -> bo
 /// columns it rebuilt into spare space.
 fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
     run_while(d, &format!("{what}: rebuild never finished"), |d| {
-        !rebuild_state(d).starts_with("done")
+        !d.rebuild_state().starts_with("done")
     });
     // "done: M blocks moved, C columns rebuilt into spare space in T s"
-    let state = rebuild_state(d);
+    let state = d.rebuild_state();
     let words: Vec<&str> = state.split_whitespace().collect();
     let num = |i: usize| {
         words
@@ -151,19 +140,14 @@ fn wait_rebuild(d: &mut Driver, what: &str) -> u64 {
 fn after_a_rebuild_a_second_failure_loses_nothing_and_a_replaced_member_rejoins() {
     for seed in 0..4u64 {
         let mut d = driver(seed);
-        let size = BLOCKS * BS;
-        let want = expected(size);
-        let mut id = 1;
         // A mix of full stripes (large writes) and replicated small writes; conversion runs
         // for a while so RAID stripes and pair sets both exist.
-        fill(&mut d, &mut id, &want);
-        let t = d.now + 50_000_000;
-        d.run_until(Some(t));
+        let (want, mut id) = filled(&mut d);
         assert!(
             d.engine.replace_disk(DiskId(3), d.now).is_err(),
             "a healthy member was replaced"
         );
-        fail(&mut d, 3);
+        d.fail_member(3);
         assert!(
             d.engine.replace_disk(DiskId(3), d.now).is_err(),
             "replaced while data still lived on the member"
@@ -177,7 +161,7 @@ fn after_a_rebuild_a_second_failure_loses_nothing_and_a_replaced_member_rejoins(
         );
         d.engine.scheme().check_invariants();
         // A second member fails: every block must still read back.
-        fail(&mut d, 7);
+        d.fail_member(7);
         check(
             &mut d,
             &mut id,
@@ -186,8 +170,7 @@ fn after_a_rebuild_a_second_failure_loses_nothing_and_a_replaced_member_rejoins(
         );
 
         // A blank device replaces member 3 (member 7 stays failed) and takes new data.
-        d.disks[3].failed = false;
-        d.disks[3].bytes.fill(0x5A);
+        d.blank_disk(3, 0x5A);
         d.engine
             .replace_disk(DiskId(3), d.now)
             .unwrap_or_else(|e| panic!("seed {seed}: replace refused: {e}"));
@@ -219,13 +202,8 @@ fn a_mirror_rebuilds_from_a_surviving_copy_and_tolerates_its_copies_in_failures(
         let what = format!("seed {seed}, {copies} copies");
         // Spare for the survivors to hold everything: 7/5 of the data with two failed.
         let mut d = driver_of(seed, 7, Level::Mirror { copies }, copies as usize, 0.6);
-        let size = BLOCKS * BS;
-        let want = expected(size);
-        let mut id = 1;
         // Whole blocks and packs of half blocks, converted while the pool runs.
-        fill(&mut d, &mut id, &want);
-        let t = d.now + 50_000_000;
-        d.run_until(Some(t));
+        let (want, mut id) = filled(&mut d);
         let (reads, writes) = d.log.iter().fold((0, 0), |(r, w), o| {
             (r + u64::from(!o.write), w + u64::from(o.write))
         });
@@ -235,7 +213,7 @@ fn a_mirror_rebuilds_from_a_surviving_copy_and_tolerates_its_copies_in_failures(
         );
         let failed: &[usize] = if copies == 3 { &[3, 5] } else { &[3] };
         for &m in failed {
-            fail(&mut d, m);
+            d.fail_member(m);
         }
         // With two failed at once, every block of a three-copy mirror still has one.
         check(
@@ -255,7 +233,7 @@ fn a_mirror_rebuilds_from_a_surviving_copy_and_tolerates_its_copies_in_failures(
         );
         d.engine.scheme().check_invariants();
         // One more failure after the rebuild: the data is whole again.
-        fail(&mut d, 1);
+        d.fail_member(1);
         check(
             &mut d,
             &mut id,
@@ -276,19 +254,14 @@ fn a_mirror_rebuilds_from_a_surviving_copy_and_tolerates_its_copies_in_failures(
 fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_member() {
     for seed in 0..4u64 {
         let mut d = driver_with(seed, 6, 0.15);
-        let size = BLOCKS * BS;
-        let want = expected(size);
-        let mut id = 1;
-        fill(&mut d, &mut id, &want);
-        let t = d.now + 50_000_000;
-        d.run_until(Some(t));
-        fail(&mut d, 2);
+        let (want, mut id) = filled(&mut d);
+        d.fail_member(2);
         let n = wait_rebuild(&mut d, &format!("seed {seed}"));
         assert!(n > 0, "seed {seed}: nothing rebuilt");
         assert!(
             d.engine.stats().rebuilt_columns > 0,
             "seed {seed}: no column rebuilt into spare space: {}",
-            rebuild_state(&d)
+            d.rebuild_state()
         );
         d.engine.scheme().check_invariants();
         check(
@@ -299,7 +272,7 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
         );
 
         // The pool is whole again on five members: one more failure loses nothing.
-        fail(&mut d, 4);
+        d.fail_member(4);
         check(
             &mut d,
             &mut id,
@@ -310,8 +283,7 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
 
         // Member 2's slot gets a blank device; member 4 comes back too (its rebuild is
         // still running, so it has to wait).
-        d.disks[2].failed = false;
-        d.disks[2].bytes.fill(0x5A);
+        d.blank_disk(2, 0x5A);
         run_while(
             &mut d,
             &format!("seed {seed}: member 2 never replaceable"),
@@ -327,12 +299,12 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
         run_while(
             &mut d,
             &format!("seed {seed}: rebalance never finished"),
-            |d| rebuild_state(d).contains("rebalancing"),
+            |d| d.rebuild_state().contains("rebalancing"),
         );
         assert!(
-            rebuild_state(&d).contains("rebalance done"),
+            d.rebuild_state().contains("rebalance done"),
             "seed {seed}: {}",
-            rebuild_state(&d)
+            d.rebuild_state()
         );
         d.engine.scheme().check_invariants();
         check(
@@ -342,7 +314,7 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
             &format!("seed {seed}, after the rebalance"),
         );
         // Every member is healthy and nothing is left on spare space: any one may fail.
-        fail(&mut d, 0);
+        d.fail_member(0);
         check(
             &mut d,
             &mut id,
@@ -361,50 +333,25 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
 #[test]
 fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
     for seed in 0..3u64 {
-        let pool = PoolGeometry {
-            disks: DISKS,
-            disk_bytes: u64::MAX / 4,
-            block_size: BS,
-            data_offset: 0,
-            layout: LayoutKind::Permutation { seed },
-            hdds: Vec::new(),
-        };
-        let mut v = VolumeConfig::new("v", Level::Raid5, 4, BLOCKS * BS);
-        v.spare_fraction = 0.6;
-        let mut cfg = FusionConfig::new(pool, vec![v]);
-        cfg.max_request_bytes = 12 * BS;
-        cfg.conversion.idle_ns = Some(1_000_000);
-        cfg.conversion.pause_fg_bytes_per_sec = 1e12;
-        cfg.journal = Some(JournalConfig {
+        let mut cfg = config_of(seed, DISKS, Level::Raid5, 4, 0.6);
+        let journal = JournalConfig {
             pool_id: 19,
             journal_bytes: 256 << 10,
             commit_interval_ns: 50_000_000,
             ..Default::default()
-        });
-        let end = meta_layout(&cfg).expect("journaled").end();
-        cfg.pool.data_offset = end.div_ceil(4096) * 4096;
-        let scheme = FusionScheme::new(cfg.clone()).unwrap();
-        let disk_bytes = cfg.pool.data_offset + scheme.blocks_per_disk() * BS;
-        let mut d = Driver::new(
-            Engine::new(EngineConfig::new(DISKS), Box::new(scheme), 0),
-            DISKS,
-            disk_bytes,
-            seed,
-        );
-        let want = expected(BLOCKS * BS);
-        let mut id = 1;
-        fill(&mut d, &mut id, &want);
-        let t = d.now + 50_000_000;
-        d.run_until(Some(t));
-        fail(&mut d, 3);
+        };
+        with_journal(&mut cfg, journal);
+        let mut d = fusion_driver(cfg, EngineConfig::new(DISKS), seed);
+        let (want, id) = filled(&mut d);
+        d.fail_member(3);
         let in_use = |d: &Driver| d.engine.scheme().disk_in_use(DiskId(3));
         // Through the rebuild, in 1 ms steps, to the first "done".
         let mut steps = 0;
-        while !rebuild_state(&d).starts_with("done") {
+        while !d.rebuild_state().starts_with("done") {
             let t = d.now + 1_000_000;
             d.run_until(Some(t));
             steps += 1;
-            assert!(steps < 100_000, "seed {seed}: {}", rebuild_state(&d));
+            assert!(steps < 100_000, "seed {seed}: {}", d.rebuild_state());
         }
         // New records after the rebuild (a write not flushed yet, as on a pool in use) do
         // not make a finished, durable rebuild wait again: status says "done", so the
@@ -419,7 +366,7 @@ fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
                 fua: false,
             },
         );
-        let st = rebuild_state(&d);
+        let st = d.rebuild_state();
         assert!(st.starts_with("done"), "seed {seed}: {st}");
         assert!(
             !in_use(&d),

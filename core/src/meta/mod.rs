@@ -24,6 +24,7 @@ pub mod frame;
 pub mod image;
 pub mod journal;
 pub mod layout;
+mod le_reader;
 pub mod record;
 pub mod recover;
 

@@ -38,6 +38,7 @@
 //! recovery never applies one without the other.
 //! A location is a packed BMT location (`Loc::pack`, 5 bytes).
 
+use super::le_reader::LeReader;
 use crate::volume::Loc;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -332,59 +333,64 @@ impl Record {
     }
 
     /// Decode every record of a journal block's payload.
-    pub fn decode_all(mut b: &[u8]) -> Result<Vec<Record>, RecordError> {
-        let total = b.len();
+    pub fn decode_all(b: &[u8]) -> Result<Vec<Record>, RecordError> {
+        let mut r = Reader {
+            le: LeReader::new(b),
+            start: 0,
+        };
         let mut out = Vec::new();
-        while !b.is_empty() {
-            let mut r = Reader {
-                b,
-                at: total - b.len(),
-            };
+        while !r.le.is_empty() {
+            r.start = r.le.at();
             out.push(r.record()?);
-            b = r.b;
         }
         Ok(out)
     }
 }
 
+/// Reads one record at a time; every error, running out of bytes included, names the byte
+/// the record began at.
 struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
+    le: LeReader<'a>,
+    /// Where the record being read began.
+    start: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.b.len() < n {
-            return Err(RecordError {
-                at: self.at,
-                what: "truncated record",
-            });
+    fn malformed(&self, what: &'static str) -> RecordError {
+        RecordError {
+            at: self.start,
+            what,
         }
-        let (h, t) = self.b.split_at(n);
-        self.b = t;
-        Ok(h)
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        self.le
+            .take(n)
+            .map_err(|_| self.malformed("truncated record"))
     }
     fn u8(&mut self) -> Result<u8, RecordError> {
-        Ok(self.take(1)?[0])
+        self.le.u8().map_err(|_| self.malformed("truncated record"))
     }
     fn u16(&mut self) -> Result<u16, RecordError> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2")))
+        self.le
+            .u16()
+            .map_err(|_| self.malformed("truncated record"))
     }
     fn u32(&mut self) -> Result<u32, RecordError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+        self.le
+            .u32()
+            .map_err(|_| self.malformed("truncated record"))
     }
     fn u64(&mut self) -> Result<u64, RecordError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+        self.le
+            .u64()
+            .map_err(|_| self.malformed("truncated record"))
     }
     fn loc(&mut self) -> Result<Loc, RecordError> {
         let mut v = [0u8; 8];
         v[..5].copy_from_slice(self.take(5)?);
         let raw = u64::from_le_bytes(v);
         if raw >> 39 != 0 {
-            return Err(RecordError {
-                at: self.at,
-                what: "location with bits above 39",
-            });
+            return Err(self.malformed("location with bits above 39"));
         }
         Ok(Loc::unpack(raw))
     }
@@ -396,10 +402,7 @@ impl<'a> Reader<'a> {
         let first = self.u16()?;
         let count = self.u16()?;
         if count == 0 || first as u32 + count as u32 > 256 {
-            return Err(RecordError {
-                at: self.at,
-                what: "page range out of bounds",
-            });
+            return Err(self.malformed("page range out of bounds"));
         }
         Ok((ub, loc, first, count))
     }
@@ -408,10 +411,7 @@ impl<'a> Reader<'a> {
     fn placed(&mut self, count: u16) -> Result<u16, RecordError> {
         let at = self.u16()?;
         if at as u32 + count as u32 > 256 {
-            return Err(RecordError {
-                at: self.at,
-                what: "pages placed out of bounds",
-            });
+            return Err(self.malformed("pages placed out of bounds"));
         }
         Ok(at)
     }
@@ -454,10 +454,7 @@ impl<'a> Reader<'a> {
             4 => {
                 let copies = self.u8()? as usize;
                 if !(2..=3).contains(&copies) {
-                    return Err(RecordError {
-                        at: self.at,
-                        what: "pair set with other than 2 or 3 copies",
-                    });
+                    return Err(self.malformed("pair set with other than 2 or 3 copies"));
                 }
                 let mut stripes = Vec::with_capacity(copies);
                 for _ in 0..copies {
@@ -507,7 +504,7 @@ impl<'a> Reader<'a> {
             12 => {
                 let raw = self.take(LogExtent::ENCODED_LEN)?;
                 let (stripe, extent) =
-                    LogExtent::decode(raw).map_err(|what| RecordError { at: self.at, what })?;
+                    LogExtent::decode(raw).map_err(|what| self.malformed(what))?;
                 Record::Offloaded {
                     vol,
                     stripe,
@@ -515,10 +512,7 @@ impl<'a> Reader<'a> {
                 }
             }
             8 | 9 if vol != 0 => {
-                return Err(RecordError {
-                    at: self.at,
-                    what: "member record with a volume byte",
-                });
+                return Err(self.malformed("member record with a volume byte"));
             }
             8 => Record::MemberFailed {
                 member: self.u16()?,
@@ -527,10 +521,7 @@ impl<'a> Reader<'a> {
                 member: self.u16()?,
             },
             _ => {
-                return Err(RecordError {
-                    at: self.at,
-                    what: "unknown record tag",
-                });
+                return Err(self.malformed("unknown record tag"));
             }
         })
     }
@@ -654,6 +645,24 @@ mod tests {
             any::<u16>().prop_map(|member| Record::MemberReplaced { member }),
             offloaded(),
         ]
+    }
+
+    /// A record that runs out of bytes is reported at the byte it began at, like every other
+    /// malformed record.
+    #[test]
+    fn a_truncated_record_names_where_it_began() {
+        let mut b = Vec::new();
+        Record::MemberFailed { member: 1 }.encode(&mut b);
+        Record::MemberReplaced { member: 1 }.encode(&mut b);
+        let whole = b.len();
+        assert_eq!(Record::decode_all(&b).map(|r| r.len()), Ok(2));
+        assert_eq!(
+            Record::decode_all(&b[..whole - 1]),
+            Err(RecordError {
+                at: 4,
+                what: "truncated record"
+            })
+        );
     }
 
     proptest! {

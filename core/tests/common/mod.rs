@@ -10,6 +10,8 @@ use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::fusion::FusionConfig;
 use fusionraid_core::{Data, DevError, DevOp, Engine, IoId, IoResult, Nanos, Op, Reply, Request};
 
+pub mod fusion_pool;
+
 /// One device command as the driver saw it (for tests that check what the engine issued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpRecord {
@@ -390,9 +392,10 @@ impl Driver {
         }
     }
 
-    /// Write `data` at `offset` of volume 0, wait for it, and check it succeeded.
-    pub fn write_ok(&mut self, id: u64, offset: u64, data: Vec<u8>) {
-        assert!(self.submit(Request {
+    /// Submit a write of `data` at `offset` of volume 0 (not FUA) without waiting for it;
+    /// false if the engine refused it.
+    pub fn submit_write(&mut self, id: u64, offset: u64, data: Vec<u8>) -> bool {
+        self.submit(Request {
             id,
             volume: 0,
             op: Op::Write {
@@ -400,7 +403,12 @@ impl Driver {
                 data: Data::Bytes(data),
                 fua: false,
             },
-        }));
+        })
+    }
+
+    /// Write `data` at `offset` of volume 0, wait for it, and check it succeeded.
+    pub fn write_ok(&mut self, id: u64, offset: u64, data: Vec<u8>) {
+        assert!(self.submit_write(id, offset, data));
         self.drain();
         let r = self.take_replies();
         assert!(r.iter().all(|r| r.result.is_ok()), "write failed: {r:?}");

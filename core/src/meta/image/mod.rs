@@ -26,6 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::le_reader::{LeReader, Truncated};
 use super::record::{LogExtent, Record};
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
@@ -325,31 +326,11 @@ pub fn encode_failed(out: &mut Vec<u8>, failed: &BTreeSet<u16>) {
     }
 }
 
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if self.b.len() - self.at < n {
-            return Err(format!("checkpoint image truncated at byte {}", self.at));
-        }
-        let s = &self.b[self.at..self.at + n];
-        self.at += n;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16, String> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2")))
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
-    }
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+/// In a checkpoint image, running out of bytes names the byte it happened at (`?` on the
+/// reader's results says so).
+impl From<Truncated> for String {
+    fn from(t: Truncated) -> String {
+        format!("checkpoint image truncated at byte {}", t.at)
     }
 }
 
@@ -396,7 +377,7 @@ impl Image {
 
     /// Decode an image; it must describe volumes of exactly these shapes.
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
-        let mut c = Cursor { b, at: 0 };
+        let mut c = LeReader::new(b);
         let magic = c.take(8)?;
         let has_offload = magic == MAGIC;
         let has_failed = has_offload || magic == MAGIC_V5 || magic == MAGIC_V4;
@@ -431,10 +412,10 @@ impl Image {
                 decode_offloaded(&mut c, v).map_err(|e| format!("volume {i}: {e}"))?;
             }
         }
-        if c.at != b.len() {
+        if !c.is_empty() {
             return Err(format!(
                 "{} bytes after the checkpoint image",
-                b.len() - c.at
+                b.len() - c.at()
             ));
         }
         Ok(Image { vols, failed })
@@ -462,7 +443,7 @@ impl Image {
 
 /// One volume of a checkpoint image (the `i`th, shaped `(blocks, pages per block)`).
 fn decode_vol(
-    c: &mut Cursor,
+    c: &mut LeReader,
     i: usize,
     (blocks, ppb): (u64, u16),
     has_remaps: bool,
@@ -517,7 +498,7 @@ fn decode_vol(
         v.add_set(SetImage { stripes, cols });
     }
     v.sums
-        .decode(|n| c.take(n))
+        .decode(|n| Ok(c.take(n)?))
         .map_err(|e| format!("volume {i}: {e}"))?;
     if has_remaps {
         let n = c.u32()?;
@@ -534,7 +515,7 @@ fn decode_vol(
 }
 
 /// One volume's log extents, checked against its pair sets as their records are.
-fn decode_offloaded(c: &mut Cursor, v: &mut VolImage) -> Result<(), String> {
+fn decode_offloaded(c: &mut LeReader, v: &mut VolImage) -> Result<(), String> {
     for _ in 0..c.u32()? {
         let (stripe, extent) = LogExtent::decode(c.take(LogExtent::ENCODED_LEN)?)?;
         v.apply(&Record::Offloaded {
