@@ -131,6 +131,11 @@ pub struct Args {
     /// for fusionraid+ only).
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     trim: Option<bool>,
+    /// FusionRAID and Fusion-ND: convert replicated pairs to parity stripes in the
+    /// background (on|off; default on; off keeps every block in two copies, the paper's
+    /// Fig. 13 "conversion off").
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    conversion: Option<bool>,
     /// FusionRAID and Fusion-ND: re-issue a replicated read to the other copy when it has
     /// not completed after this long (hedged read), e.g. 500us.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
@@ -228,6 +233,9 @@ impl Args {
         sc.scheme = self.scheme.clone();
         sc.scheme_options.steer = self.steer.clone();
         sc.scheme_options.trim = self.trim;
+        if let Some(c) = self.conversion {
+            sc.scheme_options.conversion = c;
+        }
         sc.scheme_options.hedge_ns = self.hedge;
         sc.report_wear = self.wear.is_some();
         sc.scheme_options.wear_gap = match self.wear {

@@ -292,6 +292,9 @@ impl OffloadSection {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConversionSection {
+    /// Convert replicated pairs to parity in the background on the policy's triggers. Off,
+    /// the pool still converts when its replicated area is full or writes wait for room
+    /// (never a zero-padded stripe per small write).
     #[serde(default = "yes")]
     pub enabled: bool,
     pub spare_low_water: Option<f64>,

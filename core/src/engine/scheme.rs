@@ -101,10 +101,10 @@ pub trait Scheme {
     fn is_hdd(&self, _disk: DiskId) -> bool {
         false
     }
-    /// Wear-aware placement's ladder, when the scheme skews its writes for wear
-    /// ([`crate::policy::WearLadder`]): drivers feed it the members' wear
+    /// The gap of wear-aware placement's ladder (`policy::WearLadder`), when the scheme
+    /// skews its writes for wear: drivers then feed it the members' wear
     /// ([`crate::Engine::set_wear`]) and show which members it holds back.
-    fn wear_ladder(&self) -> Option<crate::policy::WearLadder> {
+    fn wear_gap(&self) -> Option<f64> {
         None
     }
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus>;

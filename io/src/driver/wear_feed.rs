@@ -3,6 +3,7 @@
 //! (`fusionraid_core::policy::WearLadder`). Wear moves by a fraction of a percent per day,
 //! so once a second is plenty, and nothing is fed to a scheme that does not skew for wear.
 
+use fusionraid_core::policy::WearLadder;
 use fusionraid_core::{DiskId, Engine, Nanos};
 
 use crate::member::Member;
@@ -19,7 +20,7 @@ impl WearFeed {
     /// Feeds every member's wear when a period has passed (a missing member's as unknown,
     /// which keeps the ladder from holding anyone back until it is replaced).
     pub fn tick(&mut self, now: Nanos, engine: &mut Engine, members: &[Option<Box<dyn Member>>]) {
-        if now < self.next || engine.scheme().wear_ladder().is_none() {
+        if now < self.next || engine.scheme().wear_gap().is_none() {
             return;
         }
         self.next = now + PERIOD_NS;
@@ -32,9 +33,10 @@ impl WearFeed {
 /// The members wear-aware placement holds back now (bit `i` for member `i`), from the wear
 /// the engine was last told; 0 when the scheme does not skew for wear.
 pub(crate) fn held_back(engine: &Engine) -> u64 {
-    let Some(ladder) = engine.scheme().wear_ladder() else {
+    let Some(gap) = engine.scheme().wear_gap() else {
         return 0;
     };
+    let ladder = WearLadder::new(gap, engine.config().disks);
     let members: Vec<(usize, Option<f64>)> = engine
         .disks()
         .iter()

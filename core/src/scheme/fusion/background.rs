@@ -25,7 +25,7 @@ impl FusionScheme {
         let v = &self.vols[vol];
         let dcols = v.zone.dcols();
         v.bg_running > 0
-            || (self.cfg.conversion.enabled && v.pairs.set_count() > 0)
+            || v.pairs.set_count() > 0
             || v.holes() >= dcols as u64
             || v.patches.patched_blocks() >= dcols
     }
@@ -193,7 +193,8 @@ impl FusionScheme {
                 .idle_ns
                 .is_some_and(|i| ctx.now >= self.last_user_at + i);
             let mut started = false;
-            if pol.enabled && (starving || at_cap || low_space || rep_full || idle) {
+            let triggered = pol.enabled && (low_space || rep_full || idle);
+            if triggered || starving || at_cap {
                 started = self.start_conversion(
                     ctx,
                     vol,

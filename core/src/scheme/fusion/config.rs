@@ -206,6 +206,12 @@ pub const MIRROR_MOVES_FACTOR: usize = 4;
 /// When background conversion of replicated pairs to parity stripes runs (paper §4.2).
 #[derive(Clone, Debug)]
 pub struct ConversionPolicy {
+    /// Convert on the policy's triggers (spare low water, replicated high water, idle).
+    /// Off, conversion still runs when the replicated area reaches its hard cap or writes
+    /// wait for room: otherwise every small write past the cap would take a zero-padded
+    /// full stripe for the cleaner to compact again (sustained 16 KiB overwrites on 8 aged
+    /// `dc` members then cost 16x the user bytes on the members and seconds of latency;
+    /// docs/BENCHMARKS.md, "RocksDB", conversion off).
     pub enabled: bool,
     /// Convert, and clean (relocate), when spare stripes fall below this share of the zone.
     /// Free space kept above this is slack the cleaner can not use for garbage, so a lower

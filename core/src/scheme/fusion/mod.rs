@@ -513,10 +513,8 @@ impl Scheme for FusionScheme {
         self.cfg.pool.is_hdd(disk)
     }
 
-    fn wear_ladder(&self) -> Option<WearLadder> {
-        self.cfg
-            .wear_gap
-            .map(|gap| WearLadder::new(gap, self.cfg.pool.disks))
+    fn wear_gap(&self) -> Option<f64> {
+        self.cfg.wear_gap
     }
 
     fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId) {

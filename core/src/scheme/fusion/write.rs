@@ -111,9 +111,7 @@ impl FusionScheme {
         };
         let threshold = self.threshold(&self.vols[vol]);
         // Patches may wait for room only while background work can make some.
-        let may_wait = self.write_job(h).may_wait
-            && self.cfg.conversion.enabled
-            && self.background_possible(vol);
+        let may_wait = self.write_job(h).may_wait && self.background_possible(vol);
         let bs = self.vols[vol].zone.block_size();
         let end = extent.offset + extent.len;
         // At most one piece per user block; the lists come from (and go back to) the
