@@ -159,8 +159,10 @@ fn main() -> Result<(), String> {
             .unwrap_or(1.0);
         let mixes: Vec<u32> = profiles.iter().map(|p| p.write_permille).collect();
         eprintln!(
-            "{serial}: mixes {mixes:?}, rms log error {:.3}, worst ratio {worst:.2}, {:?}",
-            r.rms_log_error, r.params
+            "{serial}: mixes {mixes:?}, rms log error P99 {:.3} P90 {:.3}, worst P99 ratio {worst:.2}, {:?}",
+            r.rms_log_error,
+            fit::rms_log_error_p90(&r.points),
+            r.params
         );
         println!(
             "    ProfiledDrive {{ serial: {serial:?}, name: {name:?}, model: {:?}, read_us: {:?}, \
