@@ -80,7 +80,8 @@ fn params_src(p: &FitParams, r_last: f64, w_last: f64) -> String {
     )
 }
 
-/// One table row: mixes, model/measured P99 agreement on the fit's rows, peaks.
+/// One table row: mixes, parameters, robust P99 / P90 errors on the fit's rows of every mix
+/// file, P99 points within 35%.
 fn report(d: &ProfiledDrive, dir: &Path) -> Result<(), String> {
     let profiles = load_device(dir, d.serial)?;
     let all: Vec<&Profile> = profiles.iter().collect();
@@ -98,7 +99,7 @@ fn report(d: &ProfiledDrive, dir: &Path) -> Result<(), String> {
         .collect();
     let p = &d.params;
     println!(
-        "| `{}` | {} | {} | {:.0}K / {:.0}K | {} x {} us | {} us, {} KiB{} | {:.2} | {}/{} |",
+        "| `{}` | {} | {} | {:.0}K / {:.0}K | {} x {} us | {} us, {} KiB{} | {:.2} / {:.2} | {}/{} |",
         d.name,
         d.model,
         mixes.join(" "),
@@ -113,7 +114,8 @@ fn report(d: &ProfiledDrive, dir: &Path) -> Result<(), String> {
             s.suspend_ns / 1000,
             s.max_per_program
         )),
-        fit::robust_log_error(&points),
+        fit::robust_log_error_p99(&points),
+        fit::robust_log_error_p90(&points),
         near,
         points.len()
     );
@@ -159,8 +161,10 @@ fn main() -> Result<(), String> {
             .unwrap_or(1.0);
         let mixes: Vec<u32> = profiles.iter().map(|p| p.write_permille).collect();
         eprintln!(
-            "{serial}: mixes {mixes:?}, rms log error {:.3}, worst ratio {worst:.2}, {:?}",
-            r.rms_log_error, r.params
+            "{serial}: mixes {mixes:?}, rms log error P99 {:.3} P90 {:.3}, worst P99 ratio {worst:.2}, {:?}",
+            r.rms_log_error,
+            fit::rms_log_error_p90(&r.points),
+            r.params
         );
         println!(
             "    ProfiledDrive {{ serial: {serial:?}, name: {name:?}, model: {:?}, read_us: {:?}, \

@@ -1,6 +1,10 @@
-//! Frozen outputs of [`crate::fit::fit_profiles`] and the NVMe template they fill in.
-//! `tests/calibration.rs::refit_reproduces_frozen_presets` (ignored by default; ~25 s)
-//! re-runs the fit on the CSVs and checks these are still exactly its output.
+//! The named fitted presets `pm1725a` and `sn200`, and the NVMe template every fit fills in.
+//!
+//! These two are frozen outputs of an earlier [`crate::fit::fit_profiles`] that scored P99
+//! only (commit df96498); they are kept as they were so the experiments and tests built on
+//! them do not move. The current fit (P90 and P99) of the same two drives is in
+//! [`crate::fitted_fleet`] (`s39wna0kb01161`, `sdm00001c5d1`), which
+//! `tests/calibration.rs::refit_reproduces_frozen_presets` checks.
 
 use fusionraid_core::Nanos;
 
@@ -91,7 +95,7 @@ pub(crate) fn table(us: [f64; 5]) -> LatencyDist {
     LatencyDist::from_quantiles(&q).expect("profile rows are monotone")
 }
 
-/// Frozen output of [`crate::fit::fit_profiles`] on Samsung PM1725a serial S39WNA0KB01161 (the drive with
+/// Frozen output of the P99-only fit on Samsung PM1725a serial S39WNA0KB01161 (the drive with
 /// all nine mixes). Reads: two command processors with room for 1.01x the last measured load
 /// (397,577 IOPS), in front of 32 dies busy 40 us per read. Programs of 172 KiB take 2.6 ms
 /// (2.2 GB/s over 32 dies) and are never suspended, so a read that meets one waits it out:
@@ -116,7 +120,7 @@ pub fn pm1725a() -> SsdConfig {
     )
 }
 
-/// Frozen output of [`crate::fit::fit_profiles`] on WD SN200 serial SDM00001C5D1. Sixteen read command
+/// Frozen output of the P99-only fit on WD SN200 serial SDM00001C5D1. Sixteen read command
 /// processors (capacity 1.2x the last measured load, 1,055,985 IOPS), 128 dies busy 70 us
 /// per read; short programs (518 us, 16 KiB: 4 GB/s) that reads may suspend twice each for
 /// 200 us: the mixed curves' low ~300-700 us P99.

@@ -103,20 +103,23 @@ fn fitting_routine_runs_on_device_data() {
         ..FitOptions::default()
     };
     let r = fit::fit_profiles("quick", &profiles, &opts).unwrap();
+    let robust = fit::robust_log_error(&r.points);
     println!(
-        "quick fit of PM1725a: {:?}, rms log error {:.3}",
-        r.params, r.rms_log_error
+        "quick fit of PM1725a: {:?}, rms log error P99 {:.3}, P90 {:.3}, robust (what the fit minimises) {robust:.3}",
+        r.params,
+        r.rms_log_error,
+        fit::rms_log_error_p90(&r.points)
     );
     assert!(r.rms_log_error < 0.4, "{}", r.rms_log_error);
 }
 
-/// Every frozen fit: the two named presets and one per profiled serial
-/// (`fitted_fleet::PROFILED`). `FUSIONRAID_REFIT=name,name` re-checks only those presets.
+/// Every frozen fit: one per profiled serial (`fitted_fleet::PROFILED`). The named presets
+/// `pm1725a` and `sn200` are an earlier, P99-only fit kept fixed (see `fitted.rs`), so they
+/// are not re-checked here. `FUSIONRAID_REFIT=name,name` re-checks only those presets.
 #[test]
-#[ignore = "full-effort fits, ~10-25 s each in release: run when the model changes, then refreeze the presets"]
+#[ignore = "full-effort fits, ~3-8 s each in release: run when the model changes, then refreeze the presets"]
 fn refit_reproduces_frozen_presets() {
-    let mut fits = vec![("pm1725a", "S39WNA0KB01161"), ("sn200", "SDM00001C5D1")];
-    fits.extend(PROFILED.iter().map(|d| (d.name, d.serial)));
+    let fits: Vec<(&str, &str)> = PROFILED.iter().map(|d| (d.name, d.serial)).collect();
     let only = std::env::var("FUSIONRAID_REFIT").unwrap_or_default();
     let wanted = |name: &str| only.is_empty() || only.split(',').any(|n| n.trim() == name);
     let mut checked = 0;
@@ -126,8 +129,13 @@ fn refit_reproduces_frozen_presets() {
         println!("{name}: {:?} rms {:.3}", r.params, r.rms_log_error);
         for p in &r.points {
             println!(
-                "  {:>4}w {:>8.0} IOPS model {:>6.0} us vs source {:>6.0} us",
-                p.write_permille, p.target_iops, p.model_p99_us, p.measured_p99_us
+                "  {:>4}w {:>8.0} IOPS P90 model {:>6.0} us vs source {:>6.0} us, P99 model {:>6.0} us vs source {:>6.0} us",
+                p.write_permille,
+                p.target_iops,
+                p.model_p90_us,
+                p.measured_p90_us,
+                p.model_p99_us,
+                p.measured_p99_us
             );
         }
         assert_eq!(r.config, preset(name).unwrap(), "refreeze {name}");
