@@ -199,9 +199,14 @@ impl VolumeConfig {
 
 /// A mirror's cleaning moves fill one-block stripes (a RAID stripe of the usual widths
 /// takes four blocks or more), and its conversions do no I/O: this many times the moves in
-/// flight keep its cleaner as far ahead of its writers as a RAID volume's. Within the
-/// cleaner's reserve they still run one at a time (`relocate::readiness`).
-pub const MIRROR_MOVES_FACTOR: usize = 4;
+/// flight keep its cleaner ahead of its writers. Eight, not four (which matches the pages
+/// in flight of a RAID5 4+1 volume): at four, under sustained 4 KiB random writes, the
+/// cleaner had all its moves in flight all the time once its plans no longer chained
+/// (`reloc_plan::fill`), the members' latency well below a RAID5 volume's under the same
+/// load; at eight the members are the bound (docs/BENCHMARKS.md, "Mirror volumes next to
+/// RAID5"). Within the cleaner's reserve they still run one at a time
+/// (`relocate::readiness`).
+pub const MIRROR_MOVES_FACTOR: usize = 8;
 
 /// When background conversion of replicated pairs to parity stripes runs (paper §4.2).
 #[derive(Clone, Debug)]

@@ -212,9 +212,9 @@ fn victims(v: &Vol, owners: &Owners, capacity: usize) -> Vec<(usize, u32)> {
 
 /// Cut `items` (in victim order) into batches of at most `capacity` pages, the first
 /// last, keeping the longest run of batches that gives back the most stripes, at least
-/// `min_yield` per batch (none when no run gives back any). `split`: an item that does not
-/// fit the pages left in a batch moves its first pages there (a head) and the rest in the
-/// next batch, so every batch is full; otherwise later items that fit are looked for.
+/// `min_yield` per batch (none when no run gives back any). Pages a batch has left are
+/// filled from later items that fit; `split`: when none does, the first item left moves its
+/// first pages there (a head) and the rest in the next batch, so every batch is full.
 /// Split or not, a batch after the first starts where the one before it stopped, and the
 /// victim it finishes holds less than a stripe of live pages, so each empties a victim.
 fn fill(
@@ -252,15 +252,6 @@ fn fill(
                 taken[i] = true;
                 left[k] -= 1;
                 emptied += i64::from(left[k] == 0);
-            } else if split {
-                let room = (capacity - pages) as u16;
-                b.items.push(Item {
-                    pages: room,
-                    head: true,
-                    ..it
-                });
-                items[i].0.pages -= room;
-                break;
             } else {
                 skipped += 1;
             }
@@ -271,6 +262,19 @@ fn fill(
         }
         while next < items.len() && taken[next] {
             next += 1;
+        }
+        if split && pages < capacity && next < items.len() {
+            // No later item fills the last pages: the first item left moves its first
+            // pages here and the rest first thing in the next batch. Only then: a split
+            // item chains the two batches (the tail waits for its head), and a plan of
+            // chained batches runs one move at a time.
+            let room = (capacity - pages) as u16;
+            b.items.push(Item {
+                pages: room,
+                head: true,
+                ..items[next].0
+            });
+            items[next].0.pages -= room;
         }
         batches.push(b);
         net += emptied - 1;
@@ -417,5 +421,38 @@ mod tests {
                 "one tail per item"
             );
         }
+    }
+
+    /// A mirror plan splits an item only when no later item fills a target's last pages:
+    /// victims alternately of one 12-page item and of eight 1-page ones, targets of 16. The
+    /// small items fill what the large ones leave, so no batch holds a head, none waits for
+    /// another (`relocate::start_relocation` runs them side by side), and every target is
+    /// full: 16 victims (160 pages) in 10.
+    #[test]
+    fn mirror_plans_split_only_what_later_items_cannot_fill() {
+        let mut items = Vec::new();
+        for k in 0..16u64 {
+            if k % 2 == 0 {
+                items.push((it(k * 10, 12), k as usize));
+            } else {
+                for j in 0..8 {
+                    items.push((it(k * 10 + j, 1), k as usize));
+                }
+            }
+        }
+        let batches = fill(items, 16, 16, 64, 0.0, true);
+        assert_eq!(batches.len(), 10);
+        assert!(batches.iter().all(|b| b.items.iter().all(|i| !i.head)));
+        let mut seen = FastSet::default();
+        for b in &batches {
+            assert!(
+                b.items.iter().all(|i| seen.insert(i.ub)),
+                "a block in two batches"
+            );
+        }
+        let full = batches
+            .iter()
+            .all(|b| b.items.iter().map(|i| i.pages).sum::<u16>() == 16);
+        assert!(full, "every batch fills its target");
     }
 }

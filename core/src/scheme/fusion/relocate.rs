@@ -10,6 +10,7 @@ use super::write::write_columns;
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
+use crate::fasthash::FastSet;
 use crate::policy::WritePlacement;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
@@ -32,6 +33,9 @@ enum RelocKind {
 /// compare-and-swap makes harmless, only wasted).
 const RELOC_PLAN_BATCHES: usize = 256;
 const RELOC_PLAN_NS: Nanos = 200_000_000;
+/// Batches of a mirror's plan the cleaner passes over, at most, looking for one that may
+/// start while the first waits for a move in flight (`start_relocation`).
+const PASS_OVER_BATCHES: usize = 16;
 
 impl FusionScheme {
     /// Start up to `max_jobs` relocations, each filling one stripe with the live pages
@@ -62,7 +66,12 @@ impl FusionScheme {
                 v.reloc_batches = plan;
                 v.reloc_batches_until = ctx.now + RELOC_PLAN_NS;
             }
-            while started < max_jobs.max(1) {
+            // Batches passed over for now (waiting for a move in flight), in plan order,
+            // and their blocks: a later batch sharing one keeps its place behind them.
+            let mut held: Vec<reloc_plan::RelocBatch> = Vec::new();
+            let mut held_blocks: FastSet<u64> = FastSet::default();
+            let may_pass = self.vols[vol].cfg.level.is_mirror();
+            while started < max_jobs.max(1) && held.len() < PASS_OVER_BATCHES {
                 let v = &mut self.vols[vol];
                 let Some(mut batch) = v.reloc_batches.pop() else {
                     break;
@@ -71,12 +80,27 @@ impl FusionScheme {
                 batch
                     .items
                     .retain(|it| v.references(it.ub, Loc::Raid(it.from)));
+                if !held.is_empty() && batch.items.iter().any(|it| held_blocks.contains(&it.ub)) {
+                    held_blocks.extend(batch.items.iter().map(|it| it.ub));
+                    held.push(batch);
+                    continue;
+                }
                 match readiness(v, &batch) {
-                    Ready::Stale => continue,
-                    Ready::Wait => {
+                    // (Behind a held batch, it may empty its stripe once that one moved.)
+                    Ready::Stale if held.is_empty() => continue,
+                    Ready::Stale | Ready::WaitBlock if may_pass => {
+                        // Its blocks are in a move in flight: a mirror's later batches
+                        // that share none may start meanwhile (they empty stripes of
+                        // their own, counted by `readiness` as they start).
+                        held_blocks.extend(batch.items.iter().map(|it| it.ub));
+                        held.push(batch);
+                        continue;
+                    }
+                    Ready::Stale | Ready::WaitBlock | Ready::WaitReserve => {
                         // It comes next once the moves in flight are done (their
                         // completion scans again): keep it, and the plan behind it.
                         v.reloc_batches.push(batch);
+                        restore(v, held);
                         return started > 0;
                     }
                     Ready::Go => {}
@@ -90,9 +114,16 @@ impl FusionScheme {
                 if !self.launch_relocation_as(ctx, vol, Vec::new(), items, RelocKind::Clean) {
                     // No target stripe: nothing more can start now.
                     self.vols[vol].reloc_batches.push(batch);
+                    restore(&mut self.vols[vol], held);
                     return started > 0;
                 }
                 started += 1;
+            }
+            if !held.is_empty() {
+                // They come next once the moves in flight are done (whose completions scan
+                // again): no fresh sweep meanwhile.
+                restore(&mut self.vols[vol], held);
+                return started > 0;
             }
             if started > 0 {
                 break;
@@ -597,11 +628,19 @@ fn map_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
     moved
 }
 
+/// Puts the batches `start_relocation` passed over back at the head of the queue, in plan
+/// order (the queue pops its last entry first).
+fn restore(v: &mut super::vol::Vol, held: Vec<reloc_plan::RelocBatch>) {
+    v.reloc_batches.extend(held.into_iter().rev());
+}
+
 /// Whether a planned batch may start now.
 enum Ready {
     Go,
-    /// Not before the moves in flight are done.
-    Wait,
+    /// Not before the moves in flight that have some of its blocks are done.
+    WaitBlock,
+    /// Not before the moves in flight are done: the volume is within the cleaner's reserve.
+    WaitReserve,
     /// It would empty no stripe any more (its blocks were rewritten): drop it.
     Stale,
 }
@@ -616,10 +655,11 @@ fn readiness(v: &super::vol::Vol, b: &reloc_plan::RelocBatch) -> Ready {
     if b.is_empty() {
         return Ready::Stale;
     }
-    if b.items.iter().any(|it| v.relocating.contains(&it.ub))
-        || v.stripes.available() <= v.cleaner_reserve() && v.bg_running > 0
-    {
-        return Ready::Wait;
+    if v.stripes.available() <= v.cleaner_reserve() && v.bg_running > 0 {
+        return Ready::WaitReserve;
+    }
+    if b.items.iter().any(|it| v.relocating.contains(&it.ub)) {
+        return Ready::WaitBlock;
     }
     if reloc_plan::stripes_emptied(v, b) == 0 {
         return Ready::Stale;
