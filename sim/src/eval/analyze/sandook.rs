@@ -486,7 +486,8 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
         cells: slo_cells,
     };
     let (talk, mut targets) = slo_comparisons(&fs);
-    let (bound, bound_comps) = super::segregation_bound::bound_table();
+    let curve_sources = super::segregation_bound::sources();
+    let (bound, bound_comps) = super::segregation_bound::bound_table(&curve_sources);
     let (iso_block, iso_table, iso_targets, iso_fig) = isolation(plan, res);
     let (mix_lb, mix_table, mix_targets) = mix(plan, res);
     targets.extend(iso_targets);
@@ -500,7 +501,7 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
         bound,
         comparison_table("Against the Sandook talk and the issue's targets", &comps),
         iso_table,
-        super::segregation_bound::isolation_table(),
+        super::segregation_bound::isolation_table(&curve_sources),
         mix_table,
     ];
     tables.extend(mix_lb.tables);

@@ -9,64 +9,56 @@ use fusionraid_devices::curves::load_serial;
 use fusionraid_devices::presets::fleet;
 
 use super::super::paper::{SANDOOK_SEGREGATION_IOPS, SANDOOK_SOURCE};
-use super::super::sandook::{FLEET, FLEET_WIDTH, WRITER_TENANTS};
+use super::super::sandook::{FLEET, FLEET_WIDTH, SLO_TENANT, WRITER_TENANTS};
 use super::{Comparison, Table};
 use crate::fleet_curves::{preset_curves, profiles_dir};
 use crate::slo::{SegregationBound, isolation_floor, segregation_bound};
 use crate::workload::parse_synthetic;
 
-/// The SLO load's read share and Sandook's copies per write.
-const READ_SHARE: f64 = 0.9;
+/// Sandook's copies per write.
 const COPIES: u32 = 2;
 
-/// One source of curves and what it bounds, at P90 and P99.
-struct Row {
-    source: &'static str,
-    curves: Vec<DeviceCurves>,
-    bounds: Vec<(Percentile, Option<SegregationBound>)>,
-    error: Option<String>,
+/// One source of the fleet's curves: every member's, or why they could not be had.
+pub struct Source {
+    name: &'static str,
+    curves: Result<Vec<DeviceCurves>, String>,
+}
+
+/// The fleet's curves from its device models and from the measured profiles, loaded once
+/// for both tables.
+pub fn sources() -> Vec<Source> {
+    let names = fleet(FLEET).expect("the experiment's fleet is a named fleet");
+    let dir = profiles_dir();
+    vec![
+        Source {
+            name: "device models (swept, as the simulator runs them)",
+            curves: names
+                .iter()
+                .map(|n| preset_curves(n).map(|c| (*c).clone()))
+                .collect(),
+        },
+        Source {
+            name: "measured profiles (what the models were fitted to)",
+            curves: names
+                .iter()
+                .map(|n| load_serial(&dir, &n.to_uppercase()))
+                .collect(),
+        },
+    ]
+}
+
+/// The SLO load's share of reads.
+fn read_share() -> f64 {
+    let t = parse_synthetic(SLO_TENANT, "slo").expect("the experiment's tenant parses");
+    1.0 - t.write_ratio
 }
 
 fn bounds(curves: &[DeviceCurves]) -> Vec<(Percentile, Option<SegregationBound>)> {
     let refs: Vec<&DeviceCurves> = curves.iter().collect();
     [Percentile::P90, Percentile::P99]
         .into_iter()
-        .map(|p| (p, segregation_bound(&refs, READ_SHARE, COPIES, p)))
+        .map(|p| (p, segregation_bound(&refs, read_share(), COPIES, p)))
         .collect()
-}
-
-fn rows() -> Vec<Row> {
-    let names = fleet(FLEET).expect("the experiment's fleet is a named fleet");
-    let models: Result<Vec<DeviceCurves>, String> = names
-        .iter()
-        .map(|n| preset_curves(n).map(|c| (*c).clone()))
-        .collect();
-    let dir = profiles_dir();
-    let measured: Result<Vec<DeviceCurves>, String> = names
-        .iter()
-        .map(|n| load_serial(&dir, &n.to_uppercase()))
-        .collect();
-    let row = |source, r: Result<Vec<DeviceCurves>, String>| match r {
-        Ok(c) => Row {
-            source,
-            bounds: bounds(&c),
-            curves: c,
-            error: None,
-        },
-        Err(e) => Row {
-            source,
-            curves: Vec::new(),
-            bounds: Vec::new(),
-            error: Some(e),
-        },
-    };
-    vec![
-        row("device models (swept, as the simulator runs them)", models),
-        row(
-            "measured profiles (what the models were fitted to)",
-            measured,
-        ),
-    ]
 }
 
 fn pname(p: Percentile) -> &'static str {
@@ -91,14 +83,14 @@ fn writer_device_writes() -> f64 {
 
 /// How few of the isolation reader's reads any write set leaves on writers, per source of
 /// curves: the floor under the isolation target.
-pub fn isolation_table() -> Table {
+pub fn isolation_table(sources: &[Source]) -> Table {
     let writes = writer_device_writes();
     let mut table_rows = Vec::new();
-    for r in rows() {
-        let refs: Vec<&DeviceCurves> = r.curves.iter().collect();
+    for src in sources {
         let pct = |x: f64| format!("{:.1}%", x * 100.0);
-        let cells = r.error.as_ref().map_or_else(
-            || {
+        let cells = match &src.curves {
+            Ok(curves) => {
+                let refs: Vec<&DeviceCurves> = curves.iter().collect();
                 let f =
                     |np| isolation_floor(&refs, writes, Percentile::P90, FLEET_WIDTH, np, COPIES);
                 match (f(1), f(2)) {
@@ -115,17 +107,15 @@ pub fn isolation_table() -> Table {
                         "-".into(),
                     ],
                 }
-            },
-            |e| {
-                vec![
-                    format!("not computed: {e}"),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                ]
-            },
-        );
-        let mut row = vec![r.source.to_string()];
+            }
+            Err(e) => vec![
+                format!("not computed: {e}"),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ],
+        };
+        let mut row = vec![src.name.to_string()];
         row.extend(cells);
         table_rows.push(row);
     }
@@ -154,27 +144,30 @@ pub fn isolation_table() -> Table {
 }
 
 /// The table, and the bound at P90 on the measured profiles next to the talk's gain.
-pub fn bound_table() -> (Table, Vec<Comparison>) {
+pub fn bound_table(sources: &[Source]) -> (Table, Vec<Comparison>) {
     let mut table_rows = Vec::new();
     let mut comps = Vec::new();
     let (lo, hi) = SANDOOK_SEGREGATION_IOPS;
-    for r in rows() {
-        if let Some(e) = &r.error {
-            table_rows.push(vec![
-                r.source.into(),
-                "-".into(),
-                format!("not computed: {e}"),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ]);
-            continue;
-        }
-        for (p, b) in &r.bounds {
+    for src in sources {
+        let curves = match &src.curves {
+            Ok(c) => c,
+            Err(e) => {
+                table_rows.push(vec![
+                    src.name.into(),
+                    "-".into(),
+                    format!("not computed: {e}"),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]);
+                continue;
+            }
+        };
+        for (p, b) in &bounds(curves) {
             let Some(b) = b else { continue };
             table_rows.push(vec![
-                r.source.into(),
+                src.name.into(),
                 format!("{} < 1 ms", pname(*p)),
                 format!("{:.2} M", b.mixed_iops / 1e6),
                 format!("{:.2} M", b.segregated_iops / 1e6),
@@ -184,7 +177,7 @@ pub fn bound_table() -> (Table, Vec<Comparison>) {
             ]);
             if *p == Percentile::P90 {
                 comps.push(Comparison::new(
-                    &format!("sandook: most segregation can gain at P90, {}", r.source),
+                    &format!("sandook: most segregation can gain at P90, {}", src.name),
                     Some(b.gain()),
                     Some(hi / lo),
                     "x",
@@ -193,6 +186,8 @@ pub fn bound_table() -> (Table, Vec<Comparison>) {
             }
         }
     }
+    let reads = read_share();
+    let writes = (1.0 - reads) * f64::from(COPIES);
     let table = Table {
         caption: format!(
             "What segregation can gain at most on `{FLEET}`, from the curves alone (no \
@@ -205,9 +200,8 @@ pub fn bound_table() -> (Table, Vec<Comparison>) {
              when copies are placed at random: above the percentile's allowance (10% at \
              P90, 1% at P99) the writers' reads set the percentile and the bound is out of \
              reach",
-            READ_SHARE * 100.0,
-            100.0 * (1.0 - READ_SHARE) * f64::from(COPIES)
-                / (READ_SHARE + (1.0 - READ_SHARE) * f64::from(COPIES)),
+            reads * 100.0,
+            100.0 * writes / (reads + writes),
         ),
         header: [
             "curves",
