@@ -8,7 +8,6 @@ use std::ops::Range;
 
 use common::Driver;
 use common::fusion_pool::{driver_over, fusion_driver, pool_geometry};
-use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, VolumeConfig,
 };
@@ -29,12 +28,7 @@ fn driver(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
     cfg.max_request_bytes = 24 * BS;
     tune(&mut cfg);
     let mut ecfg = EngineConfig::new(8);
-    ecfg.detector = DetectorConfig {
-        slot_ns: 100_000,
-        window_slots: 10,
-        x_high: 2,
-        x_low: 0,
-    };
+    ecfg.detector = common::driver_detector();
     fusion_driver(cfg, ecfg, 7)
 }
 

@@ -10,7 +10,6 @@
 mod common;
 
 use common::Driver;
-use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, PoolGeometry, VolumeConfig,
@@ -150,12 +149,7 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     let scheme = FusionScheme::new(cfg.clone()).unwrap_or_else(|e| panic!("{sc:?}: {e}"));
     let mut ecfg = EngineConfig::new(members);
     ecfg.seed = sc.seed;
-    ecfg.detector = DetectorConfig {
-        slot_ns: 100_000,
-        window_slots: 10,
-        x_high: 2,
-        x_low: 0,
-    };
+    ecfg.detector = common::driver_detector();
     let mut engine = Engine::new(ecfg, Box::new(scheme), 0);
     for (i, &w) in wear.iter().flat_map(|w| w.1.iter()).enumerate() {
         engine.set_wear(fusionraid_core::DiskId(i as u32), Some(w));

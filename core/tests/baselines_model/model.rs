@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 
-use fusionraid_core::detector::DetectorConfig;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::baselines;
 use fusionraid_core::{DiskId, Engine, EngineConfig, PAGE_SIZE, Reply};
@@ -18,12 +17,7 @@ fn build(sc: &Scenario) -> Driver {
     let scheme = baselines::build(sc.scheme, &sc.cfg).unwrap_or_else(|e| panic!("{sc:?}: {e}"));
     let mut ecfg = EngineConfig::new(sc.cfg.disks);
     ecfg.seed = sc.seed;
-    ecfg.detector = DetectorConfig {
-        slot_ns: 100_000,
-        window_slots: 10,
-        x_high: 2,
-        x_low: 0,
-    };
+    ecfg.detector = crate::common::driver_detector();
     let engine = Engine::new(ecfg, scheme, 0);
     let mut d = Driver::new(engine, sc.cfg.disks, sc.cfg.disk_bytes, sc.seed);
     // Parity arrays assume consistent parity from the start: members are erased (read as

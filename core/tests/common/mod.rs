@@ -467,6 +467,17 @@ impl Driver {
 
 /// The seeds a randomized test runs: `one` (e.g. FUSIONRAID_SEED) replays a single seed,
 /// otherwise `many` (e.g. FUSIONRAID_SEEDS) sets how many, from 0, with `default` when unset.
+/// A spike detector sized to this driver's members (base latency 100 us): 100 us slots,
+/// a 1 ms window, so the injected spikes of a short virtual run are seen and left behind.
+pub fn driver_detector() -> fusionraid_core::detector::DetectorConfig {
+    fusionraid_core::detector::DetectorConfig {
+        slot_ns: 100_000,
+        window_slots: 10,
+        x_high: 2,
+        x_low: 0,
+    }
+}
+
 pub fn seeds(one: &str, many: &str, default: u64) -> Vec<u64> {
     if let Ok(s) = std::env::var(one) {
         return vec![
