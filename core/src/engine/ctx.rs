@@ -47,6 +47,12 @@ impl Ctx<'_> {
         });
     }
 
+    /// A user read was routed: with a choice of copy (two or more readable copies) or
+    /// without (a RAID column, a lone copy). Steering weighs segregation by it.
+    pub fn note_read_choice(&mut self, with_choice: bool) {
+        self.disks.note_read(with_choice);
+    }
+
     /// Answer a user request. Exactly one reply per accepted request.
     pub fn reply(&mut self, id: u64, submitted_at: Nanos, result: Result<Option<Data>, ReqError>) {
         assert!(*self.user_inflight > 0, "reply without a request in flight");

@@ -85,6 +85,17 @@ struct Observed {
     write_iops: f64,
     /// Share of writes in what the write-mode members completed.
     writer_write_share: f64,
+    /// Share of user reads that had a copy to choose from (see [`ReadChoices`]).
+    choice_share: f64,
+}
+
+/// User reads the scheme routed since the last update: with a choice of copy (a replicated
+/// block with two readable copies) or without (a RAID column, a lone copy). Only the first
+/// kind can be steered off write-mode members.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadChoices {
+    pub with_choice: u64,
+    pub without: u64,
 }
 
 /// What every member shows now: whether it failed, and its last window of completions (None
@@ -93,6 +104,7 @@ pub struct Recent<'a> {
     pub now: Nanos,
     pub failed: Vec<bool>,
     pub windows: Vec<Option<&'a Tally>>,
+    pub reads: ReadChoices,
 }
 
 impl Recent<'_> {
@@ -136,6 +148,7 @@ impl Steering {
             next_at: 0,
             seen: Observed {
                 writer_write_share: 1.0,
+                choice_share: 1.0,
                 ..Default::default()
             },
             learners: curves
@@ -152,7 +165,11 @@ impl Steering {
 
     /// Segregation never leaves fewer writers than the writes' share of the pool's device
     /// I/O times the healthy members, so no writer is busier than a member would be without
-    /// it. Sandook sizes the set as the fewest members whose peaks (its 1 ms rule) cover the
+    /// it. Reads that had no choice of copy ([`ReadChoices`]) are left out of that share:
+    /// they land on writers and readers alike, so balancing writers (writes plus their part
+    /// of those reads) against readers (the steerable reads plus theirs) gives writers the
+    /// share `writes / (writes + steerable reads)`; a pool whose reads are mostly of RAID
+    /// columns keeps every member writing, and segregation steps aside. Sandook sizes the set as the fewest members whose peaks (its 1 ms rule) cover the
     /// write rate: writers run near their peak, which suits its P90 target on read-mostly
     /// loads. A scheme aiming at the tail under write-heavy loads asks for this floor
     /// (FusionRAID's combined system: docs/EVALUATION.md, "The combined system").
@@ -235,6 +252,11 @@ impl Steering {
         if wr_reads + wr_writes > 0 {
             self.seen.writer_write_share = wr_writes as f64 / (wr_reads + wr_writes) as f64;
         }
+        let routed = m.reads.with_choice + m.reads.without;
+        if routed > 0 {
+            let share = m.reads.with_choice as f64 / routed as f64;
+            self.seen.choice_share = blend(self.seen.choice_share, share);
+        }
     }
 
     /// Feed the members without given curves their last window; now and then, take what they
@@ -270,9 +292,14 @@ impl Steering {
             .map(|i| healthy[i].then(|| self.peak(i, share)))
             .collect();
         if self.fair_write_set {
-            let (r, w) = (self.seen.read_iops, self.seen.write_iops);
+            // Reads without a choice of copy land where their data is, writers included, so
+            // they load every member alike and only the steerable ones count against the
+            // writes: with few of them the floor reaches the whole pool and segregation
+            // steps aside. Before any I/O is seen nothing says a few writers would do.
+            let r = self.seen.read_iops * self.seen.choice_share;
+            let w = self.seen.write_iops;
             self.seg
-                .set_floor_share(if r + w > 0.0 { w / (r + w) } else { 0.0 });
+                .set_floor_share(if r + w > 0.0 { w / (r + w) } else { 1.0 });
         }
         self.seg.update(now, self.seen.write_iops, &peaks)
     }
@@ -449,6 +476,7 @@ mod tests {
             now,
             failed: vec![false; ws.len()],
             windows: ws.iter().map(|w| w.last(now)).collect(),
+            reads: ReadChoices::default(),
         }
     }
 
@@ -530,5 +558,39 @@ mod tests {
         assert!(learnt.name.contains("learnt"), "{}", learnt.name);
         assert!(learnt.curve_for(0.0).points.len() >= 3);
         assert_eq!(s.curves(DiskId(0)).unwrap().name, "t", "given curves stay");
+    }
+
+    /// With the fair floor, only reads that had a choice of copy count against the writes:
+    /// when most reads had none (RAID columns), the write set spans the pool; when every
+    /// read had one, it shrinks to the writes' share of the I/O.
+    #[test]
+    fn reads_without_a_choice_keep_the_fair_write_set_wide() {
+        let n = 10;
+        // Fast members: Sandook's own sizing would need only its minimum.
+        let fleet = vec![Some(curves(4_000_000.0)); n];
+        let writers_after = |with_choice: u64, without: u64| {
+            let mut s =
+                Steering::new(SteerConfig::default(), fleet.clone(), 2).with_fair_write_set();
+            let mut now = 2 * WINDOW_NS;
+            for _ in 0..20 {
+                let ws = busy(n, 600, 400, now);
+                let mut m = recent(&ws, now);
+                m.reads = ReadChoices {
+                    with_choice,
+                    without,
+                };
+                s.update(&m);
+                now += WINDOW_NS;
+            }
+            (0..n).filter(|&i| s.is_writer(DiskId(i as u32))).count()
+        };
+        let all = writers_after(1000, 0);
+        let half = writers_after(500, 500);
+        assert_eq!(all, 4, "40% of the I/O is writes");
+        assert_eq!(
+            half, 6,
+            "writes against the half of the reads that can be steered"
+        );
+        assert_eq!(writers_after(0, 1000), n, "no read can be steered");
     }
 }

@@ -229,6 +229,9 @@ impl FusionScheme {
             }
             return None;
         }
+        if !at.background {
+            ctx.note_read_choice(n_alive > 1);
+        }
         let (s, c) = alive[self
             .policy
             .routing
@@ -292,6 +295,9 @@ impl FusionScheme {
     /// member (only while every other column's member is fine). None: more members of the
     /// stripe failed than parity covers, and the part is finished (failed).
     fn read_raid(&mut self, ctx: &mut Ctx, at: PartAt, f: u64) -> Option<Issued> {
+        if !at.background {
+            ctx.note_read_choice(false);
+        }
         let routing = &self.policy.routing;
         let v = &mut self.vols[at.vol];
         let (s, c) = v.zone.split(f);
