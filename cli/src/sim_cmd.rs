@@ -140,6 +140,11 @@ pub struct Args {
     /// not completed after this long (hedged read), e.g. 500us.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     hedge: Option<u64>,
+    /// FusionRAID: place a write again, away from the member, when one of its device
+    /// writes has waited this long on a member the detector marks unresponsive (hedged
+    /// write), e.g. 1ms, or `off` (default: 1ms for fusionraid+, off otherwise).
+    #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
+    write_hedge: Option<TimeOrOff>,
     /// Members' wear: `report` adds each member's wear and its wear-out time at the run's
     /// pace to the report; a share of rated life (e.g. 0.05) also turns on wear-aware
     /// placement, which keeps each member that far behind the next more worn one
@@ -210,6 +215,17 @@ pub struct Args {
 }
 
 /// `on` or `off`.
+/// A delay, or `off`.
+#[derive(Clone, Copy, Debug)]
+struct TimeOrOff(Option<u64>);
+
+fn parse_time_or_off(s: &str) -> Result<TimeOrOff, String> {
+    match s {
+        "off" => Ok(TimeOrOff(None)),
+        _ => parse_duration(s).map(|ns| TimeOrOff(Some(ns))),
+    }
+}
+
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
@@ -237,6 +253,7 @@ impl Args {
             sc.scheme_options.conversion = c;
         }
         sc.scheme_options.hedge_ns = self.hedge;
+        sc.scheme_options.write_hedge_ns = self.write_hedge.map(|t| t.0);
         sc.report_wear = self.wear.is_some();
         sc.scheme_options.wear_gap = match self.wear {
             Some(WearArg::Gap(g)) => Some(g),

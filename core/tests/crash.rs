@@ -139,6 +139,7 @@ fn config(sc: &Scenario) -> FusionConfig {
     };
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.trim = common::trim_policy(sc.seed);
+    cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.conversion.idle_ns = Some(1_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
     cfg.max_request_bytes = 8 * sc.block_size;
@@ -194,6 +195,10 @@ fn boot(
     scheme.check_invariants();
     let mut ecfg = EngineConfig::new(sc.members());
     ecfg.seed = sc.seed ^ now;
+    if hedges_writes(sc.seed) {
+        // A detector that sees the stalls below within a short run.
+        ecfg.detector = common::driver_detector();
+    }
     let engine = Engine::new(ecfg, Box::new(scheme), now);
     let disk_bytes = disks[0].len() as u64;
     let mut d = Driver::new(engine, sc.members(), disk_bytes, sc.seed ^ now);
@@ -266,7 +271,13 @@ struct Pending {
 }
 
 /// Returns (columns rebuilt into spare space, members replaced) over all cycles.
-fn run(sc: &Scenario) -> (u64, u64, u64) {
+/// Whether a seed runs with hedged writes and member stalls (a quarter of them).
+fn hedges_writes(seed: u64) -> bool {
+    seed % 4 == 3
+}
+
+/// Returns the columns rebuilt, members replaced, copies offloaded and writes hedged.
+fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
     let cfg = config(sc);
     let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
@@ -293,7 +304,10 @@ fn run(sc: &Scenario) -> (u64, u64, u64) {
     let mut tag_seq = 1u64;
     let bs = sc.block_size;
     let mut failed: Option<usize> = None;
-    let (mut rebuilt, mut replaced, mut offloaded) = (0, 0, 0);
+    let (mut rebuilt, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0);
+    // Stalls for the seeds with hedged writes (their own generator: the other seeds' runs
+    // stay as they were).
+    let mut stalls = Rng::new(sc.seed ^ 0x57A1_15);
     for cycle in 0..sc.cycles {
         let mut d = boot(sc, &cfg, disks, now, failed);
         verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, cycle);
@@ -321,6 +335,11 @@ fn run(sc: &Scenario) -> (u64, u64, u64) {
                 failed = Some(x);
             }
             d.run_until(Some(d.now + r.below(200_000)));
+            if hedges_writes(sc.seed) && stalls.below(40) == 0 {
+                let m = &mut d.disks[stalls.below(sc.disks as u64) as usize];
+                m.spike_until = d.now + 1_000_000 + stalls.below(5_000_000);
+                m.spike_factor = 30 + stalls.below(70);
+            }
             settle(&mut d, &mut pending, &mut pages);
             if pending.len() >= sc.queue_depth {
                 continue;
@@ -427,11 +446,12 @@ fn run(sc: &Scenario) -> (u64, u64, u64) {
         now = d.now + 1;
         rebuilt += d.engine.stats().rebuilt_columns;
         offloaded += d.engine.stats().offloaded_writes;
+        hedged += d.engine.stats().hedged_writes;
         disks = d.power_cut(&mut r);
     }
     let mut d = boot(sc, &cfg, disks, now, failed);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
-    (rebuilt, replaced, offloaded)
+    (rebuilt, replaced, offloaded, hedged)
 }
 
 /// Apply replies to the page histories.
@@ -566,14 +586,15 @@ fn verify_after_recovery(
 #[test]
 fn power_cuts_lose_nothing_acknowledged() {
     let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
-    let (mut rebuilt, mut replaced, mut offloaded) = (0, 0, 0);
+    let (mut rebuilt, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0);
     for &seed in &seeds {
         let sc = scenario(seed);
         match std::panic::catch_unwind(|| run(&sc)) {
-            Ok((c, m, o)) => {
+            Ok((c, m, o, h)) => {
                 rebuilt += c;
                 replaced += m;
                 offloaded += o;
+                hedged += h;
             }
             Err(e) => {
                 eprintln!(
@@ -585,7 +606,8 @@ fn power_cuts_lose_nothing_acknowledged() {
     }
     eprintln!(
         "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {replaced} \
-         members replaced, {offloaded} replica writes offloaded to HDD logs",
+         members replaced, {offloaded} replica writes offloaded to HDD logs, {hedged} writes \
+         hedged",
         seeds.len()
     );
     if seeds.len() >= 50 {
@@ -594,6 +616,7 @@ fn power_cuts_lose_nothing_acknowledged() {
             "no seed rebuilt a column or replaced a member"
         );
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
+        assert!(hedged > 0, "no seed hedged a write");
     }
 }
 

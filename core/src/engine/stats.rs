@@ -16,6 +16,10 @@ pub struct EngineStats {
     pub redirected_reads: u64,
     pub reconstructed_reads: u64,
     pub hedged_reads: u64,
+    /// Writes placed a second time because a device write waited on an unresponsive member,
+    /// and those the second placement answered.
+    pub hedged_writes: u64,
+    pub hedged_writes_won: u64,
     pub full_stripe_writes: u64,
     pub replicated_block_writes: u64,
     /// Replica writes sent to an HDD log instead of a busy SSD (issue 21), and their bytes.

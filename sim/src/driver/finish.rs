@@ -25,6 +25,8 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         redirected_reads: now.redirected_reads - base.redirected_reads,
         reconstructed_reads: now.reconstructed_reads - base.reconstructed_reads,
         hedged_reads: now.hedged_reads - base.hedged_reads,
+        hedged_writes: now.hedged_writes - base.hedged_writes,
+        hedged_writes_won: now.hedged_writes_won - base.hedged_writes_won,
         full_stripe_writes: now.full_stripe_writes - base.full_stripe_writes,
         replicated_block_writes: now.replicated_block_writes - base.replicated_block_writes,
         conversions: now.conversions - base.conversions,
@@ -201,6 +203,8 @@ impl Sim {
             read_share: ratio(es.redirected_reads, self.counts.reads),
             reconstructed_reads: es.reconstructed_reads,
             hedged_reads: es.hedged_reads,
+            hedged_writes: es.hedged_writes,
+            hedged_writes_won: es.hedged_writes_won,
         };
 
         let engine = EngineCounters {

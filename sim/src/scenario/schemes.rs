@@ -64,6 +64,10 @@ pub struct SchemeOptions {
     /// FusionRAID and Fusion-ND: re-issue a replicated read to another copy after this long
     /// (hedged request, paper §6); None: off.
     pub hedge_ns: Option<Nanos>,
+    /// FusionRAID: place a write again when a device write of it has waited this long on a
+    /// member the detector marks unresponsive (hedged write); None: the scheme's own
+    /// choice (on for fusionraid+ only, `FUSIONRAID_PLUS_WRITE_HEDGE_NS`); Some(None): off.
+    pub write_hedge_ns: Option<Option<Nanos>>,
     /// FusionRAID and Fusion-ND: wear-aware placement with this ladder gap (a share of
     /// rated life, `fusionraid_core::policy::WearLadder`); None: off.
     pub wear_gap: Option<f64>,
@@ -80,6 +84,7 @@ impl Default for SchemeOptions {
             curves: Vec::new(),
             trim: None,
             hedge_ns: None,
+            write_hedge_ns: None,
             wear_gap: None,
             offload: false,
         }
@@ -132,6 +137,11 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
     }
 }
 
+/// The combined system's hedged-write delay: a write is placed again as soon as one of its
+/// device writes sits on a member the detector has marked unresponsive (the detector's own
+/// threshold is the wait that counts), checked from 1 ms after it was issued.
+pub const FUSIONRAID_PLUS_WRITE_HEDGE_NS: Nanos = 1_000_000;
+
 fn fusion(
     p: &SchemeParams,
     redirect: bool,
@@ -145,6 +155,10 @@ fn fusion(
     }
     cfg.conversion.enabled = p.options.conversion;
     cfg.hedge_ns = p.options.hedge_ns;
+    cfg.write_hedge_ns = p
+        .options
+        .write_hedge_ns
+        .unwrap_or(steer.then_some(FUSIONRAID_PLUS_WRITE_HEDGE_NS));
     cfg.wear_gap = p.options.wear_gap;
     if p.options.offload {
         cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig::default());

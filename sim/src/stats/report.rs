@@ -158,6 +158,12 @@ pub struct Redirection {
     pub read_share: f64,
     pub reconstructed_reads: u64,
     pub hedged_reads: u64,
+    /// Writes placed a second time away from an unresponsive member (hedged writes), and
+    /// those the second placement answered (left out at zero, like other optional counters).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub hedged_writes: u64,
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub hedged_writes_won: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

@@ -224,6 +224,13 @@ impl Report {
             r.reconstructed_reads,
             r.hedged_reads
         );
+        if r.hedged_writes > 0 {
+            let _ = writeln!(
+                o,
+                "hedged writes        {} placed again away from an unresponsive member, {} answered by the second placement",
+                r.hedged_writes, r.hedged_writes_won
+            );
+        }
         let e = &self.engine;
         let _ = writeln!(
             o,

@@ -321,6 +321,10 @@ pub struct FusionConfig {
     pub conversion: ConversionPolicy,
     /// Re-issue a replicated read to another copy after this long (hedged request); None = off.
     pub hedge_ns: Option<Nanos>,
+    /// Place a write again, away from the member, when one of its device writes has waited
+    /// this long on a member the detector marks unresponsive (a hedged write,
+    /// `write_hedge.rs`); None = off.
+    pub write_hedge_ns: Option<Nanos>,
     /// Blocks of one stripe a write must cover in full to take the RAID path. None = the
     /// break-even point floor(width / copies) (= floor(width/2) for RAID5, paper §4.2).
     pub raid_threshold: Option<usize>,
@@ -355,6 +359,7 @@ impl FusionConfig {
             redirect: true,
             conversion: ConversionPolicy::default(),
             hedge_ns: None,
+            write_hedge_ns: None,
             raid_threshold: None,
             max_request_bytes: 32 << 20,
             journal: None,

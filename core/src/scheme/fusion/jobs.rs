@@ -6,7 +6,7 @@ use crate::engine::iotable::IoTag;
 use crate::meta::journal::Sealed;
 use crate::slab::Handle;
 use crate::space::Moved;
-use crate::types::Nanos;
+use crate::types::{DiskId, Nanos};
 use crate::volume::Loc;
 
 /// A job's handle in the scheme's slab (generation and index): what a device I/O's tag, a
@@ -167,7 +167,7 @@ pub struct ReadJob {
     pub lost: bool,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum WriteKind {
     Data(Data),
     Zeroes(u64),
@@ -222,6 +222,20 @@ pub struct WriteJob {
     /// Patches may wait for the replicated area to make room; cleared once waiting proved
     /// useless (nothing could start), so the write falls back to a zero-padded stripe.
     pub may_wait: bool,
+    /// When the current placement's device writes went out.
+    pub issued_at: Nanos,
+    /// With write hedging on: the member of each device write of the current placement
+    /// (by tag part), and whether it has landed.
+    pub io_disks: Vec<DiskId>,
+    pub landed: Vec<bool>,
+    /// The other placement of the same request while both are in flight (write_hedge.rs):
+    /// the first to land answers, the other is abandoned.
+    pub twin: Option<JobId>,
+    /// Placed a second time already (a request is hedged once).
+    pub hedged: bool,
+    /// A placement that lost to its twin: its device writes still land, then its blocks
+    /// are released; it never answers the user.
+    pub abandoned: bool,
 }
 
 pub struct FlushJob {

@@ -37,6 +37,7 @@ pub mod vol;
 mod vol_check;
 mod write;
 pub mod write_cost;
+mod write_hedge;
 mod write_plan;
 
 use crate::engine::api::{IoResult, Op, Request, VolumeId};
@@ -433,6 +434,7 @@ impl Scheme for FusionScheme {
 
     fn on_tick(&mut self, ctx: &mut Ctx) {
         self.hedge_reads(ctx);
+        self.hedge_writes(ctx);
         self.kick_background(ctx);
         self.kick_trims(ctx);
         self.after_event(ctx);

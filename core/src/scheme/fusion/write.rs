@@ -58,6 +58,12 @@ impl FusionScheme {
             failed: false,
             tries: 0,
             may_wait: true,
+            issued_at: ctx.now,
+            io_disks: Vec::new(),
+            landed: Vec::new(),
+            twin: None,
+            hedged: false,
+            abandoned: false,
         };
         let h = self.jobs.insert(Job::Write(job));
         if self.vols[vol]
@@ -163,12 +169,16 @@ impl FusionScheme {
         let data = self.share_payload(ctx, h);
         let w = self.write_job(h);
         let (vol, offset) = (w.vol, w.offset);
+        // The member of each device write, kept only when writes may be hedged.
+        let mut io_disks = std::mem::take(&mut w.io_disks);
+        io_disks.clear();
         let out = Outgoing {
             job: h,
             offset,
             data: data.as_ref(),
             fua,
         };
+        let mut sink = self.cfg.write_hedge_ns.map(|_| &mut io_disks);
         let v = &mut self.vols[vol];
         // Offload only while every member works: an offloaded copy is read back only
         // through the copy that stays on an SSD (offload/mod.rs).
@@ -178,11 +188,19 @@ impl FusionScheme {
             .filter(|_| !v.cfg.level.is_mirror() && ctx.failed_disks() == 0);
         let mut n_io = 0u32;
         for &s in &stripes {
-            n_io += out.stripe(ctx, v, s, &pieces, n_io);
+            n_io += out.stripe(ctx, v, s, &pieces, n_io, sink.as_deref_mut());
         }
         for p in &pieces {
             if let Dest::Slot(r) = p.dest {
-                n_io += out.replicas(ctx, v, r, p, n_io, offload.as_deref_mut());
+                n_io += out.replicas(
+                    ctx,
+                    v,
+                    r,
+                    p,
+                    n_io,
+                    offload.as_deref_mut(),
+                    sink.as_deref_mut(),
+                );
             }
         }
         if n_io > 0 {
@@ -193,6 +211,10 @@ impl FusionScheme {
         w.stripes = stripes;
         w.pending = n_io;
         w.failed = false;
+        w.issued_at = ctx.now;
+        w.landed.clear();
+        w.landed.resize(io_disks.len(), false);
+        w.io_disks = io_disks;
         if n_io == 0 {
             Planned::NoIo
         } else {
@@ -234,9 +256,13 @@ impl FusionScheme {
     }
 
     pub(super) fn write_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
-        let w = self.write_job(JobId::of(tag));
+        let h = JobId::of(tag);
+        let w = self.write_job(h);
         assert!(w.pending > 0);
         w.pending -= 1;
+        if let Some(l) = w.landed.get_mut(tag.part as usize) {
+            *l = true;
+        }
         if result.is_err() {
             w.failed = true;
         }
@@ -245,22 +271,67 @@ impl FusionScheme {
         }
         let vol = w.vol;
         self.vols[vol].writes_in_flight -= 1;
-        let w = self.write_job(JobId::of(tag));
+        let w = self.write_job(h);
+        if w.abandoned {
+            // Its twin answered: nothing it wrote is mapped, and now nothing can land on it.
+            self.release_placement(ctx, h);
+            self.jobs.remove(h);
+            return;
+        }
         if !w.failed {
-            return self.finish_write(ctx, JobId::of(tag));
+            if let Some(t) = w.twin.take() {
+                self.abandon(ctx, t, h);
+            }
+            return self.finish_write(ctx, h);
         }
         // A member failed under this write. Its blocks are abandoned (never mapped) and the
-        // whole write is placed again away from failed members.
+        // whole write is placed again away from failed members, unless a twin placement is
+        // still carrying it.
+        if let Some(t) = w.twin.take() {
+            self.release_placement(ctx, h);
+            self.jobs.remove(h);
+            self.write_job(t).twin = None;
+            return;
+        }
         w.tries += 1;
         let tries = w.tries;
+        self.release_placement(ctx, h);
+        ctx.stats.write_retries += 1;
+        if tries > 3 {
+            return self.fail_write(
+                ctx,
+                h,
+                ReqError::Io("write failed on every placement tried".into()),
+            );
+        }
+        self.run_write(ctx, h);
+    }
+
+    /// Place hedge twin `t` (write_hedge.rs); false when it found no room or nothing to
+    /// write, and took nothing.
+    pub(super) fn place_twin(&mut self, ctx: &mut Ctx, t: JobId) -> bool {
+        match self.plan_write(ctx, t) {
+            Planned::Issued => true,
+            Planned::NoSpace => false,
+            Planned::NoIo => {
+                self.release_placement(ctx, t);
+                false
+            }
+        }
+    }
+
+    /// Give back what the current placement of write `h` took, none of it mapped: its full
+    /// stripes become free, its slots dead (pack slots count the write as failed).
+    pub(super) fn release_placement(&mut self, ctx: &mut Ctx, h: JobId) {
+        let w = self.write_job(h);
         let vol = w.vol;
         let stripes = std::mem::take(&mut w.stripes);
         let pieces = std::mem::take(&mut w.pieces);
         let v = &mut self.vols[vol];
-        for s in stripes {
+        for &s in &stripes {
             v.stripes.set_state(s, StripeState::Free);
         }
-        for p in pieces {
+        for p in &pieces {
             if let Dest::Slot(r) = p.dest {
                 if v.pairs.set(r.set).slots[r.slot as usize].state == SlotState::Packing {
                     v.pack_write_done(r, false, ctx.now);
@@ -270,15 +341,7 @@ impl FusionScheme {
                 v.settle_set(r.set, ctx.now);
             }
         }
-        ctx.stats.write_retries += 1;
-        if tries > 3 {
-            return self.fail_write(
-                ctx,
-                JobId::of(tag),
-                ReqError::Io("write failed on every placement tried".into()),
-            );
-        }
-        self.run_write(ctx, JobId::of(tag));
+        self.write_bufs.recycle(pieces, stripes);
     }
 
     /// All device writes are done: publish the new mapping, answer, and wake waiters.
@@ -475,7 +538,19 @@ impl Outgoing<'_> {
     }
 
     #[inline]
-    fn write(&self, ctx: &mut Ctx, disk: DiskId, offset: u64, data: Data, part: u32) {
+    fn write(
+        &self,
+        ctx: &mut Ctx,
+        disk: DiskId,
+        offset: u64,
+        data: Data,
+        part: u32,
+        sink: Option<&mut Vec<DiskId>>,
+    ) {
+        if let Some(s) = sink {
+            debug_assert_eq!(s.len(), part as usize);
+            s.push(disk);
+        }
         let op = DevOp::Write {
             offset,
             data,
@@ -487,7 +562,15 @@ impl Outgoing<'_> {
     /// Every column of full stripe `s` (data columns from the pieces, zero-padded, and
     /// parity), tagged from `part` on. Columns on failed members are skipped: parity covers
     /// them. Returns the writes issued.
-    fn stripe(&self, ctx: &mut Ctx, v: &Vol, s: u32, pieces: &[Piece], part: u32) -> u32 {
+    fn stripe(
+        &self,
+        ctx: &mut Ctx,
+        v: &Vol,
+        s: u32,
+        pieces: &[Piece],
+        part: u32,
+        mut sink: Option<&mut Vec<DiskId>>,
+    ) -> u32 {
         let (width, bs) = (v.zone.width(), v.zone.block_size());
         let cols: Option<Vec<Data>> = self.data.map(|d| {
             stripe_columns(s, width, v.zone.nparity(), bs, pieces, |p| {
@@ -506,7 +589,7 @@ impl Outgoing<'_> {
             if ctx.is_failed(disk) {
                 continue; // degraded stripe: parity covers this column
             }
-            self.write(ctx, disk, off, payload, part + n);
+            self.write(ctx, disk, off, payload, part + n, sink.as_deref_mut());
             n += 1;
         }
         ctx.stats.full_stripe_writes += 1;
@@ -523,6 +606,7 @@ impl Outgoing<'_> {
         p: &Piece,
         part: u32,
         mut offload: Option<&mut Offload>,
+        mut sink: Option<&mut Vec<DiskId>>,
     ) -> u32 {
         let bs = v.zone.block_size();
         let (cp, ncp) = v.pairs.copies_array(r);
@@ -573,7 +657,7 @@ impl Outgoing<'_> {
                 }
                 None => Data::Size(p.count as u64 * PAGE_SIZE),
             };
-            self.write(ctx, disk, off, payload, part + n);
+            self.write(ctx, disk, off, payload, part + n, sink.as_deref_mut());
             n += 1;
         }
         ctx.stats.replicated_block_writes += 1;
