@@ -307,7 +307,7 @@ fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
     let (mut rebuilt, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0);
     // Stalls for the seeds with hedged writes (their own generator: the other seeds' runs
     // stay as they were).
-    let mut stalls = Rng::new(sc.seed ^ 0x57A1_15);
+    let mut stalls = Rng::new(sc.seed ^ 0x0057_A115);
     for cycle in 0..sc.cycles {
         let mut d = boot(sc, &cfg, disks, now, failed);
         verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, cycle);

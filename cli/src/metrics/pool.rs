@@ -114,6 +114,13 @@ fn steering(s: &StatusSnapshot, e: &mut DescriptorEncoder) -> Result<(), Error> 
     )?;
     counter(
         e,
+        "fusionraid_hedged_writes",
+        "Writes placed a second time, away from a member that stalled under them.",
+        None,
+        one(s.counters.hedged_writes),
+    )?;
+    counter(
+        e,
         "fusionraid_redirected_writes",
         "Writes steered away from a spiking member.",
         None,

@@ -106,6 +106,11 @@ pub struct PoolFile {
     /// Re-issue a replicated read to the other copy after this many microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge_us: Option<u64>,
+    /// Place a write again, away from the member, when one of its device writes has waited
+    /// this many microseconds on a member the detector marks unresponsive (hedged write,
+    /// `fusionraid` scheme); off when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_hedge_us: Option<u64>,
     /// Wear-aware placement (`fusionraid` scheme): keep each member at least this share of
     /// its rated life (0.05 = 5%) behind the next more worn one, so the members do not wear
     /// out together (issue 22; docs/EVALUATION.md "Wear-aware placement"). Needs members

@@ -187,6 +187,8 @@ pub struct PoolCounters {
     pub rejected_busy: u64,
     pub disk_failures: u64,
     pub hedged_reads: u64,
+    #[serde(default)]
+    pub hedged_writes: u64,
     pub full_stripe_writes: u64,
     pub replicated_block_writes: u64,
     pub relocations: u64,
@@ -392,6 +394,7 @@ fn pool_counters(st: &EngineStats) -> PoolCounters {
         rejected_busy: st.rejected_busy,
         disk_failures: st.disk_failures,
         hedged_reads: st.hedged_reads,
+        hedged_writes: st.hedged_writes,
         full_stripe_writes: st.full_stripe_writes,
         replicated_block_writes: st.replicated_block_writes,
         relocations: st.relocations,

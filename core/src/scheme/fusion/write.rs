@@ -178,7 +178,10 @@ impl FusionScheme {
             data: data.as_ref(),
             fua,
         };
-        let mut sink = self.cfg.write_hedge_ns.map(|_| &mut io_disks);
+        let mut parts = Parts {
+            next: 0,
+            disks: self.cfg.write_hedge_ns.map(|_| &mut io_disks),
+        };
         let v = &mut self.vols[vol];
         // Offload only while every member works: an offloaded copy is read back only
         // through the copy that stays on an SSD (offload/mod.rs).
@@ -186,23 +189,15 @@ impl FusionScheme {
             .offload
             .as_mut()
             .filter(|_| !v.cfg.level.is_mirror() && ctx.failed_disks() == 0);
-        let mut n_io = 0u32;
         for &s in &stripes {
-            n_io += out.stripe(ctx, v, s, &pieces, n_io, sink.as_deref_mut());
+            out.stripe(ctx, v, s, &pieces, &mut parts);
         }
         for p in &pieces {
             if let Dest::Slot(r) = p.dest {
-                n_io += out.replicas(
-                    ctx,
-                    v,
-                    r,
-                    p,
-                    n_io,
-                    offload.as_deref_mut(),
-                    sink.as_deref_mut(),
-                );
+                out.replicas(ctx, v, r, p, offload.as_deref_mut(), &mut parts);
             }
         }
+        let n_io = parts.next;
         if n_io > 0 {
             v.writes_in_flight += 1;
         }
@@ -520,6 +515,13 @@ pub(super) fn write_columns(
     n
 }
 
+/// The tag parts of a placed write's device writes so far, and (with write hedging on) the
+/// member each went to.
+struct Parts<'a> {
+    next: u32,
+    disks: Option<&'a mut Vec<DiskId>>,
+}
+
 /// The device writes of one placed write, and what they all share.
 struct Outgoing<'a> {
     job: JobId,
@@ -538,18 +540,11 @@ impl Outgoing<'_> {
     }
 
     #[inline]
-    fn write(
-        &self,
-        ctx: &mut Ctx,
-        disk: DiskId,
-        offset: u64,
-        data: Data,
-        part: u32,
-        sink: Option<&mut Vec<DiskId>>,
-    ) {
-        if let Some(s) = sink {
-            debug_assert_eq!(s.len(), part as usize);
-            s.push(disk);
+    fn write(&self, ctx: &mut Ctx, disk: DiskId, offset: u64, data: Data, parts: &mut Parts) {
+        let part = parts.next;
+        parts.next += 1;
+        if let Some(d) = parts.disks.as_deref_mut() {
+            d.push(disk);
         }
         let op = DevOp::Write {
             offset,
@@ -560,17 +555,9 @@ impl Outgoing<'_> {
     }
 
     /// Every column of full stripe `s` (data columns from the pieces, zero-padded, and
-    /// parity), tagged from `part` on. Columns on failed members are skipped: parity covers
-    /// them. Returns the writes issued.
-    fn stripe(
-        &self,
-        ctx: &mut Ctx,
-        v: &Vol,
-        s: u32,
-        pieces: &[Piece],
-        part: u32,
-        mut sink: Option<&mut Vec<DiskId>>,
-    ) -> u32 {
+    /// parity), tagged with the next parts. Columns on failed members are skipped: parity covers
+    /// them.
+    fn stripe(&self, ctx: &mut Ctx, v: &Vol, s: u32, pieces: &[Piece], parts: &mut Parts) {
         let (width, bs) = (v.zone.width(), v.zone.block_size());
         let cols: Option<Vec<Data>> = self.data.map(|d| {
             stripe_columns(s, width, v.zone.nparity(), bs, pieces, |p| {
@@ -579,7 +566,6 @@ impl Outgoing<'_> {
             })
         });
         let mut cols = cols.map(|c| c.into_iter());
-        let mut n = 0;
         for c in 0..width {
             let (disk, off) = v.zone.device_offset(s, c, 0);
             let payload = match cols.as_mut() {
@@ -589,14 +575,12 @@ impl Outgoing<'_> {
             if ctx.is_failed(disk) {
                 continue; // degraded stripe: parity covers this column
             }
-            self.write(ctx, disk, off, payload, part + n, sink.as_deref_mut());
-            n += 1;
+            self.write(ctx, disk, off, payload, parts);
         }
         ctx.stats.full_stripe_writes += 1;
-        n
     }
 
-    /// Every copy of replicated piece `p` in slot `r`, tagged from `part` on. Copies on
+    /// Every copy of replicated piece `p` in slot `r`, tagged with the next parts. Copies on
     /// failed members are skipped: the surviving copies carry the data.
     fn replicas(
         &self,
@@ -604,13 +588,11 @@ impl Outgoing<'_> {
         v: &mut Vol,
         r: SlotRef,
         p: &Piece,
-        part: u32,
         mut offload: Option<&mut Offload>,
-        mut sink: Option<&mut Vec<DiskId>>,
-    ) -> u32 {
+        parts: &mut Parts,
+    ) {
         let bs = v.zone.block_size();
         let (cp, ncp) = v.pairs.copies_array(r);
-        let mut n = 0;
         for (ci, &(stripe, col)) in cp[..ncp].iter().enumerate() {
             let (mut disk, mut off) = v.zone.device_offset(stripe, col, p.at as u64 * PAGE_SIZE);
             if ctx.is_failed(disk) {
@@ -657,11 +639,9 @@ impl Outgoing<'_> {
                 }
                 None => Data::Size(p.count as u64 * PAGE_SIZE),
             };
-            self.write(ctx, disk, off, payload, part + n, sink.as_deref_mut());
-            n += 1;
+            self.write(ctx, disk, off, payload, parts);
         }
         ctx.stats.replicated_block_writes += 1;
         v.pairs.touch(r.set, ctx.now);
-        n
     }
 }
