@@ -97,3 +97,24 @@ fn conversion_adds_little_write_amplification() {
     );
     assert!(added < 0.15, "conversion added {:.1}%", added * 100.0);
 }
+
+/// Issue 23 (docs/EVALUATION.md, "The combined system"): on spiking (`consumer`) members the
+/// combined system's P99 is at least 1.5x below the paper's FusionRAID configuration at equal
+/// space (2 s run: 1.25 against 3.87 ms, hedged writes keeping YCSB-A's writes out of the
+/// members' GC passes).
+#[test]
+fn the_combined_system_cuts_fusionraids_tail_on_consumer_members() {
+    let fusion = main_mix("fusionraid", "consumer", true);
+    let plus = main_mix("fusionraid+", "consumer", true);
+    eprintln!(
+        "consumer: p99 us fusionraid {}, fusionraid+ {}",
+        p99(&fusion),
+        p99(&plus)
+    );
+    assert!(
+        p99(&plus) * 1.5 <= p99(&fusion),
+        "P99 {} (fusionraid+) vs {} (fusionraid)",
+        p99(&plus),
+        p99(&fusion)
+    );
+}
