@@ -17,7 +17,7 @@ use crate::types::PAGE_SIZE;
 /// The stored form of a page's CRC-32C (never 0, which means unknown).
 pub fn page_sum(page: &[u8]) -> u32 {
     debug_assert_eq!(page.len() as u64, PAGE_SIZE);
-    match crc32c::crc32c(page) {
+    match super::page_crc::page_crc(page) {
         0 => 1,
         c => c,
     }
