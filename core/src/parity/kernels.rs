@@ -121,3 +121,23 @@ pub(super) fn syndrome<S: AsRef<[u8]>>(
         }
     }
 }
+
+/// `syndrome` for outputs that already hold a copy of the last data column (so they need no
+/// zeroing first: `super::new_parity`): folds the other columns in, from the top down.
+pub(super) fn fold_below_top(data: &[&[u8]], mut p: Option<&mut [u8]>, mut q: Option<&mut [u8]>) {
+    let len = data.last().map_or(0, |d| d.len());
+    assert!(
+        data.iter().all(|d| d.len() == len)
+            && p.as_ref().is_none_or(|p| p.len() == len)
+            && q.as_ref().is_none_or(|q| q.len() == len),
+        "length mismatch"
+    );
+    for start in (0..len).step_by(CHUNK) {
+        let end = (start + CHUNK).min(len);
+        let mut pc = p.as_deref_mut().map(|p| &mut p[start..end]);
+        let mut qc = q.as_deref_mut().map(|q| &mut q[start..end]);
+        for d in data[..data.len() - 1].iter().rev() {
+            fold_column(qc.as_deref_mut(), pc.as_deref_mut(), Some(&d[start..end]));
+        }
+    }
+}
