@@ -16,16 +16,13 @@ fn load(b: &[u8]) -> u64 {
     u64::from_ne_bytes(b.try_into().expect("8-byte chunk"))
 }
 
-/// `dst ^= src`, byte by byte, computed a word at a time.
+/// `dst ^= src`, byte by byte as written: the compiler turns this plain loop into vector
+/// instructions (16 bytes each), half the instructions of the word-at-a-time loop it
+/// replaced (RAID5 parity is nothing but this).
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "xor_into: length mismatch");
-    let mut d = dst.chunks_exact_mut(8);
-    let mut s = src.chunks_exact(8);
-    for (dw, sw) in (&mut d).zip(&mut s) {
-        dw.copy_from_slice(&(load(dw) ^ load(sw)).to_ne_bytes());
-    }
-    for (db, sb) in d.into_remainder().iter_mut().zip(s.remainder()) {
-        *db ^= sb;
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d ^= *s;
     }
 }
 

@@ -76,21 +76,24 @@ mod x86 {
     use std::arch::x86_64::_mm_crc32_u64;
 
     #[inline]
-    fn word(p: &[u8; PAGE], at: usize) -> u64 {
-        u64::from_le_bytes(p[at..at + 8].try_into().expect("8 bytes"))
+    fn word(w: &[u8]) -> u64 {
+        u64::from_le_bytes(w.try_into().expect("8 bytes"))
     }
 
     #[target_feature(enable = "sse4.2")]
     pub(super) fn page_crc(p: &[u8; PAGE], (one, two): &(Shift, Shift)) -> u32 {
         let (mut a, mut b, mut c) = (u64::from(u32::MAX), 0u64, 0u64);
-        for at in (0..LANE).step_by(8) {
-            a = _mm_crc32_u64(a, word(p, at));
-            b = _mm_crc32_u64(b, word(p, LANE + at));
-            c = _mm_crc32_u64(c, word(p, 2 * LANE + at));
+        let (la, rest) = p.split_at(LANE);
+        let (lb, rest) = rest.split_at(LANE);
+        let lanes = la.chunks_exact(8).zip(lb.chunks_exact(8));
+        for ((x, y), z) in lanes.zip(rest[..LANE].chunks_exact(8)) {
+            a = _mm_crc32_u64(a, word(x));
+            b = _mm_crc32_u64(b, word(y));
+            c = _mm_crc32_u64(c, word(z));
         }
         let mut r = u64::from(two.apply(a as u32) ^ one.apply(b as u32) ^ c as u32);
-        for at in (3 * LANE..PAGE).step_by(8) {
-            r = _mm_crc32_u64(r, word(p, at));
+        for w in p[3 * LANE..].chunks_exact(8) {
+            r = _mm_crc32_u64(r, word(w));
         }
         !(r as u32)
     }

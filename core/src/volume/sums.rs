@@ -86,6 +86,18 @@ impl PageSums {
         }
     }
 
+    /// The checksums of pages `[first, first + count)` of `ub` in place, without a copy;
+    /// None when none of them is known (their chunk was never written).
+    pub fn slice(&self, ub: u64, first: u16, count: u16) -> Option<&[u32]> {
+        if !self.active() {
+            return None;
+        }
+        let (c, i) = self.place(ub, first);
+        self.chunks[c]
+            .as_deref()
+            .map(|ch| &ch[i..i + count as usize])
+    }
+
     /// Pages `first..` of `ub` now hold data with these checksums.
     pub fn set(&mut self, ub: u64, first: u16, sums: &[u32]) {
         assert!(first as usize + sums.len() <= self.pages_per_block as usize);
@@ -206,6 +218,8 @@ mod tests {
         s.set(999, 15, &[9]);
         assert_eq!(s.get(1, 2, 3), vec![0, 7, 8]);
         assert_eq!(s.get(600, 0, 2), vec![0, 0], "a chunk never written");
+        assert_eq!(s.slice(600, 0, 2), None);
+        assert_eq!(s.slice(1, 2, 3), Some(&[0, 7, 8][..]));
         assert_eq!(s.allocated, 2);
         let mut out = Vec::new();
         s.encode(&mut out);
