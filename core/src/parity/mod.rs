@@ -58,7 +58,20 @@ pub fn new_parity(data: &[&[u8]], nparity: usize) -> Vec<Vec<u8>> {
         "{nparity} parity columns over {} data columns",
         data.len()
     );
-    let mut par = vec![data[data.len() - 1].to_vec(); nparity];
+    let n = data.len();
+    if nparity == 1 && n >= 2 {
+        assert_eq!(data[n - 1].len(), data[n - 2].len(), "length mismatch");
+        // P alone starts as the XOR of the last two columns, written as it is computed
+        // (no copy of a column first), then takes the others in.
+        let mut p: Vec<u8> = data[n - 1]
+            .iter()
+            .zip(data[n - 2])
+            .map(|(a, b)| a ^ b)
+            .collect();
+        kernels::fold_below_top(&data[..n - 1], Some(&mut p), None);
+        return vec![p];
+    }
+    let mut par = vec![data[n - 1].to_vec(); nparity];
     match par.as_mut_slice() {
         [p] => kernels::fold_below_top(data, Some(p), None),
         [p, q] => kernels::fold_below_top(data, Some(p), Some(q)),
