@@ -16,16 +16,13 @@ fn load(b: &[u8]) -> u64 {
     u64::from_ne_bytes(b.try_into().expect("8-byte chunk"))
 }
 
-/// `dst ^= src`, byte by byte, computed a word at a time.
+/// `dst ^= src`, byte by byte as written: the compiler turns this plain loop into vector
+/// instructions (16 bytes each), half the instructions of the word-at-a-time loop it
+/// replaced (RAID5 parity is nothing but this).
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "xor_into: length mismatch");
-    let mut d = dst.chunks_exact_mut(8);
-    let mut s = src.chunks_exact(8);
-    for (dw, sw) in (&mut d).zip(&mut s) {
-        dw.copy_from_slice(&(load(dw) ^ load(sw)).to_ne_bytes());
-    }
-    for (db, sb) in d.into_remainder().iter_mut().zip(s.remainder()) {
-        *db ^= sb;
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d ^= *s;
     }
 }
 
@@ -118,6 +115,26 @@ pub(super) fn syndrome<S: AsRef<[u8]>>(
         for i in (0..top).rev() {
             let src = (!skip(i)).then(|| &data[i].as_ref()[start..end]);
             fold_column(qc.as_deref_mut(), pc.as_deref_mut(), src);
+        }
+    }
+}
+
+/// `syndrome` for outputs that already hold a copy of the last data column (so they need no
+/// zeroing first: `super::new_parity`): folds the other columns in, from the top down.
+pub(super) fn fold_below_top(data: &[&[u8]], mut p: Option<&mut [u8]>, mut q: Option<&mut [u8]>) {
+    let len = data.last().map_or(0, |d| d.len());
+    assert!(
+        data.iter().all(|d| d.len() == len)
+            && p.as_ref().is_none_or(|p| p.len() == len)
+            && q.as_ref().is_none_or(|q| q.len() == len),
+        "length mismatch"
+    );
+    for start in (0..len).step_by(CHUNK) {
+        let end = (start + CHUNK).min(len);
+        let mut pc = p.as_deref_mut().map(|p| &mut p[start..end]);
+        let mut qc = q.as_deref_mut().map(|q| &mut q[start..end]);
+        for d in data[..data.len() - 1].iter().rev() {
+            fold_column(qc.as_deref_mut(), pc.as_deref_mut(), Some(&d[start..end]));
         }
     }
 }

@@ -243,3 +243,21 @@ proptest! {
         prop_assert_eq!(p5, p);
     }
 }
+
+#[test]
+fn new_parity_matches_the_syndrome_into_zeroed_buffers() {
+    for ndata in 1..6 {
+        let data: Vec<Vec<u8>> = (0..ndata)
+            .map(|c| {
+                (0..9000)
+                    .map(|i| (i * 31 + c * 77 + i / 256) as u8)
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+        let (mut p, mut q) = (vec![0u8; 9000], vec![0u8; 9000]);
+        gen_pq(&refs, &mut p, &mut q);
+        assert_eq!(new_parity(&refs, 2), vec![p.clone(), q]);
+        assert_eq!(new_parity(&refs, 1), vec![p]);
+    }
+}

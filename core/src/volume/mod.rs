@@ -2,6 +2,7 @@
 //! page checksums.
 pub mod bmt;
 pub mod loc;
+pub mod page_crc;
 pub mod patch;
 pub mod sums;
 pub use bmt::{Bmt, Entry};

@@ -17,7 +17,7 @@ use crate::types::PAGE_SIZE;
 /// The stored form of a page's CRC-32C (never 0, which means unknown).
 pub fn page_sum(page: &[u8]) -> u32 {
     debug_assert_eq!(page.len() as u64, PAGE_SIZE);
-    match crc32c::crc32c(page) {
+    match super::page_crc::page_crc(page) {
         0 => 1,
         c => c,
     }
@@ -84,6 +84,18 @@ impl PageSums {
             Some(ch) => ch[i..i + count as usize].to_vec(),
             None => vec![0; count as usize],
         }
+    }
+
+    /// The checksums of pages `[first, first + count)` of `ub` in place, without a copy;
+    /// None when none of them is known (their chunk was never written).
+    pub fn slice(&self, ub: u64, first: u16, count: u16) -> Option<&[u32]> {
+        if !self.active() {
+            return None;
+        }
+        let (c, i) = self.place(ub, first);
+        self.chunks[c]
+            .as_deref()
+            .map(|ch| &ch[i..i + count as usize])
     }
 
     /// Pages `first..` of `ub` now hold data with these checksums.
@@ -206,6 +218,8 @@ mod tests {
         s.set(999, 15, &[9]);
         assert_eq!(s.get(1, 2, 3), vec![0, 7, 8]);
         assert_eq!(s.get(600, 0, 2), vec![0, 0], "a chunk never written");
+        assert_eq!(s.slice(600, 0, 2), None);
+        assert_eq!(s.slice(1, 2, 3), Some(&[0, 7, 8][..]));
         assert_eq!(s.allocated, 2);
         let mut out = Vec::new();
         s.encode(&mut out);

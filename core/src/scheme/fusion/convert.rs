@@ -7,7 +7,7 @@
 use super::FusionScheme;
 use super::jobs::{ConvertJob, Job, JobId};
 use super::pairs::{PairSet, SlotState};
-use super::stripe_parity::fill_parity;
+use super::stripe_parity::push_parity;
 use super::vol::Vol;
 use super::write::write_columns;
 use crate::engine::api::{Data, DevOp, IoResult};
@@ -340,12 +340,11 @@ impl FusionScheme {
         let payloads: Vec<Data> = if ctx.size_only {
             vec![Data::Size(bs); width - dcols]
         } else {
-            let mut cols: Vec<Vec<u8>> = j
-                .cols
+            let mut cols: Vec<Vec<u8>> = j.cols[..dcols]
                 .iter_mut()
                 .map(|c| c.take().unwrap_or_else(|| vec![0u8; bs as usize]))
                 .collect();
-            fill_parity(&mut cols, width - dcols);
+            push_parity(&mut cols, width - dcols);
             cols.drain(dcols..).map(Data::Bytes).collect()
         };
         j.writing = true;

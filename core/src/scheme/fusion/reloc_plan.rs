@@ -17,8 +17,9 @@
 
 pub use super::reloc_batch::{Item, RelocBatch};
 use super::vol::Vol;
-use crate::fasthash::{FastMap, FastSet};
+use crate::fasthash::FastMap;
 use crate::volume::Loc;
+use std::collections::hash_map::Entry;
 
 /// Blocks of the BMT one sweep looks at, at most.
 const SWEEP_BLOCKS: u64 = 65_536;
@@ -96,13 +97,15 @@ impl Owners {
     fn push(&mut self, f: u64, ub: u64, pages: u16) {
         let i = self.entries.len() as u32;
         self.entries.push((ub, pages, NONE));
-        match self.heads.get_mut(&f) {
-            Some((_, last)) => {
+        // One probe of the map, found or not.
+        match self.heads.entry(f) {
+            Entry::Occupied(mut o) => {
+                let last = &mut o.get_mut().1;
                 self.entries[*last as usize].2 = i;
                 *last = i;
             }
-            None => {
-                self.heads.insert(f, (i, i));
+            Entry::Vacant(e) => {
+                e.insert((i, i));
             }
         }
     }
@@ -115,10 +118,6 @@ impl Owners {
             i = next;
             Some((ub, pages))
         })
-    }
-
-    fn contains(&self, f: u64) -> bool {
-        self.heads.contains_key(&f)
     }
 
     /// Every RAID block the sweep saw.
@@ -182,29 +181,27 @@ fn sweep(v: &mut Vol) -> Owners {
 /// Victims: stripes whose every owner the sweep saw, with dead pages, as (live pages,
 /// stripe), fewest live first.
 fn victims(v: &Vol, owners: &Owners, capacity: usize) -> Vec<(usize, u32)> {
-    let dcols = v.zone.dcols();
-    let mut live_of: FastMap<u32, usize> = FastMap::default();
-    let mut incomplete: FastSet<u32> = FastSet::default();
+    // Per stripe: its live pages, the columns the sweep saw owners of, and whether one of
+    // those columns has owners the sweep did not see (one map probe per RAID block).
+    let data_cols = (1u32 << v.zone.dcols()) - 1;
+    let mut seen: FastMap<u32, (usize, u32, bool)> = FastMap::default();
     for f in owners.blocks() {
-        let s = v.zone.split(f).0;
+        let (s, c) = v.zone.split(f);
         let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
         let (n, live) = owners
             .of(f)
             .fold((0, 0), |(n, l), o| (n + 1, l + o.1 as usize));
-        if n != refs {
-            incomplete.insert(s);
-        }
-        *live_of.entry(s).or_default() += live;
+        let e = seen.entry(s).or_default();
+        e.0 += live;
+        e.1 |= 1 << c;
+        e.2 |= n != refs;
     }
-    let mut victims: Vec<(usize, u32)> = live_of
+    let mut victims: Vec<(usize, u32)> = seen
         .into_iter()
-        .filter(|&(s, live)| {
-            let valid = v.stripes.valid(s);
-            live < capacity
-                && !incomplete.contains(&s)
-                && (0..dcols).all(|c| valid & (1 << c) == 0 || owners.contains(v.zone.flbn(s, c)))
+        .filter(|&(s, (live, cols, incomplete))| {
+            live < capacity && !incomplete && v.stripes.valid(s) & data_cols & !cols == 0
         })
-        .map(|(s, live)| (live, s))
+        .map(|(s, (live, _, _))| (live, s))
         .collect();
     victims.sort_unstable();
     victims
@@ -443,7 +440,7 @@ mod tests {
         let batches = fill(items, 16, 16, 64, 0.0, true);
         assert_eq!(batches.len(), 10);
         assert!(batches.iter().all(|b| b.items.iter().all(|i| !i.head)));
-        let mut seen = FastSet::default();
+        let mut seen = crate::fasthash::FastSet::default();
         for b in &batches {
             assert!(
                 b.items.iter().all(|i| seen.insert(i.ub)),

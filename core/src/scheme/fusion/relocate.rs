@@ -5,7 +5,7 @@
 use super::FusionScheme;
 use super::jobs::{Job, JobId, ReadPurpose, RelocJob, Segment};
 use super::reloc_plan;
-use super::stripe_parity::fill_parity;
+use super::stripe_parity::push_parity;
 use super::write::write_columns;
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
@@ -343,7 +343,8 @@ impl FusionScheme {
             vec![Data::Size(bs); width]
         } else {
             let nb = j.blocks.len();
-            let mut cols: Vec<Vec<u8>> = (0..width)
+            let dcols = v.zone.dcols();
+            let mut cols: Vec<Vec<u8>> = (0..dcols)
                 .map(|c| (c < nb).then(|| j.data[c].take()).flatten())
                 .map(|d| d.unwrap_or_else(|| Vec::with_capacity(bs as usize)))
                 .collect();
@@ -351,7 +352,7 @@ impl FusionScheme {
             for c in &mut cols {
                 c.resize(bs as usize, 0);
             }
-            fill_parity(&mut cols, v.zone.nparity());
+            push_parity(&mut cols, v.zone.nparity());
             cols.into_iter().map(Data::Bytes).collect()
         };
         j.writing = true;

@@ -24,7 +24,7 @@
 use super::FusionScheme;
 use super::jobs::{CheckRead, Job, JobId, ScrubJob};
 use super::progress::{Pass, Scrub};
-use super::stripe_parity::fill_parity;
+use super::stripe_parity::push_parity;
 use super::write::write_columns;
 use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
@@ -410,8 +410,8 @@ impl FusionScheme {
         let v = &mut self.vols[j.vol];
         let (width, dcols) = (v.zone.width(), v.zone.dcols());
         let mut cols: Vec<Vec<u8>> = j.cols.iter_mut().map(|c| c.take().unwrap()).collect();
-        let on_disk: Vec<Vec<u8>> = cols[dcols..].to_vec();
-        fill_parity(&mut cols, width - dcols);
+        let on_disk: Vec<Vec<u8>> = cols.split_off(dcols);
+        push_parity(&mut cols, width - dcols);
         let s = v.scrub.as_mut().expect("scrub");
         s.stripes_checked += 1;
         if cols[dcols..] == on_disk[..] {

@@ -16,12 +16,12 @@ fn gen_parity(data: &[&[u8]], par: &mut [Vec<u8>]) {
     }
 }
 
-/// Compute the parity columns (the last `nparity`) from the data columns in place.
-pub(super) fn fill_parity(cols: &mut [Vec<u8>], nparity: usize) {
-    let dcols = cols.len() - nparity;
-    let (data, par) = cols.split_at_mut(dcols);
-    let data: Vec<&[u8]> = data.iter().map(|c| c.as_slice()).collect();
-    gen_parity(&data, par);
+/// Append the `nparity` parity columns of the data columns `cols` (new buffers, none
+/// zeroed first: `parity::new_parity`).
+pub(super) fn push_parity(cols: &mut Vec<Vec<u8>>, nparity: usize) {
+    let data: Vec<&[u8]> = cols.iter().map(|c| c.as_slice()).collect();
+    let par = parity::new_parity(&data, nparity);
+    cols.extend(par);
 }
 
 /// The columns of a new full stripe `s`: a data column one piece covers whole is that part

@@ -534,11 +534,10 @@ impl Vol {
             let wrong = segs.iter().any(|g| {
                 let at = g.at as usize * page;
                 g.loc == loc
-                    && PageSums::first_mismatch(
-                        &self.sums.get(ub, g.first, g.count),
-                        &data[at..at + g.count as usize * page],
-                    )
-                    .is_some()
+                    && self.sums.slice(ub, g.first, g.count).is_some_and(|expect| {
+                        PageSums::first_mismatch(expect, &data[at..at + g.count as usize * page])
+                            .is_some()
+                    })
             });
             if wrong {
                 bad.push(ub);
