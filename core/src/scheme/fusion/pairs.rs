@@ -273,33 +273,40 @@ impl PairTable {
     }
 
     /// Hand out the first spare slot whose disks `ok` accepts; skipped slots go to the tail.
-    /// Returns the slot and how many were skipped (redirections).
+    /// Returns the slot and how many were skipped (redirections). The walk reads the list in
+    /// place and then rotates the skipped entries to the tail at once (a move of the shorter
+    /// side) rather than popping and pushing each: with segregation most slots touch a
+    /// read-mode member and a write may pass over dozens.
     pub fn take_spare(
         &mut self,
         zone: &Zone,
         mut ok: impl FnMut(&[DiskId]) -> bool,
     ) -> Option<(SlotRef, usize)> {
         let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
-        for skipped in 0..n {
-            let mut e = self.spare.pop_front()?;
-            let r = e.r;
+        let sets = &self.sets;
+        let found = self.spare.iter_mut().take(n).position(|e| {
             if e.copies == 0 {
-                let set = self.set(r.set);
-                let slot = &set.slots[r.slot as usize];
+                let set = sets[e.r.set as usize]
+                    .as_ref()
+                    .expect("dangling pair set id");
+                let slot = &set.slots[e.r.slot as usize];
                 for (i, &s) in set.stripes().iter().enumerate() {
                     e.disks[i] = zone.disk(s, slot.cols[i] as usize);
                 }
                 e.copies = set.copies;
             }
-            if ok(&e.disks[..e.copies as usize]) {
-                let set = self.set_mut(r.set);
-                assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
-                set.slots[r.slot as usize].state = SlotState::Writing;
-                return Some((r, skipped));
-            }
-            self.spare.push_back(e);
-        }
-        None
+            ok(&e.disks[..e.copies as usize])
+        });
+        let Some(skipped) = found else {
+            self.spare.rotate_left(n);
+            return None;
+        };
+        self.spare.rotate_left(skipped);
+        let r = self.spare.pop_front().expect("the slot found").r;
+        let set = self.set_mut(r.set);
+        assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
+        set.slots[r.slot as usize].state = SlotState::Writing;
+        Some((r, skipped))
     }
 
     /// Give back a slot taken by `take_spare` but not written: it returns to the list's head.

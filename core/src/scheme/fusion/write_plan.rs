@@ -6,6 +6,7 @@
 //! stripes whose parity covers the failed ones. What a plan takes is given back as a whole
 //! when the write must wait for space.
 
+use super::avoid_memo::AvoidMemo;
 use super::jobs::{Dest, Piece};
 use super::open_set::{ensure_slots, open_pair_set_if_room, replicated_area_full};
 use super::pack;
@@ -41,6 +42,18 @@ pub(super) fn avoid(ctx: &Ctx, placement: &PlacementPolicy, d: DiskId) -> bool {
 /// None of `disks` is to be avoided.
 fn clear_of(ctx: &Ctx, placement: &PlacementPolicy, disks: &[DiskId]) -> bool {
     disks.iter().all(|&d| !avoid(ctx, placement, d))
+}
+
+/// [`clear_of`] with the answers per member remembered for one walk of candidates.
+fn clear_of_memo(
+    memo: &mut AvoidMemo,
+    ctx: &Ctx,
+    placement: &PlacementPolicy,
+    disks: &[DiskId],
+) -> bool {
+    disks
+        .iter()
+        .all(|&d| !memo.get(d, || avoid(ctx, placement, d)))
 }
 
 /// The byte range of a write: which volume, where, and what kind.
@@ -259,11 +272,13 @@ impl Planner<'_> {
     fn reserve_in_pack(&mut self, ctx: &Ctx, count: u16) -> (Option<(SlotRef, u16)>, bool) {
         let v = &mut *self.v;
         let (pairs, zone, placement) = (&v.pairs, &v.zone, self.placement);
+        let mut memo = AvoidMemo::default();
         v.packs.reserve(count, |r| {
             let (cp, n) = pairs.copies_array(r);
-            cp[..n]
-                .iter()
-                .all(|&(s, c)| !avoid(ctx, placement, zone.disk(s, c)))
+            cp[..n].iter().all(|&(s, c)| {
+                let d = zone.disk(s, c);
+                !memo.get(d, || avoid(ctx, placement, d))
+            })
         })
     }
 
@@ -274,16 +289,18 @@ impl Planner<'_> {
         let placement = self.placement;
         let steers = placement.steers();
         let v = &mut *self.v;
+        let mut memo = AvoidMemo::default();
         let mut strict = v
             .pairs
-            .take_spare(&v.zone, |ds| clear_of(ctx, placement, ds));
+            .take_spare(&v.zone, |ds| clear_of_memo(&mut memo, ctx, placement, ds));
         if strict.is_none() && open_pair_set_if_room(ctx, v, placement) {
             // Every spare slot touches a member to avoid: a fresh pair set, drawn from
             // stripes away from it, is the redirection target.
             *redirected = true;
+            let mut memo = AvoidMemo::default();
             strict = v
                 .pairs
-                .take_spare(&v.zone, |ds| clear_of(ctx, placement, ds))
+                .take_spare(&v.zone, |ds| clear_of_memo(&mut memo, ctx, placement, ds))
                 .map(|(r, _)| (r, 0));
         }
         match strict {
