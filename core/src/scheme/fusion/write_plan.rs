@@ -44,16 +44,24 @@ fn clear_of(ctx: &Ctx, placement: &PlacementPolicy, disks: &[DiskId]) -> bool {
     disks.iter().all(|&d| !avoid(ctx, placement, d))
 }
 
-/// [`clear_of`] with the answers per member remembered for one walk of candidates.
-fn clear_of_memo(
-    memo: &mut AvoidMemo,
-    ctx: &Ctx,
-    placement: &PlacementPolicy,
-    disks: &[DiskId],
-) -> bool {
-    disks
-        .iter()
-        .all(|&d| !memo.get(d, || avoid(ctx, placement, d)))
+/// The first spare slot with no copy on a member to avoid (`PairTable::take_spare`), the
+/// policy asked once per member: with segregation a write may pass over hundreds of slots
+/// on read-mode members.
+fn take_clear(ctx: &Ctx, v: &mut Vol, placement: &PlacementPolicy) -> Option<(SlotRef, usize)> {
+    let members = ctx.disk_count();
+    match v
+        .pairs
+        .take_spare_clear(&v.zone, members, |d| avoid(ctx, placement, d))
+    {
+        Some(got) => got,
+        None => {
+            let mut memo = AvoidMemo::default();
+            v.pairs.take_spare(&v.zone, |ds| {
+                ds.iter()
+                    .all(|&d| !memo.get(d, || avoid(ctx, placement, d)))
+            })
+        }
+    }
 }
 
 /// The byte range of a write: which volume, where, and what kind.
@@ -289,19 +297,12 @@ impl Planner<'_> {
         let placement = self.placement;
         let steers = placement.steers();
         let v = &mut *self.v;
-        let mut memo = AvoidMemo::default();
-        let mut strict = v
-            .pairs
-            .take_spare(&v.zone, |ds| clear_of_memo(&mut memo, ctx, placement, ds));
+        let mut strict = take_clear(ctx, v, placement);
         if strict.is_none() && open_pair_set_if_room(ctx, v, placement) {
             // Every spare slot touches a member to avoid: a fresh pair set, drawn from
             // stripes away from it, is the redirection target.
             *redirected = true;
-            let mut memo = AvoidMemo::default();
-            strict = v
-                .pairs
-                .take_spare(&v.zone, |ds| clear_of_memo(&mut memo, ctx, placement, ds))
-                .map(|(r, _)| (r, 0));
+            strict = take_clear(ctx, v, placement).map(|(r, _)| (r, 0));
         }
         match strict {
             Some((r, skipped)) => {
