@@ -316,8 +316,9 @@ impl PairTable {
     }
 
     /// [`Self::take_spare`] for the common question, "no copy on a member `avoid` names",
-    /// with the same choice: `avoid` is asked once per member (of up to 64; `None` past
-    /// that, and the caller asks `take_spare`), and each slot is then one mask test.
+    /// with the same choice: `avoid` is asked once per member, the first time a slot on it
+    /// is looked at, and each slot is then one mask test. `None` for pools past 63 members
+    /// (the caller asks `take_spare`).
     pub fn take_spare_clear(
         &mut self,
         zone: &Zone,
@@ -327,13 +328,20 @@ impl PairTable {
         if members > 63 {
             return None;
         }
-        let avoided = (0..members as u32)
-            .filter(|&d| avoid(DiskId(d)))
-            .fold(0u64, |m, d| m | 1 << d);
+        let (mut known, mut avoided) = (0u64, 0u64);
         let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
         let sets = &self.sets;
         let found = self.spare.iter_mut().take(n).position(|e| {
             e.fill(sets, zone);
+            let mut new = e.mask & !known;
+            while new != 0 {
+                let d = new.trailing_zeros();
+                new &= new - 1;
+                known |= 1 << d;
+                if avoid(DiskId(d)) {
+                    avoided |= 1 << d;
+                }
+            }
             e.mask & avoided == 0
         });
         Some(self.hand_out(n, found))

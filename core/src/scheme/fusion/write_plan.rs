@@ -280,13 +280,11 @@ impl Planner<'_> {
     fn reserve_in_pack(&mut self, ctx: &Ctx, count: u16) -> (Option<(SlotRef, u16)>, bool) {
         let v = &mut *self.v;
         let (pairs, zone, placement) = (&v.pairs, &v.zone, self.placement);
-        let mut memo = AvoidMemo::default();
         v.packs.reserve(count, |r| {
             let (cp, n) = pairs.copies_array(r);
-            cp[..n].iter().all(|&(s, c)| {
-                let d = zone.disk(s, c);
-                !memo.get(d, || avoid(ctx, placement, d))
-            })
+            cp[..n]
+                .iter()
+                .all(|&(s, c)| !avoid(ctx, placement, zone.disk(s, c)))
         })
     }
 
