@@ -1,8 +1,9 @@
 //! One answer per member to "steer new data clear of it?" during one placement step.
 //!
-//! With read/write segregation most replica slots, open packs and random spare stripes
-//! touch a read-mode member, so one write may offer dozens of candidates to the placement
-//! policy, each asking about the same few members again (issue 20's engine-cost
+//! With read/write segregation most replica slots and random spare stripes touch a
+//! read-mode member, so one write may offer dozens of candidates to the placement policy,
+//! each asking about the same few members again (used by a pair set's random draws and by
+//! the slot walk of pools past 63 members) (issue 20's engine-cost
 //! measurement: docs/BENCHMARKS.md, "Steering's engine cost"). Within one step the answers
 //! cannot change (same time, same member states), so the first answer per member is kept.
 //! Members past 64 are asked every time.
