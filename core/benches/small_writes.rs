@@ -15,6 +15,11 @@
 //! writes are counted. `STEER=1` runs the steered policies (`fusionraid+`, equal weights: no
 //! curves) to compare their cost, `STEER=noseg` the same without read/write segregation.
 //! `LEVEL=mirror` (or `mirror3`) makes the volume a mirror instead of RAID5 4+1.
+//! On 7 members segregation leaves every member a writer (a pair set spans 10 members:
+//! `min_writers`), so `STEER=1` costs what `noseg` does; `DISKS=29 READS=0.9` (29 members
+//! sharing the same memory, 90% of the requests 4 KiB random reads) leaves 10 writers and
+//! measures what segregation costs the engine. The last line says how many writes were
+//! steered and how many members ended in write mode.
 
 use std::time::Instant;
 
@@ -26,8 +31,17 @@ use fusionraid_core::scheme::fusion::{
 use fusionraid_core::{Data, DevOp, Engine, EngineConfig, Op, Request};
 
 const BS: u64 = 64 * 1024;
-const DISKS: usize = 7;
-const DISK_BYTES: u64 = 1 << 30;
+/// Members of the pool (`DISKS=N` for another count: the members then share the same 7 GiB
+/// of memory, each `7 GiB / N` rounded down to whole blocks).
+fn disks() -> usize {
+    std::env::var("DISKS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7)
+}
+fn disk_bytes() -> u64 {
+    (7u64 << 30) / disks() as u64 / BS * BS
+}
 const VOLUME: u64 = 1 << 30;
 const DATA_OFFSET: u64 = 8 << 20;
 const QD: usize = 16;
@@ -45,7 +59,9 @@ struct Members {
 impl Members {
     fn new() -> Members {
         Members {
-            disks: (0..DISKS).map(|_| vec![0u8; DISK_BYTES as usize]).collect(),
+            disks: (0..disks())
+                .map(|_| vec![0u8; disk_bytes() as usize])
+                .collect(),
             copy_ns: 0,
             bytes_written: 0,
             meta_written: 0,
@@ -96,8 +112,8 @@ impl Members {
 
 fn engine(spare: f64, low_water: Option<f64>) -> Engine {
     let pool = PoolGeometry {
-        disks: DISKS,
-        disk_bytes: DISK_BYTES,
+        disks: disks(),
+        disk_bytes: disk_bytes(),
         block_size: BS,
         data_offset: DATA_OFFSET,
         layout: LayoutKind::Mols,
@@ -127,7 +143,7 @@ fn engine(spare: f64, low_water: Option<f64>) -> Engine {
         cfg.conversion.spare_low_water = w;
     }
     let scheme = FusionScheme::new(cfg).expect("config");
-    Engine::new(EngineConfig::new(DISKS), Box::new(scheme), 0)
+    Engine::new(EngineConfig::new(disks()), Box::new(scheme), 0)
 }
 
 /// CPU time of this thread: the other load of a shared machine moves it much less than
@@ -142,9 +158,15 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// `n` random 4 KiB writes, `QD` in flight, 30 us of virtual time between submissions.
+/// `n` random 4 KiB requests, `QD` in flight, 30 us of virtual time between submissions:
+/// writes, or with `READS=F` a share F of reads (what makes segregation leave members in
+/// read mode: a write-only load keeps every member a writer).
 fn drive(e: &mut Engine, m: &mut Members, now: &mut u64, n: u64, rng: &mut Rng) -> u64 {
     let pages = VOLUME / 4096;
+    let reads: f64 = std::env::var("READS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
     let mut in_flight = 0usize;
     let mut done = 0u64;
     let mut sent = 0u64;
@@ -153,14 +175,22 @@ fn drive(e: &mut Engine, m: &mut Members, now: &mut u64, n: u64, rng: &mut Rng) 
         while in_flight < QD && sent < n {
             *now += 30_000; // 33K writes per second offered, as over NBD
             payload[..8].copy_from_slice(&sent.to_le_bytes());
+            // The draw for the kind only with reads on: a write-only run keeps its offsets.
+            let read = reads > 0.0 && (rng.below(1 << 20) as f64) < reads * (1 << 20) as f64;
+            let offset = rng.below(pages) * 4096;
+            let op = if read {
+                Op::Read { offset, len: 4096 }
+            } else {
+                Op::Write {
+                    offset,
+                    data: Data::Bytes(payload.clone()),
+                    fua: false,
+                }
+            };
             let r = Request {
                 id: sent,
                 volume: 0,
-                op: Op::Write {
-                    offset: rng.below(pages) * 4096,
-                    data: Data::Bytes(payload.clone()),
-                    fua: false,
-                },
+                op,
             };
             e.submit(r, *now).expect("not busy");
             sent += 1;
@@ -234,11 +264,14 @@ fn main() {
     let st = e.stats();
     let user = done * 4096;
     let level = e.volume_status(0).map(|s| s.level).unwrap_or_default();
+    let reads = std::env::var("READS").unwrap_or_else(|_| "0".into());
     println!(
-        "4 KiB random writes, 7 x 1 GiB members in memory, {level} 1 GiB volume, spare {spare}, QD {QD}, journal on:"
+        "4 KiB random requests (reads {reads}), {} members of {} MiB in memory, {level} 1 GiB volume, spare {spare}, QD {QD}, journal on:",
+        disks(),
+        disk_bytes() >> 20
     );
     println!(
-        "  {done} writes: {:.0} ns of thread CPU per write (engine and member copies; {:.2} s), of which about {:.0} ns in member copies (wall time, so only when the machine is quiet)",
+        "  {done} requests: {:.0} ns of thread CPU per request (engine and member copies; {:.2} s), of which about {:.0} ns in member copies (wall time, so only when the machine is quiet)",
         cpu as f64 / done as f64,
         cpu as f64 / 1e9,
         m.copy_ns as f64 / done as f64,
@@ -256,5 +289,16 @@ fn main() {
         st.full_stripe_writes - before.full_stripe_writes,
         st.replicated_block_writes - before.replicated_block_writes,
         now as f64 / 1e9
+    );
+    let writers = e.disks().steering().map_or(disks(), |s| {
+        (0..disks())
+            .filter(|&d| s.is_writer(fusionraid_core::types::DiskId(d as u32)))
+            .count()
+    });
+    println!(
+        "  redirected writes {} steered pair sets {}; members in write mode at the end {writers} of {}",
+        st.redirected_writes - before.redirected_writes,
+        st.steered_pair_sets - before.steered_pair_sets,
+        disks()
     );
 }

@@ -7,6 +7,7 @@
 //! reconstruction), `background` (conversion and relocation/compaction), `jobs` (the state of
 //! requests in flight), `sizing` (each volume's zone, and the `auto` spare share).
 
+mod avoid_memo;
 mod background;
 mod bufs;
 pub mod column;

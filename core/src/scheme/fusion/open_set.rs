@@ -4,6 +4,7 @@
 //! candidates, their members and the combinations live in fixed arrays (a stripe has at
 //! most 32 columns), not in `Vec`s per draw.
 
+use super::avoid_memo::AvoidMemo;
 use super::pairs::{PairSet, Slot, SlotState, match_columns};
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
@@ -153,11 +154,16 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
     let (members, rng) = ctx.members_and_rng();
     let failed = |d: DiskId| members.failed(d);
     let avoided = std::cell::Cell::new(false);
+    // Most random draws touch a member to avoid when segregation leaves few writers: the
+    // policy is asked once per member (avoid_memo.rs).
+    let memo = std::cell::RefCell::new(AvoidMemo::default());
     let bad = |d: DiskId| {
         if members.failed(d) {
             return true;
         }
-        let steered = placement.steer_clear(&members, d);
+        let steered = memo
+            .borrow_mut()
+            .get(d, || placement.steer_clear(&members, d));
         if steered {
             avoided.set(true);
         }

@@ -104,6 +104,9 @@ struct SpareSlot {
     r: SlotRef,
     copies: u8,
     disks: [DiskId; 3],
+    /// The copies' members as bits (valid with `copies`; members past 63 set bit 63 too,
+    /// so a mask test never accepts them: [`PairTable::take_spare_clear`] falls back).
+    mask: u64,
 }
 
 impl SpareSlot {
@@ -112,7 +115,28 @@ impl SpareSlot {
             r,
             copies: 0,
             disks: [DiskId(0); 3],
+            mask: 0,
         }
+    }
+
+    /// Looks up the copies' members once (the static layout never moves them).
+    #[inline]
+    fn fill(&mut self, sets: &[Option<PairSet>], zone: &Zone) {
+        if self.copies != 0 {
+            return;
+        }
+        let set = sets[self.r.set as usize]
+            .as_ref()
+            .expect("dangling pair set id");
+        let slot = &set.slots[self.r.slot as usize];
+        let mut mask = 0u64;
+        for (i, &s) in set.stripes().iter().enumerate() {
+            let d = zone.disk(s, slot.cols[i] as usize);
+            self.disks[i] = d;
+            mask |= 1u64 << d.index().min(63);
+        }
+        self.mask = mask;
+        self.copies = set.copies;
     }
 }
 
@@ -273,33 +297,69 @@ impl PairTable {
     }
 
     /// Hand out the first spare slot whose disks `ok` accepts; skipped slots go to the tail.
-    /// Returns the slot and how many were skipped (redirections).
+    /// Returns the slot and how many were skipped (redirections). The walk reads the list in
+    /// place and then rotates the skipped entries to the tail at once (a move of the shorter
+    /// side) rather than popping and pushing each: with segregation most slots touch a
+    /// read-mode member and a write may pass over hundreds.
     pub fn take_spare(
         &mut self,
         zone: &Zone,
         mut ok: impl FnMut(&[DiskId]) -> bool,
     ) -> Option<(SlotRef, usize)> {
         let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
-        for skipped in 0..n {
-            let mut e = self.spare.pop_front()?;
-            let r = e.r;
-            if e.copies == 0 {
-                let set = self.set(r.set);
-                let slot = &set.slots[r.slot as usize];
-                for (i, &s) in set.stripes().iter().enumerate() {
-                    e.disks[i] = zone.disk(s, slot.cols[i] as usize);
-                }
-                e.copies = set.copies;
-            }
-            if ok(&e.disks[..e.copies as usize]) {
-                let set = self.set_mut(r.set);
-                assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
-                set.slots[r.slot as usize].state = SlotState::Writing;
-                return Some((r, skipped));
-            }
-            self.spare.push_back(e);
+        let sets = &self.sets;
+        let found = self.spare.iter_mut().take(n).position(|e| {
+            e.fill(sets, zone);
+            ok(&e.disks[..e.copies as usize])
+        });
+        self.hand_out(n, found)
+    }
+
+    /// [`Self::take_spare`] for the common question, "no copy on a member `avoid` names",
+    /// with the same choice: `avoid` is asked once per member, the first time a slot on it
+    /// is looked at, and each slot is then one mask test. `None` for pools past 63 members
+    /// (the caller asks `take_spare`).
+    pub fn take_spare_clear(
+        &mut self,
+        zone: &Zone,
+        members: usize,
+        mut avoid: impl FnMut(DiskId) -> bool,
+    ) -> Option<Option<(SlotRef, usize)>> {
+        if members > 63 {
+            return None;
         }
-        None
+        let (mut known, mut avoided) = (0u64, 0u64);
+        let n = self.spare.len().min(crate::space::stripes::MAX_SPARE_SCAN);
+        let sets = &self.sets;
+        let found = self.spare.iter_mut().take(n).position(|e| {
+            e.fill(sets, zone);
+            let mut new = e.mask & !known;
+            while new != 0 {
+                let d = new.trailing_zeros();
+                new &= new - 1;
+                known |= 1 << d;
+                if avoid(DiskId(d)) {
+                    avoided |= 1 << d;
+                }
+            }
+            e.mask & avoided == 0
+        });
+        Some(self.hand_out(n, found))
+    }
+
+    /// The end of a walk of `n` entries: the one `found` (after that many skipped) is
+    /// handed out and the skipped go to the tail; or, none found, all `n` go there.
+    fn hand_out(&mut self, n: usize, found: Option<usize>) -> Option<(SlotRef, usize)> {
+        let Some(skipped) = found else {
+            self.spare.rotate_left(n);
+            return None;
+        };
+        self.spare.rotate_left(skipped);
+        let r = self.spare.pop_front().expect("the slot found").r;
+        let set = self.set_mut(r.set);
+        assert_eq!(set.slots[r.slot as usize].state, SlotState::Spare);
+        set.slots[r.slot as usize].state = SlotState::Writing;
+        Some((r, skipped))
     }
 
     /// Give back a slot taken by `take_spare` but not written: it returns to the list's head.

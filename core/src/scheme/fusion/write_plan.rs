@@ -6,6 +6,7 @@
 //! stripes whose parity covers the failed ones. What a plan takes is given back as a whole
 //! when the write must wait for space.
 
+use super::avoid_memo::AvoidMemo;
 use super::jobs::{Dest, Piece};
 use super::open_set::{ensure_slots, open_pair_set_if_room, replicated_area_full};
 use super::pack;
@@ -41,6 +42,26 @@ pub(super) fn avoid(ctx: &Ctx, placement: &PlacementPolicy, d: DiskId) -> bool {
 /// None of `disks` is to be avoided.
 fn clear_of(ctx: &Ctx, placement: &PlacementPolicy, disks: &[DiskId]) -> bool {
     disks.iter().all(|&d| !avoid(ctx, placement, d))
+}
+
+/// The first spare slot with no copy on a member to avoid (`PairTable::take_spare`), the
+/// policy asked once per member: with segregation a write may pass over hundreds of slots
+/// on read-mode members.
+fn take_clear(ctx: &Ctx, v: &mut Vol, placement: &PlacementPolicy) -> Option<(SlotRef, usize)> {
+    let members = ctx.disk_count();
+    match v
+        .pairs
+        .take_spare_clear(&v.zone, members, |d| avoid(ctx, placement, d))
+    {
+        Some(got) => got,
+        None => {
+            let mut memo = AvoidMemo::default();
+            v.pairs.take_spare(&v.zone, |ds| {
+                ds.iter()
+                    .all(|&d| !memo.get(d, || avoid(ctx, placement, d)))
+            })
+        }
+    }
 }
 
 /// The byte range of a write: which volume, where, and what kind.
@@ -274,17 +295,12 @@ impl Planner<'_> {
         let placement = self.placement;
         let steers = placement.steers();
         let v = &mut *self.v;
-        let mut strict = v
-            .pairs
-            .take_spare(&v.zone, |ds| clear_of(ctx, placement, ds));
+        let mut strict = take_clear(ctx, v, placement);
         if strict.is_none() && open_pair_set_if_room(ctx, v, placement) {
             // Every spare slot touches a member to avoid: a fresh pair set, drawn from
             // stripes away from it, is the redirection target.
             *redirected = true;
-            strict = v
-                .pairs
-                .take_spare(&v.zone, |ds| clear_of(ctx, placement, ds))
-                .map(|(r, _)| (r, 0));
+            strict = take_clear(ctx, v, placement).map(|(r, _)| (r, 0));
         }
         match strict {
             Some((r, skipped)) => {
