@@ -103,7 +103,7 @@ impl ExpId {
 }
 
 /// FusionRAID with every policy the pool offers (Sandook's steering: weights, read/write
-/// segregation, congestion control; proactive discard), on the same pool, volumes and spare
+/// segregation, congestion control; proactive discard; hedged writes), on the same pool, volumes and spare
 /// share as the paper's FusionRAID: every experiment comparing systems runs it next to them.
 pub const COMBINED: &str = "fusionraid+";
 /// Fig. 10's systems (paper §5.2), and the combined system.

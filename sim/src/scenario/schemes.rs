@@ -123,7 +123,8 @@ pub fn build_scheme(name: &str, p: &SchemeParams) -> Result<Box<dyn Scheme + Sen
     };
     match key.as_str() {
         "fusionraid" | "fusion" => fusion(p, true, false).map_err(|e| config_err(e.to_string())),
-        // FusionRAID with every policy the pool offers (Sandook's steering, proactive discard).
+        // FusionRAID with every policy the pool offers (Sandook's steering, proactive discard,
+        // hedged writes).
         "fusionraid+" | "fusion+" => fusion(p, true, true).map_err(|e| config_err(e.to_string())),
         // The paper's Fusion-ND: FusionRAID without redirection around slow disks.
         "fusion-nd" | "fusionnd" => fusion(p, false, false).map_err(|e| config_err(e.to_string())),

@@ -361,8 +361,9 @@ pub fn analyze(plan: &Plan, res: &Results) -> ExperimentOutput {
 pub fn combined_note() -> String {
     format!(
         "`{COMBINED}` is FusionRAID with every policy the pool offers: Sandook's profile-guided \
-         steering (load weights, read/write segregation, congestion control) and proactive \
-         discard of freed stripes. It runs on the same members with the same volumes, RAID5 \
+         steering (load weights, read/write segregation, congestion control), proactive \
+         discard of freed stripes and hedged writes (a write stuck on a member the detector \
+         marks unresponsive is placed again elsewhere). It runs on the same members with the same volumes, RAID5 \
          6+1 geometry and spare share (the engine's default, 0.25 of the data) as the \
          paper's FusionRAID: the same space budget."
     )
