@@ -7,7 +7,7 @@ mod common;
 use std::ops::Range;
 
 use common::Driver;
-use common::fusion_pool::{driver_over, fusion_driver, pool_geometry};
+use common::fusion_pool::{driver_over, pool_geometry, small_pool};
 use fusionraid_core::scheme::fusion::{
     FusionConfig, FusionScheme, LayoutKind, Level, VolumeConfig,
 };
@@ -21,15 +21,7 @@ fn volume() -> VolumeConfig {
 }
 
 fn driver(tune: impl FnOnce(&mut FusionConfig)) -> Driver {
-    // 8 disks, MOLS, one RAID5 6+1 volume of 96 blocks.
-    let pool = pool_geometry(8, BS, LayoutKind::Mols, Vec::new());
-    let mut cfg = FusionConfig::new(pool, vec![volume()]);
-    cfg.conversion.enabled = false;
-    cfg.max_request_bytes = 24 * BS;
-    tune(&mut cfg);
-    let mut ecfg = EngineConfig::new(8);
-    ecfg.detector = common::driver_detector();
-    fusion_driver(cfg, ecfg, 7)
+    small_pool(volume(), tune)
 }
 
 fn pattern(tag: u8, len: u64) -> Vec<u8> {

@@ -6,9 +6,9 @@
 mod common;
 
 use common::Driver;
-use common::fusion_pool::{fusion_driver, pool_geometry};
-use fusionraid_core::scheme::fusion::{FusionConfig, LayoutKind, Level, VolumeConfig};
-use fusionraid_core::{DiskId, EngineConfig, Nanos};
+use common::fusion_pool::small_pool;
+use fusionraid_core::scheme::fusion::{Level, VolumeConfig};
+use fusionraid_core::{DiskId, Nanos};
 
 const BS: u64 = 65536;
 const MS: Nanos = 1_000_000;
@@ -17,16 +17,9 @@ const MS: Nanos = 1_000_000;
 const STALL_FACTOR: u64 = 200;
 
 fn driver(write_hedge_ns: Option<Nanos>) -> Driver {
-    let pool = pool_geometry(8, BS, LayoutKind::Mols, Vec::new());
     let mut v = VolumeConfig::new("v", Level::Raid5, 7, 96 * BS);
     v.replicated_fraction = 0.8;
-    let mut cfg = FusionConfig::new(pool, vec![v]);
-    cfg.conversion.enabled = false;
-    cfg.max_request_bytes = 24 * BS;
-    cfg.write_hedge_ns = write_hedge_ns;
-    let mut ecfg = EngineConfig::new(8);
-    ecfg.detector = common::driver_detector();
-    fusion_driver(cfg, ecfg, 7)
+    small_pool(v, |c| c.write_hedge_ns = write_hedge_ns)
 }
 
 fn pattern(tag: u8, len: u64) -> Vec<u8> {

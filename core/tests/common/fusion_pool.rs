@@ -4,7 +4,9 @@
 
 use fusionraid_core::meta::JournalConfig;
 use fusionraid_core::scheme::fusion::durable::meta_layout;
-use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, LayoutKind, PoolGeometry};
+use fusionraid_core::scheme::fusion::{
+    FusionConfig, FusionScheme, LayoutKind, PoolGeometry, VolumeConfig,
+};
 use fusionraid_core::{DiskId, Engine, EngineConfig};
 
 use super::Driver;
@@ -39,6 +41,21 @@ pub fn with_journal(cfg: &mut FusionConfig, journal: JournalConfig) {
 /// A driver over the scheme `cfg` describes (see [`driver_over`]).
 pub fn fusion_driver(cfg: FusionConfig, ecfg: EngineConfig, seed: u64) -> Driver {
     driver_over(FusionScheme::new(cfg).unwrap(), ecfg, seed)
+}
+
+/// The targeted tests' small pool: 8 members of 64 KiB blocks laid out by MOLS, one volume
+/// `volume`, conversion off (the tests drive the layout themselves), requests up to 24
+/// blocks, the test driver's detector; `tune` adjusts the rest.
+pub fn small_pool(volume: VolumeConfig, tune: impl FnOnce(&mut FusionConfig)) -> Driver {
+    const BS: u64 = 65536;
+    let pool = pool_geometry(8, BS, LayoutKind::Mols, Vec::new());
+    let mut cfg = FusionConfig::new(pool, vec![volume]);
+    cfg.conversion.enabled = false;
+    cfg.max_request_bytes = 24 * BS;
+    tune(&mut cfg);
+    let mut ecfg = EngineConfig::new(8);
+    ecfg.detector = super::driver_detector();
+    fusion_driver(cfg, ecfg, 7)
 }
 
 /// A driver over `scheme`, an engine configured by `ecfg`, each member exactly as large as
