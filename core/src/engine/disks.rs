@@ -5,7 +5,7 @@
 use std::cell::Cell;
 
 use crate::detector::{DetectorConfig, SpikeDetector, Ticket};
-use crate::steer::{IoWindow, ReadChoices, Recent, Steering};
+use crate::steer::{IoWindow, Recent, Steering};
 use crate::types::{DiskId, Nanos};
 
 /// Width of one bucket of the foreground throughput meter. Two buckets give a rate averaged
@@ -118,8 +118,6 @@ pub struct Disks {
     /// Profile-guided steering, when the scheme runs it: weights, modes and rate factors every
     /// policy can read, kept current from these members' windows.
     steering: Option<Steering>,
-    /// User reads routed since steering last looked (see [`ReadChoices`]).
-    read_choices: ReadChoices,
 }
 
 impl Disks {
@@ -128,19 +126,13 @@ impl Disks {
             list: (0..count).map(|_| DiskState::new(cfg, now)).collect(),
             deadline: Cell::new(Some(MinDeadline::default())),
             steering: None,
-            read_choices: ReadChoices::default(),
         }
     }
 
     /// A user read was routed, with or without a choice of copy (steering's input).
     pub(crate) fn note_read(&mut self, with_choice: bool) {
-        if self.steering.is_some() {
-            let c = &mut self.read_choices;
-            *if with_choice {
-                &mut c.with_choice
-            } else {
-                &mut c.without
-            } += 1;
+        if let Some(s) = &mut self.steering {
+            s.note_read(with_choice);
         }
     }
 
@@ -162,13 +154,8 @@ impl Disks {
             now,
             failed: self.list.iter().map(|d| d.failed).collect(),
             windows: self.list.iter().map(|d| d.window.last(now)).collect(),
-            reads: self.read_choices,
         };
-        let due = now >= s.next_deadline();
         s.update(&recent);
-        if due {
-            self.read_choices = ReadChoices::default();
-        }
     }
 
     pub(crate) fn steering_deadline(&self) -> Option<Nanos> {

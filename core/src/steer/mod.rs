@@ -23,6 +23,6 @@ pub mod window;
 
 pub use congestion::{Aimd, AimdParams};
 pub use modes::Segregation;
-pub use steering::{ReadChoices, Recent, SteerConfig, Steering};
+pub use steering::{Recent, SteerConfig, Steering};
 pub use weights::{FillParams, water_fill};
 pub use window::{IoWindow, Tally, WINDOW_NS};

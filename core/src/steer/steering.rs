@@ -89,13 +89,13 @@ struct Observed {
     choice_share: f64,
 }
 
-/// User reads the scheme routed since the last update: with a choice of copy (a replicated
-/// block with two readable copies) or without (a RAID column, a lone copy). Only the first
-/// kind can be steered off write-mode members.
+/// User reads the scheme routed since the last recomputation: with a choice of copy (a
+/// replicated block with two readable copies) or without (a RAID column, a lone copy). Only
+/// the first kind can be steered off write-mode members.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReadChoices {
-    pub with_choice: u64,
-    pub without: u64,
+struct ReadChoices {
+    with_choice: u64,
+    without: u64,
 }
 
 /// What every member shows now: whether it failed, and its last window of completions (None
@@ -104,7 +104,6 @@ pub struct Recent<'a> {
     pub now: Nanos,
     pub failed: Vec<bool>,
     pub windows: Vec<Option<&'a Tally>>,
-    pub reads: ReadChoices,
 }
 
 impl Recent<'_> {
@@ -130,6 +129,8 @@ pub struct Steering {
     /// Keep the write set at least at the writes' share of the pool's device I/O
     /// ([`Steering::with_fair_write_set`]).
     fair_write_set: bool,
+    /// User reads routed since the last recomputation ([`Steering::note_read`]).
+    reads: ReadChoices,
 }
 
 /// Learnt curves are rebuilt every this many recomputations (a second at the default 10 ms).
@@ -160,12 +161,24 @@ impl Steering {
             cfg,
             epoch: 0,
             fair_write_set: false,
+            reads: ReadChoices::default(),
         }
+    }
+
+    /// A user read was routed, with a choice of copy (two or more readable copies) or
+    /// without (a RAID column, a lone copy): the fair write set weighs only the first kind.
+    pub fn note_read(&mut self, with_choice: bool) {
+        let c = &mut self.reads;
+        *if with_choice {
+            &mut c.with_choice
+        } else {
+            &mut c.without
+        } += 1;
     }
 
     /// Segregation never leaves fewer writers than the writes' share of the pool's device
     /// I/O times the healthy members, so no writer is busier than a member would be without
-    /// it. Reads that had no choice of copy ([`ReadChoices`]) are left out of that share:
+    /// it. Reads that had no choice of copy ([`Steering::note_read`]) are left out of that share:
     /// they land on writers and readers alike, so balancing writers (writes plus their part
     /// of those reads) against readers (the steerable reads plus theirs) gives writers the
     /// share `writes / (writes + steerable reads)`; a pool whose reads are mostly of RAID
@@ -252,9 +265,10 @@ impl Steering {
         if wr_reads + wr_writes > 0 {
             self.seen.writer_write_share = wr_writes as f64 / (wr_reads + wr_writes) as f64;
         }
-        let routed = m.reads.with_choice + m.reads.without;
+        let reads = std::mem::take(&mut self.reads);
+        let routed = reads.with_choice + reads.without;
         if routed > 0 {
-            let share = m.reads.with_choice as f64 / routed as f64;
+            let share = reads.with_choice as f64 / routed as f64;
             self.seen.choice_share = blend(self.seen.choice_share, share);
         }
     }
@@ -476,7 +490,6 @@ mod tests {
             now,
             failed: vec![false; ws.len()],
             windows: ws.iter().map(|w| w.last(now)).collect(),
-            reads: ReadChoices::default(),
         }
     }
 
@@ -574,12 +587,10 @@ mod tests {
             let mut now = 2 * WINDOW_NS;
             for _ in 0..20 {
                 let ws = busy(n, 600, 400, now);
-                let mut m = recent(&ws, now);
-                m.reads = ReadChoices {
-                    with_choice,
-                    without,
-                };
-                s.update(&m);
+                for k in 0..with_choice + without {
+                    s.note_read(k < with_choice);
+                }
+                s.update(&recent(&ws, now));
                 now += WINDOW_NS;
             }
             (0..n).filter(|&i| s.is_writer(DiskId(i as u32))).count()
