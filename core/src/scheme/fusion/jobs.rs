@@ -238,6 +238,42 @@ pub struct WriteJob {
     pub abandoned: bool,
 }
 
+impl WriteJob {
+    /// A request not placed yet: user blocks `blocks` of volume `vol`.
+    pub fn new(
+        vol: usize,
+        id: u64,
+        at: Nanos,
+        fua: bool,
+        offset: u64,
+        kind: WriteKind,
+        blocks: std::ops::Range<u64>,
+    ) -> Self {
+        WriteJob {
+            vol,
+            id,
+            at,
+            fua,
+            offset,
+            kind,
+            ub_first: blocks.start,
+            ub_end: blocks.end,
+            pieces: Vec::new(),
+            stripes: Vec::new(),
+            pending: 0,
+            failed: false,
+            tries: 0,
+            may_wait: true,
+            issued_at: at,
+            io_disks: Vec::new(),
+            landed: Vec::new(),
+            twin: None,
+            hedged: false,
+            abandoned: false,
+        }
+    }
+}
+
 pub struct FlushJob {
     pub id: u64,
     pub at: Nanos,

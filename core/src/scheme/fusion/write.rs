@@ -43,28 +43,7 @@ impl FusionScheme {
         let len = kind.len();
         let ub_first = offset / bs;
         let ub_end = (offset + len).div_ceil(bs);
-        let job = WriteJob {
-            vol,
-            id,
-            at: ctx.now,
-            fua,
-            offset,
-            kind,
-            ub_first,
-            ub_end,
-            pieces: Vec::new(),
-            stripes: Vec::new(),
-            pending: 0,
-            failed: false,
-            tries: 0,
-            may_wait: true,
-            issued_at: ctx.now,
-            io_disks: Vec::new(),
-            landed: Vec::new(),
-            twin: None,
-            hedged: false,
-            abandoned: false,
-        };
+        let job = WriteJob::new(vol, id, ctx.now, fua, offset, kind, ub_first..ub_end);
         let h = self.jobs.insert(Job::Write(job));
         if self.vols[vol]
             .locks
@@ -96,7 +75,7 @@ impl FusionScheme {
         }
     }
 
-    fn write_job(&mut self, h: JobId) -> &mut WriteJob {
+    pub(super) fn write_job(&mut self, h: JobId) -> &mut WriteJob {
         match self.jobs.get_mut(h) {
             Some(Job::Write(w)) => w,
             _ => panic!("write job {h:#x} missing"),

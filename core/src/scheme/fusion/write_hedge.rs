@@ -43,36 +43,25 @@ impl FusionScheme {
     }
 
     fn hedge_write(&mut self, ctx: &mut Ctx, h: JobId) {
-        let Some(Job::Write(w)) = self.jobs.get_mut(h) else {
-            unreachable!("hedged write vanished")
-        };
+        let w = self.write_job(h);
         w.hedged = true;
-        let twin = WriteJob {
-            vol: w.vol,
-            id: w.id,
-            at: w.at,
-            fua: w.fua,
-            offset: w.offset,
-            kind: w.kind.clone(),
-            ub_first: w.ub_first,
-            ub_end: w.ub_end,
-            pieces: Vec::new(),
-            stripes: Vec::new(),
-            pending: 0,
-            failed: false,
-            tries: w.tries,
-            // No room now: no hedge (the first placement still carries the write).
-            may_wait: true,
-            issued_at: ctx.now,
-            io_disks: Vec::new(),
-            landed: Vec::new(),
-            twin: Some(h),
-            hedged: true,
-            abandoned: false,
-        };
+        let mut twin = WriteJob::new(
+            w.vol,
+            w.id,
+            w.at,
+            w.fua,
+            w.offset,
+            w.kind.clone(),
+            w.ub_first..w.ub_end,
+        );
+        // No room now means no hedge (`may_wait` stays on, so the planner does not fall back
+        // to a padded stripe): the first placement still carries the write.
+        twin.tries = w.tries;
+        twin.twin = Some(h);
+        twin.hedged = true;
         let t = self.jobs.insert(Job::Write(twin));
         if self.place_twin(ctx, t) {
-            self.write_job_mut(h).twin = Some(t);
+            self.write_job(h).twin = Some(t);
             ctx.stats.hedged_writes += 1;
         } else {
             self.jobs.remove(t);
@@ -82,8 +71,8 @@ impl FusionScheme {
     /// Placement `winner` of a hedged request landed first: its twin `loser` is abandoned
     /// (released when its own device writes have landed).
     pub(super) fn abandon(&mut self, ctx: &mut Ctx, loser: JobId, winner: JobId) {
-        let won_at = self.write_job_mut(winner).issued_at;
-        let w = self.write_job_mut(loser);
+        let won_at = self.write_job(winner).issued_at;
+        let w = self.write_job(loser);
         assert!(
             w.pending > 0,
             "a twin in flight has device writes outstanding"
@@ -92,13 +81,6 @@ impl FusionScheme {
         w.abandoned = true;
         if won_at > w.issued_at {
             ctx.stats.hedged_writes_won += 1;
-        }
-    }
-
-    fn write_job_mut(&mut self, h: JobId) -> &mut WriteJob {
-        match self.jobs.get_mut(h) {
-            Some(Job::Write(w)) => w,
-            _ => panic!("write job {h:#x} missing"),
         }
     }
 }
