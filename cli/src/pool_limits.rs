@@ -63,6 +63,9 @@ pub fn check_policies(p: &PoolFile) -> anyhow::Result<()> {
     if let Some(h) = p.hedge_us {
         at_most("`hedge_us`", h, 0, MAX_HEDGE_US)?;
     }
+    if let Some(h) = p.raid_hedge_us {
+        at_most("`raid_hedge_us`", h, 0, MAX_HEDGE_US)?;
+    }
     if let Some(h) = p.write_hedge_us {
         at_most("`write_hedge_us`", h, 0, MAX_HEDGE_US)?;
     }

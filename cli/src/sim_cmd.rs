@@ -140,6 +140,11 @@ pub struct Args {
     /// not completed after this long (hedged read), e.g. 500us.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     hedge: Option<u64>,
+    /// FusionRAID and Fusion-ND: rebuild a read of a RAID block from the rest of its
+    /// stripe when it has not completed after this long, racing the direct read (hedged
+    /// RAID read), e.g. 2ms.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    raid_hedge: Option<u64>,
     /// FusionRAID: place a write again, away from the member, when one of its device
     /// writes has waited this long on a member the detector marks unresponsive (hedged
     /// write), e.g. 1ms, or `off` (default: 1ms for fusionraid+, off otherwise).
@@ -253,6 +258,7 @@ impl Args {
             sc.scheme_options.conversion = c;
         }
         sc.scheme_options.hedge_ns = self.hedge;
+        sc.scheme_options.raid_hedge_ns = self.raid_hedge;
         sc.scheme_options.write_hedge_ns = self.write_hedge.map(|t| t.0);
         sc.report_wear = self.wear.is_some();
         sc.scheme_options.wear_gap = match self.wear {

@@ -140,6 +140,8 @@ fn config(sc: &Scenario) -> FusionConfig {
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.trim = common::trim_policy(sc.seed);
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
+    // The same seeds rebuild reads of RAID blocks stuck on a stalled member.
+    cfg.raid_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.conversion.idle_ns = Some(1_000_000);
     cfg.conversion.pause_fg_bytes_per_sec = 1e12;
     cfg.max_request_bytes = 8 * sc.block_size;

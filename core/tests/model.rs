@@ -125,6 +125,7 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.redirect = sc.redirect;
     cfg.hedge_ns = sc.hedge.then_some(400_000);
+    cfg.raid_hedge_ns = sc.hedge.then_some(400_000);
     // Hedged writes on a quarter of the seeds (by seed: the rest of the scenario stays).
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     // Sandook's policies on a third of the seeds (their own generator: the rest of the
@@ -217,7 +218,7 @@ fn page_allowed(
     })
 }
 
-fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
+fn run(sc: &Scenario) -> (u64, u64, u64, (u64, u64)) {
     let (mut d, sizes) = build(sc);
     let mut oracle: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0u8; s as usize]).collect();
     let mut r = Rng::new(sc.seed ^ 0xA11CE);
@@ -494,7 +495,8 @@ fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
         "a scrub found false bad parity"
     );
     let st = d.engine.stats();
-    (rebuilt, st.offloaded_writes, st.log_reads, st.hedged_writes)
+    let hedged = (st.hedged_writes, st.hedged_raid_reads);
+    (rebuilt, st.offloaded_writes, st.log_reads, hedged)
 }
 
 /// Let the rebuilds finish, then put blank devices in the failed members' slots and let the
@@ -562,15 +564,17 @@ fn fusion_model_random_seeds() {
             }
         }
     }
-    let (mut rebuilt, mut offloaded, mut log_reads, mut hedged) = (0, 0, 0, 0);
+    let (mut rebuilt, mut offloaded, mut log_reads) = (0, 0, 0);
+    let (mut hedged, mut raid_hedged) = (0, 0);
     for &seed in &seeds {
         let sc = scenario(seed);
         let result = std::panic::catch_unwind(|| run(&sc));
-        if let Ok((n, o, l, h)) = result {
+        if let Ok((n, o, l, (h, rh))) = result {
             rebuilt += n;
             offloaded += o;
             log_reads += l;
             hedged += h;
+            raid_hedged += rh;
         }
         if let Err(e) = result {
             eprintln!(
@@ -582,12 +586,13 @@ fn fusion_model_random_seeds() {
     eprintln!(
         "model test: {} seeds passed; {rebuilt} columns rebuilt into spare space; \
          {offloaded} replica writes offloaded to HDD logs, {log_reads} reads served from them; \
-         {hedged} writes hedged",
+         {hedged} writes hedged, {raid_hedged} RAID reads hedged",
         seeds.len()
     );
     if seeds.len() >= 50 {
         assert!(rebuilt > 0, "no seed rebuilt a column into spare space");
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
         assert!(hedged > 0, "no seed hedged a write");
+        assert!(raid_hedged > 0, "no seed hedged a read of a RAID block");
     }
 }

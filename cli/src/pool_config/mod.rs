@@ -106,6 +106,11 @@ pub struct PoolFile {
     /// Re-issue a replicated read to the other copy after this many microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge_us: Option<u64>,
+    /// Rebuild a read of a RAID block from the rest of its stripe when it has not completed
+    /// after this many microseconds, racing the direct read (hedged RAID read); off when
+    /// left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raid_hedge_us: Option<u64>,
     /// Place a write again, away from the member, when one of its device writes has waited
     /// this many microseconds on a member the detector marks unresponsive (hedged write,
     /// `fusionraid` scheme); off when left out.

@@ -16,6 +16,10 @@ pub struct EngineStats {
     pub redirected_reads: u64,
     pub reconstructed_reads: u64,
     pub hedged_reads: u64,
+    /// Of those, reads of RAID blocks rebuilt from their stripe while the direct read was
+    /// still out, and the rebuilds that answered first.
+    pub hedged_raid_reads: u64,
+    pub hedged_raid_reads_won: u64,
     /// Writes placed a second time because a device write waited on an unresponsive member,
     /// and those the second placement answered.
     pub hedged_writes: u64,

@@ -25,6 +25,8 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         redirected_reads: now.redirected_reads - base.redirected_reads,
         reconstructed_reads: now.reconstructed_reads - base.reconstructed_reads,
         hedged_reads: now.hedged_reads - base.hedged_reads,
+        hedged_raid_reads: now.hedged_raid_reads - base.hedged_raid_reads,
+        hedged_raid_reads_won: now.hedged_raid_reads_won - base.hedged_raid_reads_won,
         hedged_writes: now.hedged_writes - base.hedged_writes,
         hedged_writes_won: now.hedged_writes_won - base.hedged_writes_won,
         full_stripe_writes: now.full_stripe_writes - base.full_stripe_writes,

@@ -64,6 +64,9 @@ pub struct SchemeOptions {
     /// FusionRAID and Fusion-ND: re-issue a replicated read to another copy after this long
     /// (hedged request, paper §6); None: off.
     pub hedge_ns: Option<Nanos>,
+    /// FusionRAID and Fusion-ND: rebuild a read of a RAID block from its stripe when it is
+    /// still out after this long (hedged RAID read); None: off.
+    pub raid_hedge_ns: Option<Nanos>,
     /// FusionRAID: place a write again when a device write of it has waited this long on a
     /// member the detector marks unresponsive (hedged write); None: the scheme's own
     /// choice (on for fusionraid+ only, `FUSIONRAID_PLUS_WRITE_HEDGE_NS`); Some(None): off.
@@ -84,6 +87,7 @@ impl Default for SchemeOptions {
             curves: Vec::new(),
             trim: None,
             hedge_ns: None,
+            raid_hedge_ns: None,
             write_hedge_ns: None,
             wear_gap: None,
             offload: false,
@@ -156,6 +160,7 @@ fn fusion(
     }
     cfg.conversion.enabled = p.options.conversion;
     cfg.hedge_ns = p.options.hedge_ns;
+    cfg.raid_hedge_ns = p.options.raid_hedge_ns;
     cfg.write_hedge_ns = p
         .options
         .write_hedge_ns

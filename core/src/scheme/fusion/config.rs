@@ -321,6 +321,9 @@ pub struct FusionConfig {
     pub conversion: ConversionPolicy,
     /// Re-issue a replicated read to another copy after this long (hedged request); None = off.
     pub hedge_ns: Option<Nanos>,
+    /// Rebuild a user read of a RAID block from the rest of its stripe when it is still out
+    /// after this long, racing the direct read (`raid_hedge.rs`); None = off.
+    pub raid_hedge_ns: Option<Nanos>,
     /// Place a write again, away from the member, when one of its device writes has waited
     /// this long on a member the detector marks unresponsive (a hedged write,
     /// `write_hedge.rs`); None = off.
@@ -359,6 +362,7 @@ impl FusionConfig {
             redirect: true,
             conversion: ConversionPolicy::default(),
             hedge_ns: None,
+            raid_hedge_ns: None,
             write_hedge_ns: None,
             raid_threshold: None,
             max_request_bytes: 32 << 20,

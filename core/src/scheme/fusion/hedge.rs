@@ -1,5 +1,8 @@
 //! Hedged reads (paper §6, an option): a replicated read still out after the hedge delay
-//! gets a second read of another copy; the first to deliver serves the part.
+//! gets a second read of another copy; the first to deliver serves the part. A user read of
+//! a RAID block still out after the RAID hedge delay is rebuilt from the rest of its stripe
+//! meanwhile (`raid_hedge.rs`): the direct read and the rebuild race, the first to deliver
+//! serves the part.
 
 use super::FusionScheme;
 use super::jobs::{Job, PartMode};
@@ -13,6 +16,9 @@ use crate::volume::Loc;
 impl FusionScheme {
     /// Issue a second read of slow replicated parts to another copy (hedged request).
     pub(super) fn hedge_reads(&mut self, ctx: &mut Ctx) {
+        if self.cfg.raid_hedge_ns.is_some() {
+            self.hedge_raid_reads(ctx);
+        }
         let Some(hedge) = self.cfg.hedge_ns else {
             return;
         };
@@ -93,8 +99,11 @@ impl FusionScheme {
     /// hedged or could not be (no healthy other copy) at the last tick; they do not count, or
     /// the timer would fire again and again at the same instant.
     pub(super) fn hedge_deadline(&self, now: Nanos) -> Option<Nanos> {
-        let hedge = self.cfg.hedge_ns?;
-        let mut best: Option<Nanos> = None;
+        let raid = self.raid_hedge_deadline(now);
+        let Some(hedge) = self.cfg.hedge_ns else {
+            return raid;
+        };
+        let mut best: Option<Nanos> = raid;
         for h in self.jobs.handles() {
             if let Some(Job::Read(job)) = self.jobs.get(h) {
                 for p in &job.parts {

@@ -22,6 +22,7 @@ mod open_set;
 mod pack;
 pub mod pairs;
 pub mod progress;
+mod raid_hedge;
 mod read;
 mod read_done;
 pub mod rebuild;
@@ -96,6 +97,8 @@ pub struct FusionScheme {
     trim: trim_state::TrimState,
     /// The HDD logs replica writes are offloaded to (None: offload off).
     offload: Option<offload::Offload>,
+    /// Hedged RAID reads the budget allows now (`raid_hedge::HedgeBudget`).
+    raid_hedges: raid_hedge::HedgeBudget,
 }
 
 /// The fewest members segregation may leave in write mode: the members one pair set spans
@@ -266,6 +269,7 @@ impl FusionScheme {
             steering,
             trim: Default::default(),
             offload,
+            raid_hedges: Default::default(),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.

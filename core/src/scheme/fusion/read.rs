@@ -297,6 +297,9 @@ impl FusionScheme {
     fn read_raid(&mut self, ctx: &mut Ctx, at: PartAt, f: u64) -> Option<Issued> {
         if !at.background {
             ctx.note_read_choice(false);
+            if self.cfg.raid_hedge_ns.is_some() {
+                self.raid_hedges.earn();
+            }
         }
         let routing = &self.policy.routing;
         let v = &mut self.vols[at.vol];

@@ -66,7 +66,13 @@ impl FusionScheme {
         match verdict {
             Verdict::Wait => return,
             Verdict::Retry => self.retry_part(ctx, h, i),
-            Verdict::Good(bytes) => self.deliver_part(h, i, bytes),
+            Verdict::Good(bytes) => {
+                let p = &self.read_job(h).parts[i];
+                if p.hedged && col < DIRECT && matches!(p.loc, Loc::Raid(_)) {
+                    ctx.stats.hedged_raid_reads_won += 1;
+                }
+                self.deliver_part(h, i, bytes)
+            }
             Verdict::Lost => {}
         }
         if self.read_job(h).pending == 0 {
@@ -102,14 +108,20 @@ impl FusionScheme {
         let nparity = self.vols[vol].zone.nparity();
         let p = &mut self.read_job(h).parts[i];
         let plen = p.count as usize * PAGE_SIZE as usize;
+        // Other reads of the part still out (a hedge, or the direct read a RAID hedge races):
+        // a failure waits for them rather than planning the part again, so a part is never
+        // planned again while a read of its old plan is in flight.
+        let others = p.inflight > 0;
         match &mut p.mode {
             PartMode::Done => unreachable!("a finished part has no reads to wait for"),
             PartMode::Direct { .. } if ok => Arrival::Bytes(bytes),
-            // Failed, and the hedge may still succeed.
-            PartMode::Direct { .. } if p.inflight > 0 => Arrival::Wait,
+            PartMode::Direct { .. } if others => Arrival::Wait,
             PartMode::Direct { .. } => Arrival::Retry,
-            // A stale direct read from before this part was planned again.
-            PartMode::Rebuild { .. } if col >= DIRECT => Arrival::Wait,
+            // The direct read a RAID hedge's rebuild races (`raid_hedge.rs`): it serves the
+            // part if it delivers first.
+            PartMode::Rebuild { .. } if col >= DIRECT && ok => Arrival::Bytes(bytes),
+            PartMode::Rebuild { .. } if col >= DIRECT && others => Arrival::Wait,
+            PartMode::Rebuild { .. } if col >= DIRECT => Arrival::Retry,
             PartMode::Rebuild {
                 target,
                 missing,
@@ -125,7 +137,11 @@ impl FusionScheme {
                     .filter(|x| !missing.contains(x))
                     .all(|x| cols[x].is_some());
                 if !have {
-                    return Arrival::Retry;
+                    return if others {
+                        Arrival::Wait
+                    } else {
+                        Arrival::Retry
+                    };
                 }
                 if ctx.size_only {
                     return Arrival::Bytes(None);
@@ -160,7 +176,10 @@ impl FusionScheme {
         // data that was written. Counted once per bad copy (a copy the scrub or an earlier
         // read found is read again by the repair); a reconstruction that does not match
         // counts each time.
-        let (ub, loc, direct) = (p.ub, p.loc, matches!(p.mode, PartMode::Direct { .. }));
+        // Bytes of the block's own place (a copy, or the RAID block a hedge's rebuild
+        // races), not of a rebuild.
+        let direct = matches!(p.mode, PartMode::Direct { .. }) || col >= DIRECT;
+        let (ub, loc) = (p.ub, p.loc);
         p.lost_copy = Some(bytes);
         if direct {
             let copy = match loc {
@@ -184,11 +203,24 @@ impl FusionScheme {
                     Verdict::Retry
                 }
             }
+            _ if direct => {
+                // The RAID block itself is bad; the rebuild racing it may still deliver.
+                p.bad |= BAD_RAID;
+                if p.inflight > 0 {
+                    Verdict::Wait
+                } else {
+                    Verdict::Retry
+                }
+            }
             _ if p.bad & (BAD_RAID | BAD_REBUILD) == 0 => {
                 // Rebuilt around a slow member from a column that is itself bad: read the
-                // block directly instead.
+                // block directly instead (the direct read a hedge raced may still be out).
                 p.bad |= BAD_REBUILD;
-                Verdict::Retry
+                if p.inflight > 0 {
+                    Verdict::Wait
+                } else {
+                    Verdict::Retry
+                }
             }
             _ => {
                 ctx.stats.unrecoverable_pages += p.count as u64;
