@@ -15,8 +15,10 @@ use crate::volume::Loc;
 
 /// Blocks of the BMT one sweep looks at, at most.
 const SWEEP_BLOCKS: u64 = 65_536;
-/// Bits of the RAID block number each pass of the radix sort orders by, at most.
-const DIGIT_BITS: u32 = 11;
+/// Bits of the RAID block number one pass of the radix sort orders by: at least, and at
+/// most (its buckets, 4 bytes each, stay within a core's second-level cache).
+const MIN_DIGIT: u32 = 8;
+const MAX_DIGIT: u32 = 17;
 
 /// The pages user block `ub` has in RAID block `f`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,6 +49,7 @@ pub struct Sweep {
     /// User blocks in a relocation, ascending (skipped).
     skip: Vec<u64>,
     candidates: Vec<Candidate>,
+    scratch_candidates: Vec<Candidate>,
 }
 
 impl Sweep {
@@ -55,6 +58,7 @@ impl Sweep {
     pub fn run(&mut self, v: &Vol, capacity: usize) {
         self.collect(v);
         self.sort();
+        self.merge();
         self.find_candidates(v, capacity);
     }
 
@@ -100,9 +104,9 @@ impl Sweep {
                 continue;
             }
             // Pages per location: the base's that no node covers (nodes never overlap),
-            // then each node's, one owner per location in the order first seen.
+            // then each node's. A location twice in one list gives two owners here, next
+            // to each other once sorted: `merge` makes them one.
             let nodes = v.patches.get(ub);
-            let mine = self.owners.len();
             let covered: u16 = nodes.iter().map(|x| x.count()).sum();
             if let (Loc::Raid(f), true) = (e.base, covered < ppb) {
                 self.owners.push(Owner {
@@ -113,25 +117,24 @@ impl Sweep {
             }
             for x in nodes {
                 if let Loc::Raid(f) = x.loc() {
-                    match self.owners[mine..].iter_mut().find(|o| o.f == f) {
-                        Some(o) => o.pages += x.count(),
-                        None => self.owners.push(Owner {
-                            f,
-                            ub,
-                            pages: x.count(),
-                        }),
-                    }
+                    self.owners.push(Owner {
+                        f,
+                        ub,
+                        pages: x.count(),
+                    });
                 }
             }
         }
     }
 
     /// Stable LSD radix sort of the owners by RAID block: as few passes as the largest
-    /// block number needs.
+    /// block number needs, with digits of up to about as many bits as the owners' count
+    /// has (a pass costs its owners plus its digit's buckets).
     fn sort(&mut self) {
         let max = self.owners.iter().map(|o| o.f).max().unwrap_or(0);
         let bits = u64::BITS - max.leading_zeros();
-        let passes = bits.div_ceil(DIGIT_BITS);
+        let widest = (usize::BITS - self.owners.len().leading_zeros()).clamp(MIN_DIGIT, MAX_DIGIT);
+        let passes = bits.div_ceil(widest);
         if passes == 0 {
             return;
         }
@@ -158,11 +161,24 @@ impl Sweep {
         }
     }
 
+    /// One owner per (RAID block, user block): after the sort, a block's pages in one
+    /// location are next to each other (the owners of one user block were pushed together,
+    /// and the sort is stable), in the place of the first.
+    fn merge(&mut self) {
+        self.owners.dedup_by(|o, kept| {
+            let same = o.f == kept.f && o.ub == kept.ub;
+            if same {
+                kept.pages += o.pages;
+            }
+            same
+        });
+    }
+
     /// Stripes whose every owner the sweep saw (each seen block has as many owners as it
     /// has references) and whose every valid data column it saw, with fewer than
-    /// `capacity` live pages; fewest live first.
+    /// `capacity` live pages; fewest live first, ties by stripe.
     fn find_candidates(&mut self, v: &Vol, capacity: usize) {
-        self.candidates.clear();
+        self.scratch_candidates.clear();
         let data_cols = (1u32 << v.zone.dcols()) - 1;
         let extra = !v.raid_extra.is_empty();
         let owners = &self.owners;
@@ -192,7 +208,7 @@ impl Sweep {
                 incomplete |= i - at != refs;
             }
             if live < capacity && !incomplete && v.stripes.valid(s) & data_cols & !cols == 0 {
-                self.candidates.push(Candidate {
+                self.scratch_candidates.push(Candidate {
                     live,
                     stripe: s,
                     first,
@@ -200,9 +216,31 @@ impl Sweep {
                 });
             }
         }
-        self.candidates.sort_unstable_by_key(|c| (c.live, c.stripe));
+        // By live pages, a counting sort: stable, and the stripes came in ascending order.
+        self.counts.clear();
+        self.counts.resize(capacity + 1, 0);
+        for c in &self.scratch_candidates {
+            self.counts[c.live + 1] += 1;
+        }
+        for l in 1..self.counts.len() {
+            self.counts[l] += self.counts[l - 1];
+        }
+        self.candidates.clear();
+        self.candidates.resize(self.scratch_candidates.len(), EMPTY);
+        for c in &self.scratch_candidates {
+            let at = &mut self.counts[c.live];
+            self.candidates[*at as usize] = *c;
+            *at += 1;
+        }
     }
 }
+
+const EMPTY: Candidate = Candidate {
+    live: 0,
+    stripe: 0,
+    first: 0,
+    end: 0,
+};
 
 #[cfg(test)]
 mod tests {
@@ -229,5 +267,20 @@ mod tests {
             sw.sort();
             assert_eq!(sw.owners, want, "block numbers of {bits} bits");
         }
+    }
+
+    /// A user block's pages in one RAID block (its base's and a node's, or two nodes')
+    /// become one owner; another user block's in the same RAID block stays apart.
+    #[test]
+    fn merge_joins_one_blocks_pages_per_location() {
+        let o = |f, ub, pages| Owner { f, ub, pages };
+        let mut sw = Sweep::default();
+        sw.owners = vec![o(3, 1, 2), o(4, 1, 1), o(3, 1, 4), o(3, 2, 5), o(4, 2, 1)];
+        sw.sort();
+        sw.merge();
+        assert_eq!(
+            sw.owners,
+            vec![o(3, 1, 6), o(3, 2, 5), o(4, 1, 1), o(4, 2, 1)]
+        );
     }
 }
