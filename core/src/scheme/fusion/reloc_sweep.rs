@@ -253,8 +253,7 @@ mod tests {
     fn radix_sort_is_a_stable_sort_by_block() {
         let mut rng = Rng::new(7);
         for bits in [1u32, 5, 11, 12, 23, 38] {
-            let mut sw = Sweep::default();
-            sw.owners = (0..5_000u64)
+            let owners = (0..5_000u64)
                 .map(|ub| Owner {
                     // Few distinct blocks (so many owners share one), spread over the width.
                     f: rng.below(300.min(1 << bits)) << bits.saturating_sub(9),
@@ -262,6 +261,10 @@ mod tests {
                     pages: (ub % 16) as u16 + 1,
                 })
                 .collect();
+            let mut sw = Sweep {
+                owners,
+                ..Default::default()
+            };
             let mut want = sw.owners.clone();
             want.sort_by_key(|o| o.f);
             sw.sort();
@@ -274,8 +277,10 @@ mod tests {
     #[test]
     fn merge_joins_one_blocks_pages_per_location() {
         let o = |f, ub, pages| Owner { f, ub, pages };
-        let mut sw = Sweep::default();
-        sw.owners = vec![o(3, 1, 2), o(4, 1, 1), o(3, 1, 4), o(3, 2, 5), o(4, 2, 1)];
+        let mut sw = Sweep {
+            owners: vec![o(3, 1, 2), o(4, 1, 1), o(3, 1, 4), o(3, 2, 5), o(4, 2, 1)],
+            ..Default::default()
+        };
         sw.sort();
         sw.merge();
         assert_eq!(
