@@ -42,6 +42,7 @@ impl Bmt {
         self.blocks
     }
 
+    #[inline]
     fn raw(&self, ub: u64) -> u64 {
         assert!(
             ub < self.blocks,
@@ -54,6 +55,7 @@ impl Bmt {
         u64::from_le_bytes(b)
     }
 
+    #[inline]
     pub fn get(&self, ub: u64) -> Entry {
         let v = self.raw(ub);
         Entry {

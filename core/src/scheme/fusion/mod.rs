@@ -28,6 +28,7 @@ mod read_done;
 pub mod rebuild;
 mod reloc_batch;
 mod reloc_plan;
+mod reloc_sweep;
 mod relocate;
 mod restore;
 pub mod scrub;

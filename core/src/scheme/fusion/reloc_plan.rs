@@ -19,192 +19,48 @@ pub use super::reloc_batch::{Item, RelocBatch};
 use super::vol::Vol;
 use crate::fasthash::FastMap;
 use crate::volume::Loc;
-use std::collections::hash_map::Entry;
 
-/// Blocks of the BMT one sweep looks at, at most.
-const SWEEP_BLOCKS: u64 = 65_536;
 /// Items after the next one a batch looks through for some that fill its last pages.
 const FILL_LOOKAHEAD: usize = 64;
 
-/// Sweep part of `v`'s BMT and cut what is worth moving into at most `max_batches`
-/// relocation batches, to run in order (they are popped from the end: the first last).
-/// `min_yield`: the stripes a plan gives back per stripe it fills, at least (0 when space is
-/// needed now: any gain will do).
+/// Sweep part of `v`'s BMT (`reloc_sweep`) and cut what is worth moving into at most
+/// `max_batches` relocation batches, to run in order (they are popped from the end: the
+/// first last). `min_yield`: the stripes a plan gives back per stripe it fills, at least (0
+/// when space is needed now: any gain will do).
 pub fn plan(v: &mut Vol, max_batches: usize, min_yield: f64) -> Vec<RelocBatch> {
     let capacity = v.zone.dcols() * v.pages_per_block as usize;
-    let owners = sweep(v);
-    let victims = victims(v, &owners, capacity);
-    // Items in victim order, each with the victim it belongs to (enough for the batches).
+    let mut sweep = std::mem::take(&mut v.sweep);
+    sweep.run(v, capacity);
+    let victims = sweep.candidates();
+    // Items in victim order, each with the victim it belongs to (enough for the batches):
+    // a victim's valid data columns in order, each block's owners in sweep order.
     let mut planned = 0;
     let mut items: Vec<(Item, usize)> = Vec::new();
-    for (k, &(live, s)) in victims.iter().enumerate() {
+    for (k, victim) in victims.iter().enumerate() {
         if planned >= capacity * (max_batches + 1) {
             break;
         }
-        planned += live;
-        let valid = v.stripes.valid(s);
-        for c in (0..v.zone.dcols()).filter(|c| valid & (1 << c) != 0) {
-            let from = v.zone.flbn(s, c);
-            for (ub, pages) in owners.of(from) {
-                let head = false;
-                items.push((
-                    Item {
-                        ub,
-                        from,
-                        pages,
-                        head,
-                    },
-                    k,
-                ));
+        planned += victim.live;
+        let valid = v.stripes.valid(victim.stripe);
+        for o in &sweep.owners()[victim.first..victim.end] {
+            let (_, c) = v.zone.split(o.f);
+            if c < v.zone.dcols() && valid & (1 << c) != 0 {
+                let item = Item {
+                    ub: o.ub,
+                    from: o.f,
+                    pages: o.pages,
+                    head: false,
+                };
+                items.push((item, k));
             }
         }
     }
+    let nvictims = victims.len();
+    v.sweep = sweep;
     // A mirror stripe holds one block: items of most of a block each would leave most of
     // every target unfilled and the plan would give nothing back, so its items split.
     let split = v.cfg.level.is_mirror();
-    fill(
-        items,
-        victims.len(),
-        capacity,
-        max_batches,
-        min_yield,
-        split,
-    )
-}
-
-/// What a sweep saw: for each RAID block, its owners (user block, its pages there) in sweep
-/// order. One list chained per block and a map of heads: a map of small vectors cost an
-/// allocation per RAID block, more than the sweep's own work.
-struct Owners {
-    /// RAID block -> its first and last entry in `entries`.
-    heads: FastMap<u64, (u32, u32)>,
-    /// (user block, pages, the block's next entry or `NONE`).
-    entries: Vec<(u64, u16, u32)>,
-}
-
-const NONE: u32 = u32::MAX;
-
-impl Owners {
-    fn with_capacity(n: usize) -> Self {
-        let mut heads = FastMap::default();
-        heads.reserve(n);
-        Owners {
-            heads,
-            entries: Vec::with_capacity(n),
-        }
-    }
-
-    fn push(&mut self, f: u64, ub: u64, pages: u16) {
-        let i = self.entries.len() as u32;
-        self.entries.push((ub, pages, NONE));
-        // One probe of the map, found or not.
-        match self.heads.entry(f) {
-            Entry::Occupied(mut o) => {
-                let last = &mut o.get_mut().1;
-                self.entries[*last as usize].2 = i;
-                *last = i;
-            }
-            Entry::Vacant(e) => {
-                e.insert((i, i));
-            }
-        }
-    }
-
-    /// The owners of RAID block `f` the sweep saw, as (user block, pages).
-    fn of(&self, f: u64) -> impl Iterator<Item = (u64, u16)> + '_ {
-        let mut i = self.heads.get(&f).map_or(NONE, |h| h.0);
-        std::iter::from_fn(move || {
-            let &(ub, pages, next) = self.entries.get(i as usize)?;
-            i = next;
-            Some((ub, pages))
-        })
-    }
-
-    /// Every RAID block the sweep saw.
-    fn blocks(&self) -> impl Iterator<Item = u64> + '_ {
-        self.heads.keys().copied()
-    }
-}
-
-/// The owners of every RAID block one step of the sweep sees, with their pages there.
-fn sweep(v: &mut Vol) -> Owners {
-    let ppb = v.pages_per_block;
-    let mut owners = Owners::with_capacity(v.blocks.min(SWEEP_BLOCKS) as usize);
-    for _ in 0..v.blocks.min(SWEEP_BLOCKS) {
-        let ub = v.sweep_cursor;
-        v.sweep_cursor = (v.sweep_cursor + 1) % v.blocks;
-        if v.relocating.contains(&ub) {
-            continue;
-        }
-        let e = v.bmt.get(ub);
-        if !e.patched {
-            if let Loc::Raid(f) = e.base {
-                owners.push(f, ub, ppb);
-            }
-            continue;
-        }
-        // Pages per location: each node's own, and the base the pages no node covers
-        // (nodes never overlap). On the stack unless the list is long.
-        let nodes = v.patches.get(ub);
-        let mut stack = [(0u64, 0u16); 17];
-        let mut heap = Vec::new();
-        let mine: &mut [(u64, u16)] = if nodes.len() < stack.len() {
-            &mut stack
-        } else {
-            heap.resize(nodes.len() + 1, (0, 0));
-            &mut heap
-        };
-        let mut n = 0;
-        let mut add = |f: u64, pages: u16| match mine[..n].iter_mut().find(|m| m.0 == f) {
-            Some(m) => m.1 += pages,
-            None => {
-                mine[n] = (f, pages);
-                n += 1;
-            }
-        };
-        let covered: u16 = nodes.iter().map(|x| x.count()).sum();
-        if let (Loc::Raid(f), true) = (e.base, covered < ppb) {
-            add(f, ppb - covered);
-        }
-        for x in nodes {
-            if let Loc::Raid(f) = x.loc() {
-                add(f, x.count());
-            }
-        }
-        for &(f, pages) in &mine[..n] {
-            owners.push(f, ub, pages);
-        }
-    }
-    owners
-}
-
-/// Victims: stripes whose every owner the sweep saw, with dead pages, as (live pages,
-/// stripe), fewest live first.
-fn victims(v: &Vol, owners: &Owners, capacity: usize) -> Vec<(usize, u32)> {
-    // Per stripe: its live pages, the columns the sweep saw owners of, and whether one of
-    // those columns has owners the sweep did not see (one map probe per RAID block).
-    let data_cols = (1u32 << v.zone.dcols()) - 1;
-    let mut seen: FastMap<u32, (usize, u32, bool)> = FastMap::default();
-    for f in owners.blocks() {
-        let (s, c) = v.zone.split(f);
-        let refs = 1 + v.raid_extra.get(&f).copied().unwrap_or(0) as usize;
-        let (n, live) = owners
-            .of(f)
-            .fold((0, 0), |(n, l), o| (n + 1, l + o.1 as usize));
-        let e = seen.entry(s).or_default();
-        e.0 += live;
-        e.1 |= 1 << c;
-        e.2 |= n != refs;
-    }
-    let mut victims: Vec<(usize, u32)> = seen
-        .into_iter()
-        .filter(|&(s, (live, cols, incomplete))| {
-            live < capacity && !incomplete && v.stripes.valid(s) & data_cols & !cols == 0
-        })
-        .map(|(s, (live, _, _))| (live, s))
-        .collect();
-    victims.sort_unstable();
-    victims
+    fill(items, nvictims, capacity, max_batches, min_yield, split)
 }
 
 /// Cut `items` (in victim order) into batches of at most `capacity` pages, the first

@@ -76,8 +76,8 @@ pub struct Vol {
     /// a planned batch that finishes emptying a stripe counts them as gone
     /// (`reloc_plan::stripes_emptied`), or every batch but the first of a plan would look useless.
     pub leaving: FastMap<u64, u32>,
-    /// Where the relocation sweeper resumes its scan of the BMT.
-    pub sweep_cursor: u64,
+    /// The cleaner's sweep of the BMT: where it resumes, and its buffers.
+    pub sweep: super::reloc_sweep::Sweep,
     /// Relocations the last sweep planned and not yet started (best last), good until
     /// `reloc_batches_until`.
     pub reloc_batches: Vec<super::reloc_batch::RelocBatch>,
@@ -151,7 +151,7 @@ impl Vol {
             rebuild_running: 0,
             relocating: Default::default(),
             leaving: FastMap::default(),
-            sweep_cursor: 0,
+            sweep: Default::default(),
             reloc_batches: Vec::new(),
             reloc_batches_until: 0,
             space_waiters: Vec::new(),
