@@ -158,8 +158,9 @@ impl PoolFile {
         f.redirect = redirect;
         f.conversion = self.conversion_policy();
         f.hedge_ns = self.hedge_us.map(|u| u * 1000);
-        f.raid_hedge_ns = self.raid_hedge_us.map(|u| u * 1000);
-        // Hedging a write is a redirection: Fusion-ND (redirection off) never does it.
+        // Hedging a write, or rebuilding a read around a member that looks stalled, is a
+        // redirection: Fusion-ND (redirection off) never does it.
+        f.raid_hedge_ns = self.raid_hedge_us.filter(|_| redirect).map(|u| u * 1000);
         f.write_hedge_ns = self.write_hedge_us.filter(|_| redirect).map(|u| u * 1000);
         f.wear_gap = self.wear_gap;
         f.raid_threshold = self.raid_threshold;

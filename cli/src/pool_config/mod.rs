@@ -107,8 +107,8 @@ pub struct PoolFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge_us: Option<u64>,
     /// Rebuild a read of a RAID block from the rest of its stripe when it has not completed
-    /// after this many microseconds, racing the direct read (hedged RAID read); off when
-    /// left out.
+    /// after this many microseconds and its member looks stalled, racing the direct read
+    /// (hedged RAID read, `fusionraid` scheme); off when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raid_hedge_us: Option<u64>,
     /// Place a write again, away from the member, when one of its device writes has waited
