@@ -247,6 +247,7 @@ impl Args {
         let secs = self.duration.map_or(5.0, |d| d as f64 / 1e9);
         let mut sc = Scenario::default_mix(secs);
         sc.scheme = self.scheme.clone();
+        scheme_options::check(self, &self.scheme)?;
         sc.scheme_options.steer = self.steer.clone();
         sc.scheme_options.trim = self.trim;
         if let Some(c) = self.conversion {
@@ -610,5 +611,6 @@ fn parse_wear(s: &str) -> Result<WearArg, String> {
     }
 }
 
+mod scheme_options;
 #[cfg(test)]
 mod tests;
