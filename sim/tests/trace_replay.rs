@@ -250,7 +250,10 @@ fn a_warm_up_longer_than_the_trace_fails_the_run() {
     sc.prefill = false;
     sc.warmup_ns = 100_000_000_000;
     let e = failure(&sc);
-    assert!(e.contains("within the warm-up"), "{e}");
+    assert!(
+        e.contains("every request arrived within the warm-up"),
+        "{e}"
+    );
     // A warm-up shorter than the trace measures what follows it.
     sc.warmup_ns = 50_000_000;
     let r = Sim::new(&sc).unwrap().run().unwrap();
