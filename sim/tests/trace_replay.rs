@@ -251,7 +251,7 @@ fn a_warm_up_longer_than_the_trace_fails_the_run() {
     sc.warmup_ns = 100_000_000_000;
     let e = failure(&sc);
     assert!(
-        e.contains("every request arrived within the warm-up"),
+        e.contains("every request of the trace arrived within the warm-up"),
         "{e}"
     );
     // A warm-up shorter than the trace measures what follows it.

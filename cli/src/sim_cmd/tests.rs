@@ -293,6 +293,29 @@ fn options_a_scheme_ignores_are_refused() {
     parse(&["--scheme", "nosuch", "--hedge", "1ms"]).unwrap();
 }
 
+/// A load offering under one request in the duration reported zeros with status 0.
+#[test]
+fn a_run_in_which_nothing_arrives_fails() {
+    let a = args(&[
+        "--disks",
+        "4",
+        "--width",
+        "3",
+        "--clean",
+        "--capacity",
+        "8GiB",
+        "--synthetic",
+        "iops=1k,footprint=16M",
+        "--duration",
+        "1ns",
+        "--no-prefill",
+        "--json",
+    ])
+    .unwrap();
+    let e = run(a).unwrap_err().to_string();
+    assert!(e.contains("no request arrived"), "{e}");
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
         crate::fuzz_util::cases(256)
