@@ -15,8 +15,8 @@ use fusionraid_io::Driver;
 use fusionraid_io::driver::MemberState;
 
 use crate::assemble::{Io, PoolIdentity};
-use crate::scheme_choice::tolerance;
 use crate::socket_server::SocketServer;
+use fusionraid_core::scheme::fusion::Level;
 
 /// The control socket that goes with a status socket.
 pub fn control_path(status: &Path) -> PathBuf {
@@ -80,17 +80,19 @@ impl Operator {
             // more failure than the volumes tolerate loses whatever it still held (a RAID5
             // pool's second `fail` during the first rebuild lost hundreds of blocks).
             let others: Vec<usize> = s.members.iter().filter(down).map(|m| m.index).collect();
-            let rebuilding = s
+            let levels: Vec<Option<Level>> = self
+                .pool
+                .cfg
                 .volumes
                 .iter()
-                .any(|v| v.rebuild.as_deref().is_some_and(rebuild_unfinished));
-            let tol = tolerance(&self.pool.cfg);
-            if !force && rebuilding && others.len() >= tol {
+                .map(|v| v.parsed_level().ok())
+                .collect();
+            if !force && let Some((name, tol)) = at_risk(&s.volumes, &levels, others.len()) {
                 bail!(
                     "failing member {i} now would lose data: member(s) {others:?} failed and \
-                     their data is not rebuilt yet (`fusionraid status` shows the rebuild), \
-                     and the volumes tolerate {tol} failed member(s); wait until the rebuild \
-                     is done, or use --force"
+                     volume {name}'s data on them is not rebuilt yet (`fusionraid status` \
+                     shows the rebuild), and it tolerates {tol} failed member(s); wait until \
+                     the rebuild is done, or use --force"
                 );
             }
         }
@@ -184,6 +186,28 @@ fn keep_emu(old: &str, new: &str) -> Option<String> {
 /// say its data is not rebuilt yet? Exactly the phases `status` shows for that: "rebuilding",
 /// "stalled" and "committing" (the rebuild's records not durable yet). "done", and a
 /// rebalance alone (after a replacement, the rebuild state gone with a restart), are not.
+/// The first volume (name, members its level tolerates) that one more failure could cost
+/// data: its rebuild is unfinished and `down` members already fail it as many as its level
+/// covers. Each volume by its own level: a RAID6 volume whose rebuild cannot finish (its
+/// stripes span every member) does not stop a RAID5 volume's rebuilt pool from losing
+/// another member, as the smallest tolerance of all volumes did. `levels` in volume order
+/// (None: unknown, taken as no tolerance).
+fn at_risk(
+    volumes: &[fusionraid_io::driver::VolumeView],
+    levels: &[Option<Level>],
+    down: usize,
+) -> Option<(String, usize)> {
+    volumes.iter().find_map(|v| {
+        let tol = levels
+            .get(v.index as usize)
+            .copied()
+            .flatten()
+            .map_or(0, Level::nparity);
+        let unfinished = v.rebuild.as_deref().is_some_and(rebuild_unfinished);
+        (unfinished && down >= tol).then(|| (v.name.clone(), tol))
+    })
+}
+
 fn rebuild_unfinished(r: &str) -> bool {
     ["rebuilding", "stalled", "committing"]
         .iter()
@@ -323,6 +347,7 @@ pub fn replace(args: ReplaceArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fusionraid_io::driver::VolumeView;
 
     /// Issue 19: `replace 3 file:/x/new.img` for a failed `emu:consumer:file:/x/m3.img`
     /// dropped the emulation without a word.
@@ -339,6 +364,51 @@ mod tests {
         // The new spec's own wrapper wins; no wrapper to keep, nothing changes.
         assert_eq!(keep_emu("emu:consumer:file:a", "emu:dc:file:b"), None);
         assert_eq!(keep_emu("file:a", "file:b"), None);
+    }
+
+    fn volume(index: u32, name: &str, rebuild: Option<&str>) -> VolumeView {
+        VolumeView {
+            index,
+            name: name.into(),
+            level: String::new(),
+            size_bytes: 0,
+            mapped_bytes: 0,
+            raid_bytes: 0,
+            replicated_bytes: 0,
+            free_bytes: 0,
+            conversion_backlog: 0,
+            metadata_bytes: 0,
+            rebuild: rebuild.map(str::to_string),
+            scrub: None,
+            io: Default::default(),
+            rebuild_progress: None,
+            scrub_progress: None,
+        }
+    }
+
+    /// A RAID6 volume as wide as the pool cannot rebuild (its stripes span every member)
+    /// and stays "stalled"; the RAID5 volume next to it was rebuilt. One more failure
+    /// costs neither, but the pool's smallest tolerance (RAID5's 1) refused it.
+    #[test]
+    fn each_volume_is_judged_by_its_own_level() {
+        let levels = [Some(Level::Raid6), Some(Level::Raid5)];
+        let vols = [
+            volume(0, "r6", Some("stalled after 0 blocks moved")),
+            volume(1, "r5", Some("done: 94 blocks moved")),
+        ];
+        assert_eq!(at_risk(&vols, &levels, 1), None);
+        assert_eq!(at_risk(&vols, &levels, 2), Some(("r6".into(), 2)));
+        // The RAID5 volume still rebuilding: a second failure would cost it.
+        let vols = [
+            volume(0, "r6", Some("stalled after 0 blocks moved")),
+            volume(1, "r5", Some("rebuilding: 3 blocks")),
+        ];
+        assert_eq!(at_risk(&vols, &levels, 1), Some(("r5".into(), 1)));
+        // A level not known counts as no tolerance at all.
+        assert_eq!(
+            at_risk(&vols[1..], &[None, None], 0),
+            Some(("r5".into(), 0))
+        );
     }
 
     #[test]

@@ -86,6 +86,12 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
 
 fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Some(Command::Sim(_) | Command::Eval(_) | Command::Plan(_))
+    ) {
+        signals::default_sigpipe();
+    }
     // One timestamped line per event on stderr, filtered by RUST_LOG. `serve` logs the
     // pool's state changes (members failing, spiking and back, rebuilds, scrubs, recovery)
     // at info, so that is its default; the other commands show only warnings.

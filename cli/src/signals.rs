@@ -31,3 +31,14 @@ impl Termination {
         sig
     }
 }
+
+/// For commands that only print a report (`sim`, `eval`, `plan`): a closed stdout (`| head`)
+/// ends the process quietly, as it ends `cat`. Rust ignores SIGPIPE, so `println!` to a
+/// closed pipe panicked with a backtrace. Not for `serve` or the socket clients, which must
+/// see a closed peer as an error.
+pub fn default_sigpipe() {
+    // SAFETY: restoring the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

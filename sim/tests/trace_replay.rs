@@ -199,3 +199,63 @@ fn a_trace_that_cannot_be_read_fails_the_run() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs `sc` to an error (set-up or run), as its message.
+fn failure(sc: &Scenario) -> String {
+    match Sim::new(sc) {
+        Err(e) => e.to_string(),
+        Ok(sim) => sim
+            .run()
+            .map(|_| ())
+            .expect_err("the run must fail")
+            .to_string(),
+    }
+}
+
+/// A trace of which no line is a request (read in the wrong format, empty) replayed nothing
+/// and reported zero latencies and zero IOPS as a successful run.
+#[test]
+fn a_trace_with_no_request_fails_the_run() {
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1.0 });
+    sc.prefill = false;
+    // The DiskSim excerpt read as MSR CSV: every line unreadable.
+    sc.load = Load::Trace {
+        path: TRACE.into(),
+        format: TraceFormat::Msr,
+        mode: ReplayMode::Timestamp { speed: 1.0 },
+    };
+    let e = failure(&sc);
+    assert!(
+        e.contains("no request could be read") && e.contains("6999 unreadable lines"),
+        "{e}"
+    );
+    let empty = std::env::temp_dir().join(format!("fusionraid-empty-{}.trace", std::process::id()));
+    std::fs::write(&empty, "").unwrap();
+    sc.load = Load::Trace {
+        path: empty.clone(),
+        format: TraceFormat::DiskSim,
+        mode: ReplayMode::ClosedLoop { queue_depth: 4 },
+    };
+    let e = failure(&sc);
+    std::fs::remove_file(&empty).unwrap();
+    assert!(e.contains("the trace holds no request"), "{e}");
+}
+
+/// A warm-up longer than the trace left every request out of the statistics: a report of
+/// zeros, and success (workload runs refuse it up front; a trace's length is known only
+/// once replayed).
+#[test]
+fn a_warm_up_longer_than_the_trace_fails_the_run() {
+    let mut sc = scenario(ReplayMode::Timestamp { speed: 1.0 });
+    sc.prefill = false;
+    sc.warmup_ns = 100_000_000_000;
+    let e = failure(&sc);
+    assert!(
+        e.contains("every request of the trace arrived within the warm-up"),
+        "{e}"
+    );
+    // A warm-up shorter than the trace measures what follows it.
+    sc.warmup_ns = 50_000_000;
+    let r = Sim::new(&sc).unwrap().run().unwrap();
+    assert!(r.latency.all.all.count > 0 && r.latency.all.all.count < RECORDS);
+}

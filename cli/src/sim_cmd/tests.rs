@@ -268,6 +268,54 @@ fn bad_synthetic_and_slo_values_are_explained() {
     assert!(e.contains("--slo") && e.contains("--trace"), "{e}");
 }
 
+/// Options a scheme ignores are refused for it, not silently dropped: `--scheme 4-raid5
+/// --hedge 500us` ran unhedged with status 0.
+#[test]
+fn options_a_scheme_ignores_are_refused() {
+    for (opt, val) in [
+        ("--hedge", "500us"),
+        ("--write-hedge", "1ms"),
+        ("--trim", "on"),
+        ("--conversion", "off"),
+        ("--wear", "0.05"),
+        ("--offload", "on"),
+    ] {
+        let e = parse(&["--scheme", "raid5", opt, val]).unwrap_err();
+        assert!(e.contains(opt) && e.contains("not raid5"), "{opt}: {e}");
+        parse(&["--scheme", "fusion-nd", opt, val]).unwrap();
+    }
+    let e = parse(&["--scheme", "lograid", "--steer", "weights"]).unwrap_err();
+    assert!(e.contains("--steer") && e.contains("not lograid"), "{e}");
+    parse(&["--scheme", "sandook", "--steer", "weights"]).unwrap();
+    parse(&["--scheme", "fusionraid+", "--steer", "none"]).unwrap();
+    // Reporting wear is for every scheme; an unknown scheme is left to the builder.
+    parse(&["--scheme", "4-raidm", "--wear", "report"]).unwrap();
+    parse(&["--scheme", "nosuch", "--hedge", "1ms"]).unwrap();
+}
+
+/// A load offering under one request in the duration reported zeros with status 0.
+#[test]
+fn a_run_in_which_nothing_arrives_fails() {
+    let a = args(&[
+        "--disks",
+        "4",
+        "--width",
+        "3",
+        "--clean",
+        "--capacity",
+        "8GiB",
+        "--synthetic",
+        "iops=1k,footprint=16M",
+        "--duration",
+        "1ns",
+        "--no-prefill",
+        "--json",
+    ])
+    .unwrap();
+    let e = run(a).unwrap_err().to_string();
+    assert!(e.contains("no request arrived"), "{e}");
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
         crate::fuzz_util::cases(256)

@@ -30,6 +30,10 @@ pub struct WearLadder {
     /// Members held back at once, at most: holding back many members concentrates the
     /// writes on the others (their latency), so a quarter of the pool by default.
     pub max_held: usize,
+    /// Members off the ladder (bit `d`): a hybrid pool's HDDs, which hold no stripes and
+    /// report no wear. Counted in, their unknown wear kept the ladder from holding anyone
+    /// back, so wear-aware placement did nothing in a pool with HDD members.
+    pub outside: u64,
 }
 
 impl WearLadder {
@@ -37,7 +41,26 @@ impl WearLadder {
         WearLadder {
             gap,
             max_held: (members / 4).max(1),
+            outside: 0,
         }
+    }
+
+    /// The ladder of a pool of `members` whose members `hdds` (indices) hold no stripes:
+    /// only the others are ranked, and a quarter of them held back at most.
+    pub fn for_pool(gap: f64, members: usize, hdds: &[u32]) -> Self {
+        let outside = hdds
+            .iter()
+            .filter(|&&d| d < 64)
+            .fold(0u64, |set, &d| set | 1 << d);
+        WearLadder {
+            outside,
+            ..WearLadder::new(gap, members.saturating_sub(hdds.len()))
+        }
+    }
+
+    /// Whether member `d` is on the ladder (not one of [`WearLadder::outside`]).
+    pub fn ranks(&self, d: usize) -> bool {
+        d < 64 && self.outside >> d & 1 == 0
     }
 
     /// The members held back now, as a bit set (bit `d`), from their reported wear; none
@@ -51,14 +74,15 @@ impl WearLadder {
         self.held_back_of(&healthy)
     }
 
-    /// [`WearLadder::held_back`] for members `(index < 64, wear)`.
+    /// [`WearLadder::held_back`] for members `(index < 64, wear)`; members outside the
+    /// ladder are passed over.
     pub fn held_back_of(&self, members: &[(usize, Option<f64>)]) -> u64 {
         // Wear in steps of a quarter gap: members whose wear differs by less count as
         // equal and keep their order by index, so the members held back do not change with
         // every write while the pool is young (all within one gap of each other).
         let step = self.gap / 4.0;
         let mut order: Vec<(u64, usize)> = Vec::with_capacity(members.len());
-        for &(d, w) in members {
+        for &(d, w) in members.iter().filter(|(d, _)| self.ranks(*d)) {
             match w {
                 Some(w) => order.push(((w / step) as u64, d)),
                 None => return 0,
@@ -176,6 +200,24 @@ mod tests {
         // pool (the least worn, the highest indices among equals) is held back.
         assert_eq!(held(&[Some(0.0); 8], 0.05), vec![6, 7]);
         assert_eq!(held(&[Some(0.2); 3], 0.05), vec![2]);
+    }
+
+    /// A hybrid pool's HDDs report no wear: counted in, they kept the ladder from holding
+    /// any SSD back (wear-aware placement silently off in every pool with HDD members).
+    #[test]
+    fn hdd_members_stay_off_the_ladder() {
+        let mut wear = vec![Some(0.0); 8];
+        wear.extend([None, None]);
+        let d = disks(&wear);
+        let m = Members::new(&d, 0);
+        assert_eq!(WearLadder::new(0.05, 10).held_back(&m), 0);
+        let ladder = WearLadder::for_pool(0.05, 10, &[8, 9]);
+        let held: Vec<usize> = (0..10)
+            .filter(|i| ladder.held_back(&m) >> i & 1 == 1)
+            .collect();
+        // As in an all-SSD pool of 8: the two least worn (highest indices) SSDs.
+        assert_eq!(held, vec![6, 7]);
+        assert!(ladder.ranks(7) && !ladder.ranks(8));
     }
 
     #[test]

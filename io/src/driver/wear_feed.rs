@@ -36,7 +36,11 @@ pub(crate) fn held_back(engine: &Engine) -> u64 {
     let Some(gap) = engine.scheme().wear_gap() else {
         return 0;
     };
-    let ladder = WearLadder::new(gap, engine.config().disks);
+    let disks = engine.config().disks;
+    let hdds: Vec<u32> = (0..disks as u32)
+        .filter(|&d| engine.scheme().is_hdd(DiskId(d)))
+        .collect();
+    let ladder = WearLadder::for_pool(gap, disks, &hdds);
     let members: Vec<(usize, Option<f64>)> = engine
         .disks()
         .iter()

@@ -273,11 +273,9 @@ impl Sim {
             .zip(&self.wear_at_start)
             .map(|(d, &w0)| (d.wear().unwrap_or(0.0) - w0).max(0.0))
             .collect();
-        let ladder = self
-            .scenario
-            .scheme_options
-            .wear_gap
-            .map(|g| WearLadder::new(g, self.devices.len()));
+        let ladder = self.scenario.scheme_options.wear_gap.map(|g| {
+            WearLadder::for_pool(g, self.devices.len(), &self.scenario.pool.hdd_members())
+        });
         Some(WearReport::new(used, self.now - self.start, ladder))
     }
 }

@@ -8,8 +8,10 @@ use super::oracle::word_for;
 use super::requests::ReqMeta;
 use super::store::fill_word;
 use super::{DRAIN_LIMIT_NS, Detailed, Progress, SAME_INSTANT_TIMEOUTS, Sim, SimError};
+use crate::scenario::Load;
 use crate::stats::Report;
 use crate::trace::{IoKind, IoRecord};
+use std::sync::atomic::Ordering;
 
 /// Progress is reported every this many events.
 const PROGRESS_EVERY: u64 = 1 << 14;
@@ -76,9 +78,43 @@ impl Sim {
         if let Some(e) = self.source_error.take() {
             return Err(SimError::Source(e));
         }
+        if let Some(e) = self.unmeasured_trace() {
+            return Err(SimError::Source(e));
+        }
         self.settle()?;
         progress(&self.progress());
         Ok(())
+    }
+
+    /// A trace replay that measured nothing, and why: no line of the file was a request
+    /// (the wrong `--format`, an empty or binary file), or every request arrived within the
+    /// warm-up. Such runs reported zero latencies and zero IOPS, and succeeded. (Generated
+    /// loads may offer nothing in a short run, and experiments rely on such runs (`eval
+    /// --tiny`'s settled TensorFlow runs): `sim` refuses those itself.)
+    fn unmeasured_trace(&self) -> Option<String> {
+        if !matches!(self.scenario.load, Load::Trace { .. }) {
+            return None;
+        }
+        if self.counts.arrived == 0 {
+            let bad = self.trace_errors.count.load(Ordering::Relaxed);
+            let first = self.trace_errors.first.lock().expect("trace error lock");
+            return Some(match first.as_deref() {
+                Some(f) => format!(
+                    "no request could be read from the trace: {bad} unreadable lines (first: \
+                     {f}); is --format right?"
+                ),
+                None => "the trace holds no request (is --format right?)".into(),
+            });
+        }
+        if self.all.read.count() + self.all.write.count() == 0 {
+            return Some(format!(
+                "every request of the trace arrived within the warm-up ({} s; the last at \
+                 {:.3} s of the replay): none was measured; shorten --warmup",
+                self.scenario.warmup_ns as f64 / 1e9,
+                self.last_arrival_at.saturating_sub(self.start) as f64 / 1e9
+            ));
+        }
+        None
     }
 
     /// After the last reply: let background work (conversion) run on the engine's timers

@@ -202,14 +202,20 @@ impl Report {
                 .copied()
                 .filter(|&h| h > 0.0)
                 .collect();
-            let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = finite.iter().copied().fold(0.0, f64::max);
-            let _ = writeln!(
-                o,
-                "wear                 members wear out after {lo:.0}-{hi:.0} h at this load; successive wear-outs apart by at least {} (median {}) of the first",
-                pct(w.min_gap_share),
-                pct(w.median_gap_share)
-            );
+            if finite.is_empty() {
+                // No member wore (a read-only load): there is no pace to project, and the
+                // range of an empty list read "inf-0 h".
+                let _ = writeln!(o, "wear                 no member wore during the run");
+            } else {
+                let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = finite.iter().copied().fold(0.0, f64::max);
+                let _ = writeln!(
+                    o,
+                    "wear                 members wear out after {lo:.0}-{hi:.0} h at this load; successive wear-outs apart by at least {} (median {}) of the first",
+                    pct(w.min_gap_share),
+                    pct(w.median_gap_share)
+                );
+            }
         }
         let r = &self.redirection;
         let _ = writeln!(

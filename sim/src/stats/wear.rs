@@ -89,7 +89,7 @@ fn held_pace(used: &[f64], ladder: &WearLadder) -> f64 {
     let held = held_set(used, ladder);
     let mean = |want: bool| {
         let v: Vec<f64> = (0..used.len())
-            .filter(|&d| (held >> d & 1 == 1) == want)
+            .filter(|&d| ladder.ranks(d) && (held >> d & 1 == 1) == want)
             .map(|d| used[d])
             .collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
@@ -107,6 +107,7 @@ fn held_pace(used: &[f64], ladder: &WearLadder) -> f64 {
 /// the others, the pool's total pace staying what the run measured (the writes a held-back
 /// member does not take go to the others). Worn-out members leave the ladder. A projection:
 /// it assumes the run's load for the whole life and the run's `k` for every held-back set.
+/// Members outside the ladder (HDDs) take no part and are given 0.
 pub fn project(pace: &[f64], k: f64, ladder: &WearLadder) -> Vec<f64> {
     let n = pace.len();
     let total: f64 = pace.iter().sum();
@@ -118,9 +119,10 @@ pub fn project(pace: &[f64], k: f64, ladder: &WearLadder) -> Vec<f64> {
     // Steps in which the pool as a whole wears a fortieth of a gap (no member more).
     let dt = ladder.gap / 40.0 / total;
     let mut t = 0.0;
-    while out.contains(&0.0) {
+    let worn_out = |out: &[f64]| (0..n).all(|d| !ladder.ranks(d) || out[d] > 0.0);
+    while !worn_out(&out) {
         let live: Vec<(usize, Option<f64>)> = (0..n)
-            .filter(|&d| out[d] == 0.0)
+            .filter(|&d| ladder.ranks(d) && out[d] == 0.0)
             .map(|d| (d, Some(wear[d])))
             .collect();
         let held = ladder.held_back_of(&live);
@@ -152,6 +154,23 @@ mod tests {
         assert_eq!(skew.gaps_hours.len(), 2);
         assert!((skew.gaps_hours[0] - 20.0).abs() < 1e-9);
         assert!((skew.min_gap_share - 0.25).abs() < 1e-9);
+    }
+
+    /// A hybrid pool's HDDs wear nothing: the projection gave them wear-out times of their
+    /// own (the SSDs' writes shared out over them too) and the gaps counted them.
+    #[test]
+    fn hdds_take_no_part_in_the_projection() {
+        let hour = 3_600_000_000_000;
+        let mut used = vec![0.01; 8];
+        used.extend([0.0, 0.0]);
+        let ladder = WearLadder::for_pool(0.05, 10, &[8, 9]);
+        let w = WearReport::new(used, hour, Some(ladder));
+        let p = w.projected_hours_to_wear_out.expect("projection");
+        assert_eq!(&p[8..], &[0.0, 0.0]);
+        assert!(p[..8].iter().all(|&h| h > 0.0), "{p:?}");
+        assert_eq!(w.gaps_hours.len(), 7);
+        // Even wear: the held-back SSDs wore like the others (the HDDs' zero not counted).
+        assert_eq!(w.held_back_pace, Some(1.0));
     }
 
     #[test]

@@ -71,7 +71,9 @@ impl<I> Ordered<I> {
 
     fn backwards(&self, n: &Numbered, last: Nanos) -> TraceError {
         let hint = if self.window == 0 {
-            "sort the trace or set a reorder window"
+            // `sim` has no option for the window (`TraceOptions::reorder_window`): naming
+            // it sent command-line users looking for one.
+            "record skipped; sort the trace by time to replay it"
         } else {
             "it is further out of order than the reorder window"
         };
@@ -175,5 +177,7 @@ mod tests {
             e.starts_with("x.csv:2: time goes backwards: 3 ns after a record at 5 ns"),
             "{e}"
         );
+        // Without a window, no advice to set one: `sim` offers no option for it.
+        assert!(e.contains("sort the trace") && !e.contains("window"), "{e}");
     }
 }

@@ -241,7 +241,7 @@ impl FusionScheme {
             (false, _) => ("fusion-nd", Policies::non_redirecting(pause)),
         };
         if let Some(gap) = cfg.wear_gap {
-            policy.skew_for_wear(WearLadder::new(gap, cfg.pool.disks));
+            policy.skew_for_wear(WearLadder::for_pool(gap, cfg.pool.disks, &cfg.pool.hdds));
         }
         let steering = cfg.steer.clone().filter(|_| cfg.redirect).map(|sc| {
             let mut curves = cfg.curves.clone();
