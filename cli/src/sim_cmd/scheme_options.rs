@@ -16,6 +16,7 @@ pub fn check(args: &Args, scheme: &str) -> anyhow::Result<()> {
         ("--trim", args.trim.is_some()),
         ("--conversion", args.conversion.is_some()),
         ("--hedge", args.hedge.is_some()),
+        ("--raid-hedge", args.raid_hedge.is_some()),
         ("--write-hedge", args.write_hedge.is_some()),
         ("--wear GAP", matches!(args.wear, Some(WearArg::Gap(_)))),
         ("--offload", args.offload.is_some()),

@@ -274,6 +274,7 @@ fn bad_synthetic_and_slo_values_are_explained() {
 fn options_a_scheme_ignores_are_refused() {
     for (opt, val) in [
         ("--hedge", "500us"),
+        ("--raid-hedge", "2ms"),
         ("--write-hedge", "1ms"),
         ("--trim", "on"),
         ("--conversion", "off"),
