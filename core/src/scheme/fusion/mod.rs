@@ -16,6 +16,7 @@ mod convert;
 pub mod durable;
 mod durable_state;
 mod hedge;
+mod hedge_budget;
 mod jobs;
 pub mod offload;
 mod open_set;
@@ -34,6 +35,7 @@ mod restore;
 pub mod scrub;
 pub mod sizing;
 mod stripe_parity;
+mod sweep_state;
 mod trim;
 mod trim_state;
 pub mod vol;
@@ -98,8 +100,8 @@ pub struct FusionScheme {
     trim: trim_state::TrimState,
     /// The HDD logs replica writes are offloaded to (None: offload off).
     offload: Option<offload::Offload>,
-    /// Hedged RAID reads the budget allows now (`raid_hedge::HedgeBudget`).
-    raid_hedges: raid_hedge::HedgeBudget,
+    /// Hedged RAID reads the budget allows now (`raid_hedge.rs`).
+    raid_hedges: hedge_budget::HedgeBudget,
 }
 
 /// The fewest members segregation may leave in write mode: the members one pair set spans

@@ -10,6 +10,7 @@
 //! adds up the stripes. The buffers live as long as the volume, so a sweep allocates nothing
 //! once the first has sized them.
 
+pub use super::sweep_state::{Candidate, Owner, Sweep};
 use super::vol::Vol;
 use crate::volume::Loc;
 
@@ -19,38 +20,6 @@ const SWEEP_BLOCKS: u64 = 65_536;
 /// most (its buckets, 4 bytes each, stay within a core's second-level cache).
 const MIN_DIGIT: u32 = 8;
 const MAX_DIGIT: u32 = 17;
-
-/// The pages user block `ub` has in RAID block `f`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Owner {
-    pub f: u64,
-    pub ub: u64,
-    pub pages: u16,
-}
-
-/// A stripe the sweep saw whole with dead pages: a cleaning candidate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    pub live: usize,
-    pub stripe: u32,
-    /// Its owners: `Sweep::owners()[first..end]`, by RAID block, each block's in sweep order.
-    pub first: usize,
-    pub end: usize,
-}
-
-/// Where the sweep resumes, and its buffers (kept from sweep to sweep).
-#[derive(Default)]
-pub struct Sweep {
-    /// Next user block the sweep looks at.
-    pub cursor: u64,
-    owners: Vec<Owner>,
-    scratch: Vec<Owner>,
-    counts: Vec<u32>,
-    /// User blocks in a relocation, ascending (skipped).
-    skip: Vec<u64>,
-    candidates: Vec<Candidate>,
-    scratch_candidates: Vec<Candidate>,
-}
 
 impl Sweep {
     /// Sweep the next part of `v`'s BMT (`v.sweep` is taken out meanwhile) and find the

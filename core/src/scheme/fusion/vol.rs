@@ -77,7 +77,7 @@ pub struct Vol {
     /// (`reloc_plan::stripes_emptied`), or every batch but the first of a plan would look useless.
     pub leaving: FastMap<u64, u32>,
     /// The cleaner's sweep of the BMT: where it resumes, and its buffers.
-    pub sweep: super::reloc_sweep::Sweep,
+    pub sweep: super::sweep_state::Sweep,
     /// Relocations the last sweep planned and not yet started (best last), good until
     /// `reloc_batches_until`.
     pub reloc_batches: Vec<super::reloc_batch::RelocBatch>,
