@@ -216,3 +216,49 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     assert!(member_line(&st, "d1.img").contains("failed"), "{st}");
     s.stop();
 }
+
+/// A volume as wide as the pool has no stripe clear of a failed member, so its rebuild
+/// stalls and the member can not be replaced yet (rebuilding in place onto the new device
+/// is not implemented). `replace` must say why, from the stalled rebuild, not only "try
+/// again later", which waiting never fixes.
+#[test]
+fn replace_refused_by_a_stalled_rebuild_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let members: Vec<String> = (0..6).map(|i| format!("\"file:d{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"wide\"\nmembers = [{}]\nmember_size = \"32M\"\nblock_size = \"16K\"\n\
+             layout = \"permutation\"\n{}",
+            members.join(", "),
+            volume("v", "raid6", 6, "8M", false)
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&p, &[]);
+    let data = pattern(9, 8 << 20);
+    write_all(&s.uri("v"), &data);
+    assert!(ctl(&s, &["fail", "2"]).status.success(), "fail 2");
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while !s.status_text(false).contains("stalled") {
+        assert!(
+            std::time::Instant::now() < end,
+            "the rebuild never stalled:\n{}",
+            s.status_text(false)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = ctl(
+        &s,
+        &["replace", "2", &format!("file:{}/n2.img", d.display())],
+    );
+    assert!(!out.status.success(), "replaced while data is on member 2");
+    assert!(
+        out.stderr.contains("volume v") && out.stderr.contains("stalled"),
+        "the refusal does not say why: {}",
+        out.stderr
+    );
+    eprintln!("replace refused: {}", out.stderr.trim());
+    read_check(&s.uri("v"), &data, "degraded reads");
+}

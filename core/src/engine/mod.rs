@@ -277,12 +277,32 @@ impl Engine {
             ));
         }
         if self.scheme.disk_in_use(disk) {
-            return Err(format!(
-                "scheme {} still has data on member {} (rebuild not finished or not yet \
-                 durable, or the scheme can not rebuild onto spare space); try again later",
-                self.scheme.name(),
-                disk.index()
-            ));
+            // A stalled rebuild says why it can not go on (no room, or a geometry with no
+            // stripe clear of the failed member): waiting will not help then.
+            let stalled: Vec<String> = (0..self.scheme.volume_count())
+                .filter_map(|v| self.scheme.volume_status(v as api::VolumeId))
+                .filter_map(|s| {
+                    let r = s.rebuild?;
+                    r.contains("stalled")
+                        .then(|| format!("volume {}: {r}", s.name))
+                })
+                .collect();
+            return Err(if stalled.is_empty() {
+                format!(
+                    "scheme {} still has data on member {} (its rebuild has not finished, or \
+                     its records are not durable yet); try again later",
+                    self.scheme.name(),
+                    disk.index()
+                )
+            } else {
+                format!(
+                    "scheme {} still has data on member {} and its rebuild cannot move it \
+                     off now ({}); try again once that changes",
+                    self.scheme.name(),
+                    disk.index(),
+                    stalled.join("; ")
+                )
+            });
         }
         self.now = self.now.max(now);
         self.disks.replace(disk, self.cfg.detector, self.now);

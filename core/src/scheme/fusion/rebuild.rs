@@ -409,8 +409,9 @@ impl FusionScheme {
         if survivors < width {
             return format!(
                 "a stripe of width {width} needs {width} members and {survivors} work, so no \
-                 stripe can be whole again until a failed member is replaced (serving \
-                 degraded meanwhile)"
+                 stripe can be whole again on the survivors (serving degraded); a new device \
+                 can not take the failed member's place either while its columns are \
+                 there, as rebuilding them in place onto it is not implemented yet"
             );
         }
         // Every member holds an equal share of the zone's columns (the layout spreads them),
