@@ -61,7 +61,12 @@ pub struct Args {
     #[arg(long, default_value = "disksim", requires = "trace")]
     format: String,
     /// Replay at the trace's timestamps sped up by this factor (default 1).
-    #[arg(long, requires = "trace", conflicts_with = "qd")]
+    #[arg(
+        long,
+        requires = "trace",
+        conflicts_with = "qd",
+        allow_negative_numbers = true
+    )]
     speed: Option<f64>,
     /// Replay closed-loop, keeping this many requests outstanding.
     #[arg(long, requires = "trace")]

@@ -317,6 +317,41 @@ fn a_run_in_which_nothing_arrives_fails() {
     assert!(e.contains("no request arrived"), "{e}");
 }
 
+/// A mistyped rate is refused before the run, not simulated for hours: `iops=1e12` over
+/// 300 ms, or the paper's mix at a load of a million.
+#[test]
+fn an_offered_load_no_run_can_take_is_refused() {
+    for argv in [
+        &["--synthetic", "iops=1e12", "--duration", "300ms"][..],
+        &["--load", "1000000", "--duration", "10s"][..],
+    ] {
+        let e = parse(argv).unwrap().validate().unwrap_err();
+        assert!(
+            e.contains("requests") && e.contains("lower"),
+            "{argv:?}: {e}"
+        );
+    }
+    // Large but sane loads still run.
+    let sane = |argv: &[&str]| parse(argv).unwrap().validate().unwrap();
+    sane(&["--synthetic", "iops=8M", "--duration", "1s"]);
+    sane(&["--load", "10", "--duration", "30s"]);
+}
+
+/// A negative replay speed reaches the replay's own check (a clear message) instead of
+/// being taken for an unknown option by the argument parser.
+#[test]
+fn a_negative_speed_is_parsed_as_a_number() {
+    let sc = parse(&["--trace", "t.trace", "--speed", "-1"]).unwrap();
+    assert!(
+        matches!(
+            sc.load,
+            Load::Trace { mode: ReplayMode::Timestamp { speed }, .. } if speed == -1.0
+        ),
+        "{:?}",
+        sc.load
+    );
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
         crate::fuzz_util::cases(256)

@@ -3,7 +3,25 @@
 
 use super::*;
 
+/// Most requests a generated load may offer over a run: each is simulated (events, state,
+/// statistics), so a mistyped rate (`iops=1e12`) would otherwise run for hours.
+const MAX_OFFERED_REQUESTS: f64 = 1e9;
+
 impl Scenario {
+    /// Requests the generators offer over the duration (None for a trace replayed alone,
+    /// whose length is its own; a looped trace's own requests are not counted).
+    fn offered_requests(&self) -> Option<f64> {
+        let secs = self.duration_ns? as f64 / 1e9;
+        let per_sec = match &self.load {
+            Load::Workloads { list, scale } | Load::TraceMix { list, scale, .. } => {
+                list.iter().map(|w| w.spec().iops).sum::<f64>() * scale
+            }
+            Load::Synthetic { tenants } => tenants.iter().map(|t| t.iops).sum(),
+            Load::Trace { .. } => return None,
+        };
+        Some(per_sec * secs)
+    }
+
     /// Each fail-slow member once, inside the pool.
     fn validate_fail_slow(&self) -> Result<(), String> {
         for (i, &(d, _)) in self.pool.fail_slow.iter().enumerate() {
@@ -146,6 +164,16 @@ impl Scenario {
         }
         if self.duration_ns.unwrap_or(0).max(self.warmup_ns) > MAX_VIRTUAL_NS {
             return Err("duration and warm-up must be at most a year of virtual time".into());
+        }
+        if let Some(n) = self.offered_requests()
+            && n > MAX_OFFERED_REQUESTS
+        {
+            return Err(format!(
+                "the load offers about {n:.3e} requests in {} s, more than the {:.0e} a run \
+                 may take: lower the load, the rates or the duration",
+                self.duration_ns.unwrap_or(0) as f64 / 1e9,
+                MAX_OFFERED_REQUESTS
+            ));
         }
         if self.volume_bytes.is_some_and(|b| b > MAX_VOLUME_BYTES) {
             return Err(format!(
