@@ -16,9 +16,7 @@ use crate::volume::Loc;
 impl FusionScheme {
     /// Issue a second read of slow replicated parts to another copy (hedged request).
     pub(super) fn hedge_reads(&mut self, ctx: &mut Ctx) {
-        if self.cfg.raid_hedge_ns.is_some() {
-            self.hedge_raid_reads(ctx);
-        }
+        self.hedge_raid_reads(ctx);
         let Some(hedge) = self.cfg.hedge_ns else {
             return;
         };

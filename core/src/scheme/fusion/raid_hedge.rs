@@ -12,8 +12,7 @@
 
 use super::FusionScheme;
 use super::jobs::{Job, JobId, PartMode, ReadPart, ReadPurpose};
-use super::read::PART_STRIDE;
-use crate::engine::api::DevOp;
+use super::read::{PartAt, missing_columns, rebuild_reads};
 use crate::engine::ctx::Ctx;
 use crate::policy::ReadRouting;
 use crate::types::{Nanos, PAGE_SIZE};
@@ -61,16 +60,24 @@ impl FusionScheme {
     /// Send the rebuild of part `i` of read `h` next to its direct read, when parity can
     /// rebuild it and every other column's member may take a hedge.
     fn hedge_raid_part(&mut self, ctx: &mut Ctx, h: JobId, i: usize) {
-        let (vol, loc, page_off, len) = {
+        let (at, loc) = {
             let job = self.read_job(h);
             let p = &job.parts[i];
-            let bytes = |pages: u16| pages as u64 * PAGE_SIZE;
-            (job.vol, p.loc, bytes(p.at), bytes(p.count))
+            let at = PartAt {
+                job: h,
+                part: i,
+                vol: job.vol,
+                page_off: p.at as u64 * PAGE_SIZE,
+                len: p.count as u64 * PAGE_SIZE,
+                background: false,
+                bad: p.bad,
+            };
+            (at, p.loc)
         };
         let Loc::Raid(f) = loc else {
             unreachable!("only RAID parts are hedged here")
         };
-        let v = &mut self.vols[vol];
+        let v = &mut self.vols[at.vol];
         let (s, c) = v.zone.split(f);
         let members = ctx.members();
         // Only when the member looks stalled: the spike detector sees a request on it older
@@ -80,46 +87,29 @@ impl FusionScheme {
         if members.stragglers(d) == 0 && !members.unresponsive(d) {
             return;
         }
-        let width = v.zone.width();
-        let mut missing: Vec<usize> = (0..width)
-            .filter(|&x| x != c && ctx.is_failed(v.zone.disk(s, x)))
-            .collect();
-        missing.push(c);
+        let missing = missing_columns(ctx, &v.zone, s, c);
         if missing.len() > v.zone.nparity() {
             return;
         }
         let routing = &self.policy.routing;
-        let cols: Vec<usize> = (0..width).filter(|x| !missing.contains(x)).collect();
-        if !cols
-            .iter()
-            .all(|&x| routing.may_hedge_to(&members, v.zone.disk(s, x)))
+        if !(0..v.zone.width())
+            .filter(|x| !missing.contains(x))
+            .all(|x| routing.may_hedge_to(&members, v.zone.disk(s, x)))
         {
             return;
         }
         if !self.raid_hedges.spend() {
             return;
         }
-        let mut pins = Vec::with_capacity(cols.len());
-        for &x in &cols {
-            let (dk, off) = v.zone.device_offset(s, x, page_off);
-            v.stripes.pin(s);
-            pins.push((x as u32, s));
-            let op = DevOp::Read { offset: off, len };
-            ctx.issue(dk, op, h.tag(i as u32 * PART_STRIDE + x as u32), false);
-        }
+        let issued = rebuild_reads(ctx, v, at, s, c, missing);
         ctx.stats.hedged_reads += 1;
         ctx.stats.hedged_raid_reads += 1;
         ctx.stats.reconstructed_reads += 1;
         let p = &mut self.read_job(h).parts[i];
-        p.mode = PartMode::Rebuild {
-            target: c,
-            missing,
-            cols: vec![None; width],
-            waiting: cols.len() as u32,
-        };
+        p.mode = issued.mode;
         p.hedged = true;
-        p.inflight += cols.len() as u32;
-        p.pins.extend(pins);
+        p.inflight += issued.reads;
+        p.pins.extend(issued.pins);
     }
 
     /// The next time a user read of a RAID block is looked at for its hedge: when its delay

@@ -7,10 +7,12 @@
 use super::FusionScheme;
 use super::jobs::{BAD_RAID, BAD_REBUILD, Job, JobId, PartMode, ReadJob, ReadPart, ReadPurpose};
 use super::pairs::SlotRef;
+use super::vol::Vol;
 use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::policy::ReadRouting;
+use crate::space::zone::Zone;
 use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::patch::{Seg, segments};
 use crate::volume::{Loc, PageSums};
@@ -24,17 +26,17 @@ pub(super) const MAX_TRIES: u8 = 4;
 
 /// What planning one part needs to know about it.
 #[derive(Clone, Copy)]
-struct PartAt {
-    job: JobId,
-    part: usize,
-    vol: usize,
+pub(super) struct PartAt {
+    pub job: JobId,
+    pub part: usize,
+    pub vol: usize,
     /// Where its pages start within the block at its location, and their length.
-    page_off: u64,
-    len: u64,
+    pub page_off: u64,
+    pub len: u64,
     /// A relocation's read (background I/O).
-    background: bool,
+    pub background: bool,
     /// The part's copies known bad (`ReadPart::bad`).
-    bad: u8,
+    pub bad: u8,
 }
 
 impl PartAt {
@@ -45,10 +47,57 @@ impl PartAt {
 
 /// The device reads one part sent out: its new mode, the stripes they pin (with their
 /// codes), and how many.
-struct Issued {
-    mode: PartMode,
-    pins: Vec<(u32, u32)>,
-    reads: u32,
+pub(super) struct Issued {
+    pub mode: PartMode,
+    pub pins: Vec<(u32, u32)>,
+    pub reads: u32,
+}
+
+/// The columns of stripe `s` a rebuild of its column `c` can not read: those on failed
+/// members, and `c` itself.
+pub(super) fn missing_columns(ctx: &Ctx, zone: &Zone, s: u32, c: usize) -> Vec<usize> {
+    let mut missing: Vec<usize> = (0..zone.width())
+        .filter(|&x| ctx.is_failed(zone.disk(s, x)))
+        .collect();
+    if !missing.contains(&c) {
+        missing.push(c);
+    }
+    missing
+}
+
+/// Reads every column of stripe `s` but the `missing` ones, to rebuild column `target`
+/// (one of them) of part `at` from them.
+pub(super) fn rebuild_reads(
+    ctx: &mut Ctx,
+    v: &mut Vol,
+    at: PartAt,
+    s: u32,
+    target: usize,
+    missing: Vec<usize>,
+) -> Issued {
+    let width = v.zone.width();
+    let mut pins = Vec::new();
+    for x in (0..width).filter(|x| !missing.contains(x)) {
+        let (dk, off) = v.zone.device_offset(s, x, at.page_off);
+        v.stripes.pin(s);
+        pins.push((x as u32, s));
+        let op = DevOp::Read {
+            offset: off,
+            len: at.len,
+        };
+        ctx.issue(dk, op, at.tag(x as u32), at.background);
+    }
+    let reads = pins.len() as u32;
+    Issued {
+        mode: PartMode::Rebuild {
+            target,
+            missing,
+            cols: vec![None; width],
+            waiting: reads,
+        },
+        pins,
+        reads,
+    }
 }
 
 impl FusionScheme {
@@ -332,12 +381,7 @@ impl FusionScheme {
                 reads: 1,
             });
         }
-        let mut missing: Vec<usize> = (0..width)
-            .filter(|&x| ctx.is_failed(v.zone.disk(s, x)))
-            .collect();
-        if !missing.contains(&c) {
-            missing.push(c);
-        }
+        let missing = missing_columns(ctx, &v.zone, s, c);
         if missing.len() > v.zone.nparity() {
             let why = "more members of a stripe failed than its parity covers";
             self.part_failed(ctx, at.job, at.part, why);
@@ -347,28 +391,7 @@ impl FusionScheme {
             ctx.stats.redirected_reads += 1;
         }
         ctx.stats.reconstructed_reads += 1;
-        let mut pins = Vec::new();
-        for x in (0..width).filter(|x| !missing.contains(x)) {
-            let (dk, off) = v.zone.device_offset(s, x, at.page_off);
-            v.stripes.pin(s);
-            pins.push((x as u32, s));
-            let op = DevOp::Read {
-                offset: off,
-                len: at.len,
-            };
-            ctx.issue(dk, op, at.tag(x as u32), at.background);
-        }
-        let reads = pins.len() as u32;
-        Some(Issued {
-            mode: PartMode::Rebuild {
-                target: c,
-                missing,
-                cols: vec![None; width],
-                waiting: reads,
-            },
-            pins,
-            reads,
-        })
+        Some(rebuild_reads(ctx, v, at, s, c, missing))
     }
 
     /// Point part `i` at where its pages live now. When they are spread over several
