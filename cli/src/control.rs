@@ -182,10 +182,6 @@ fn keep_emu(old: &str, new: &str) -> Option<String> {
     Some(wrapped)
 }
 
-/// Does a volume's rebuild status (`Rebuild::describe`, then maybe "; " and the rebalance)
-/// say its data is not rebuilt yet? Exactly the phases `status` shows for that: "rebuilding",
-/// "stalled" and "committing" (the rebuild's records not durable yet). "done", and a
-/// rebalance alone (after a replacement, the rebuild state gone with a restart), are not.
 /// The first volume (name, members its level tolerates) that one more failure could cost
 /// data: its rebuild is unfinished and `down` members already fail it as many as its level
 /// covers. Each volume by its own level: a RAID6 volume whose rebuild cannot finish (its
@@ -208,6 +204,10 @@ fn at_risk(
     })
 }
 
+/// Does a volume's rebuild status (`Rebuild::describe`, then maybe "; " and the rebalance)
+/// say its data is not rebuilt yet? Exactly the phases `status` shows for that: "rebuilding",
+/// "stalled" and "committing" (the rebuild's records not durable yet). "done", and a
+/// rebalance alone (after a replacement, the rebuild state gone with a restart), are not.
 fn rebuild_unfinished(r: &str) -> bool {
     ["rebuilding", "stalled", "committing"]
         .iter()
