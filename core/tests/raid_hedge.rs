@@ -8,7 +8,7 @@ mod common;
 use common::Driver;
 use common::fusion_pool::small_pool;
 use fusionraid_core::scheme::fusion::{Level, VolumeConfig};
-use fusionraid_core::{DiskId, Nanos};
+use fusionraid_core::{DiskId, Nanos, Reply};
 
 const BS: u64 = 65536;
 const MS: Nanos = 1_000_000;
@@ -22,6 +22,36 @@ fn driver(raid_hedge_ns: Option<Nanos>) -> Driver {
 
 fn pattern(len: u64) -> Vec<u8> {
     (0..len).map(|i| (i / 4096 * 7 + i % 251) as u8).collect()
+}
+
+/// Reads blocks 0..`n`, one request each (ids 100 + block), without waiting.
+fn submit_reads(d: &mut Driver, n: u64) {
+    for b in 0..n {
+        assert!(d.submit(fusionraid_core::Request {
+            id: 100 + b,
+            volume: 0,
+            op: fusionraid_core::Op::Read {
+                offset: b * BS,
+                len: BS,
+            },
+        }));
+    }
+}
+
+/// The reply to `submit_reads`' read of a block holds that block of `data`.
+fn assert_block(r: Reply, data: &[u8]) {
+    let b = r.id - 100;
+    let got = r
+        .result
+        .expect("read")
+        .expect("data")
+        .into_bytes()
+        .expect("bytes");
+    let at = (b * BS) as usize;
+    assert!(
+        got == data[at..at + BS as usize],
+        "block {b} read wrong data"
+    );
 }
 
 /// Writes the blocks as full stripes, stalls member 3 (each of its I/Os then takes about
@@ -38,32 +68,12 @@ fn stalled_reads(d: &mut Driver) -> Option<Nanos> {
     d.disks[3].spike_until = u64::MAX;
     d.disks[3].spike_factor = 200;
     let start = d.now;
-    for b in 0..BLOCKS {
-        assert!(d.submit(fusionraid_core::Request {
-            id: 100 + b,
-            volume: 0,
-            op: fusionraid_core::Op::Read {
-                offset: b * BS,
-                len: BS,
-            },
-        }));
-    }
+    submit_reads(d, BLOCKS);
     let (mut slowest, mut answered) = (0, 0);
     while d.now < start + 10 * MS {
         d.run_until(Some(d.now + 100_000));
         for r in d.take_replies() {
-            let b = r.id - 100;
-            let got = r
-                .result
-                .expect("read")
-                .expect("data")
-                .into_bytes()
-                .expect("bytes");
-            let at = (b * BS) as usize;
-            assert!(
-                got == data[at..at + BS as usize],
-                "block {b} read wrong data"
-            );
+            assert_block(r, &data);
             slowest = slowest.max(d.now - start);
             answered += 1;
         }
@@ -122,32 +132,12 @@ fn a_slow_direct_read_that_answers_first_serves_the_part() {
         d.disks[disk].spike_factor = if disk == 3 { 15 } else { 12 };
     }
     const READ: u64 = 12;
-    for b in 0..READ {
-        assert!(d.submit(fusionraid_core::Request {
-            id: 100 + b,
-            volume: 0,
-            op: fusionraid_core::Op::Read {
-                offset: b * BS,
-                len: BS,
-            },
-        }));
-    }
+    submit_reads(&mut d, READ);
     d.drain();
     let replies = d.take_replies();
     assert_eq!(replies.len() as u64, READ);
     for r in replies {
-        let b = r.id - 100;
-        let got = r
-            .result
-            .expect("read")
-            .expect("data")
-            .into_bytes()
-            .expect("bytes");
-        let at = (b * BS) as usize;
-        assert!(
-            got == data[at..at + BS as usize],
-            "block {b} read wrong data"
-        );
+        assert_block(r, &data);
     }
     let st = d.engine.stats().clone();
     assert!(st.hedged_raid_reads > 0, "no read was hedged: {st:?}");
