@@ -136,7 +136,9 @@ impl Operator {
         ))
     }
 
-    /// Replace failed members whose data has been rebuilt elsewhere by listed spares.
+    /// Replace failed members by listed spares once their data has been rebuilt elsewhere
+    /// (onto the whole pool, faster than onto one spare), or once the rebuild can go no
+    /// further: the spare then takes what is left in place.
     pub fn use_spares(&self) {
         if self.spares.lock().expect("spares").is_empty() {
             return;
@@ -144,10 +146,11 @@ impl Operator {
         let Some(s) = self.driver.status(Duration::from_secs(5)) else {
             return;
         };
-        let rebuilt = s
-            .volumes
-            .iter()
-            .all(|v| v.rebuild.as_deref().is_none_or(|r| r.starts_with("done")));
+        let rebuilt = s.volumes.iter().all(|v| {
+            v.rebuild
+                .as_deref()
+                .is_none_or(|r| r.starts_with("done") || r.starts_with("stalled"))
+        });
         if !rebuilt {
             return;
         }

@@ -177,23 +177,34 @@ fn config(sc: &Scenario) -> FusionConfig {
     cfg
 }
 
-/// Bring a pool up from members' bytes, as `serve` does; member `failed` is missing.
+/// Bring a pool up from members' bytes, as `serve` does; member `failed` is missing. A
+/// member the metadata still names failed (its replacement was not durable yet) is failed
+/// again, as `serve` does; `failed` then names it.
 fn boot(
     sc: &Scenario,
     cfg: &FusionConfig,
     disks: Vec<Vec<u8>>,
     now: Nanos,
-    failed: Option<usize>,
+    failed: &mut Option<usize>,
 ) -> Driver {
     let layout = meta_layout(cfg).expect("journaled");
     let (off, len) = region(&layout);
     let regions: Vec<Option<&[u8]>> = disks
         .iter()
         .enumerate()
-        .map(|(i, b)| (failed != Some(i)).then(|| &b[off as usize..(off + len) as usize]))
+        .map(|(i, b)| (*failed != Some(i)).then(|| &b[off as usize..(off + len) as usize]))
         .collect();
-    let (scheme, _report) = FusionScheme::recover(cfg.clone(), &regions, now)
+    let (scheme, report) = FusionScheme::recover(cfg.clone(), &regions, now)
         .unwrap_or_else(|e| panic!("{sc:?}: recovery failed: {e}"));
+    // One member fails per seed at most.
+    assert!(
+        report.members_failed.len() <= 1,
+        "{:?}",
+        report.members_failed
+    );
+    if let Some(&m) = report.members_failed.first() {
+        *failed = Some(m as usize);
+    }
     scheme.check_invariants();
     let mut ecfg = EngineConfig::new(sc.members());
     ecfg.seed = sc.seed ^ now;
@@ -210,7 +221,7 @@ fn boot(
         m.bytes = b;
     }
     d.enable_volatile_caches();
-    if let Some(x) = failed {
+    if let Some(x) = *failed {
         d.disks[x].failed = true;
         d.engine.fail_disk(DiskId(x as u32), now);
         d.pump();
@@ -218,11 +229,16 @@ fn boot(
     d
 }
 
-/// Wait (no load) for the rebuild to finish and become durable, then put a blank device in
-/// member `x`'s slot. Returns false when the rebuild can not finish (the survivors can not
-/// hold the volume's stripes): the member stays failed.
-fn replace_when_rebuilt(d: &mut Driver, x: usize) -> bool {
+/// Put a blank device in member `x`'s slot: at once (what is still on it is rebuilt in place
+/// under the workload and power cuts), or once the rebuild is done and durable, waiting with
+/// no load. Returns false when it never was.
+fn replace_member(d: &mut Driver, x: usize, at_once: bool) -> bool {
     for _ in 0..4000 {
+        if at_once && d.engine.replace_disk(DiskId(x as u32), d.now).is_ok() {
+            d.blank_disk(x, 0x5A);
+            d.pump();
+            return true;
+        }
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
         if d.engine.inflight_requests() == 0
@@ -278,8 +294,9 @@ fn hedges_writes(seed: u64) -> bool {
     seed % 4 == 3
 }
 
-/// Returns the columns rebuilt, members replaced, copies offloaded and writes hedged.
-fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
+/// Returns the columns rebuilt (into spare space, in place), members replaced, copies
+/// offloaded and writes hedged.
+fn run(sc: &Scenario) -> ((u64, u64), u64, u64, u64) {
     let cfg = config(sc);
     let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
@@ -306,15 +323,16 @@ fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
     let mut tag_seq = 1u64;
     let bs = sc.block_size;
     let mut failed: Option<usize> = None;
-    let (mut rebuilt, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0);
+    let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
     // Stalls for the seeds with hedged writes (their own generator: the other seeds' runs
     // stay as they were).
     let mut stalls = Rng::new(sc.seed ^ 0x0057_A115);
     for cycle in 0..sc.cycles {
-        let mut d = boot(sc, &cfg, disks, now, failed);
+        let mut d = boot(sc, &cfg, disks, now, &mut failed);
         verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, cycle);
+        // Half the seeds replace at once, the rebuild still running or stalled.
         if let Some(x) = failed
-            && replace_when_rebuilt(&mut d, x)
+            && replace_member(&mut d, x, (sc.seed / 2).is_multiple_of(2))
         {
             failed = None;
             replaced += 1;
@@ -447,13 +465,14 @@ fn run(sc: &Scenario) -> (u64, u64, u64, u64) {
         settle(&mut d, &mut pending, &mut pages);
         now = d.now + 1;
         rebuilt += d.engine.stats().rebuilt_columns;
+        in_place += d.engine.stats().rebuilt_in_place;
         offloaded += d.engine.stats().offloaded_writes;
         hedged += d.engine.stats().hedged_writes;
         disks = d.power_cut(&mut r);
     }
-    let mut d = boot(sc, &cfg, disks, now, failed);
+    let mut d = boot(sc, &cfg, disks, now, &mut failed);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
-    (rebuilt, replaced, offloaded, hedged)
+    ((rebuilt, in_place), replaced, offloaded, hedged)
 }
 
 /// Apply replies to the page histories.
@@ -588,12 +607,13 @@ fn verify_after_recovery(
 #[test]
 fn power_cuts_lose_nothing_acknowledged() {
     let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
-    let (mut rebuilt, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0);
+    let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
     for &seed in &seeds {
         let sc = scenario(seed);
         match std::panic::catch_unwind(|| run(&sc)) {
-            Ok((c, m, o, h)) => {
+            Ok(((c, p), m, o, h)) => {
                 rebuilt += c;
+                in_place += p;
                 replaced += m;
                 offloaded += o;
                 hedged += h;
@@ -607,7 +627,8 @@ fn power_cuts_lose_nothing_acknowledged() {
         }
     }
     eprintln!(
-        "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {replaced} \
+        "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {in_place} \
+         in place, {replaced} \
          members replaced, {offloaded} replica writes offloaded to HDD logs, {hedged} writes \
          hedged",
         seeds.len()
@@ -617,6 +638,7 @@ fn power_cuts_lose_nothing_acknowledged() {
             rebuilt > 0 && replaced > 0,
             "no seed rebuilt a column or replaced a member"
         );
+        assert!(in_place > 0, "no seed rebuilt a column in place");
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
         assert!(hedged > 0, "no seed hedged a write");
     }

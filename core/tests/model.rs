@@ -218,7 +218,7 @@ fn page_allowed(
     })
 }
 
-fn run(sc: &Scenario) -> (u64, u64, u64, (u64, u64)) {
+fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
     let (mut d, sizes) = build(sc);
     let mut oracle: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0u8; s as usize]).collect();
     let mut r = Rng::new(sc.seed ^ 0xA11CE);
@@ -431,7 +431,7 @@ fn run(sc: &Scenario) -> (u64, u64, u64, (u64, u64)) {
     }
     d.drain();
     d.engine.scheme().check_invariants();
-    let rebuilt = replace_failed(&mut d, sizes.len());
+    let rebuilt = replace_failed(&mut d, sizes.len(), sc.seed.is_multiple_of(2));
     d.engine.scheme().check_invariants();
     if (0..sizes.len()).any(|v| {
         d.engine
@@ -499,13 +499,14 @@ fn run(sc: &Scenario) -> (u64, u64, u64, (u64, u64)) {
     (rebuilt, st.offloaded_writes, st.log_reads, hedged)
 }
 
-/// Let the rebuilds finish, then put blank devices in the failed members' slots and let the
-/// rebalance copy the columns rebuilt into spare space back home. Returns the columns the
-/// rebuilds reconstructed into spare space.
-fn replace_failed(d: &mut Driver, vols: usize) -> u64 {
+/// Let the rebuilds finish (unless `at_once`), then put blank devices in the failed
+/// members' slots: what is still on them is rebuilt in place, and the rebalance copies the
+/// columns rebuilt into spare space back home. Returns the columns the rebuilds
+/// reconstructed into spare space and in place.
+fn replace_failed(d: &mut Driver, vols: usize, at_once: bool) -> (u64, u64) {
     let failed: Vec<usize> = (0..d.disks.len()).filter(|&i| d.disks[i].failed).collect();
     if failed.is_empty() {
-        return 0;
+        return (0, 0);
     }
     for &i in &failed {
         d.engine.fail_disk(DiskId(i as u32), d.now); // if no I/O noticed it yet
@@ -518,30 +519,45 @@ fn replace_failed(d: &mut Driver, vols: usize) -> u64 {
     };
     let limit = d.now + 300_000_000_000;
     // A rebuild may stall when the pool is too small to hold the volume's stripes on the
-    // survivors (width = members): then the members stay failed.
-    while !states(d)
-        .iter()
-        .all(|s| s.starts_with("done") || s.starts_with("stalled"))
+    // survivors (width = members): the replacement then takes what is left in place.
+    while !at_once
+        && !states(d)
+            .iter()
+            .all(|s| s.starts_with("done") || s.starts_with("stalled"))
     {
         assert!(d.now < limit, "rebuild never finished: {:?}", states(d));
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
     }
-    let rebuilt = d.engine.stats().rebuilt_columns;
     for &i in &failed {
+        // No I/O may be in flight to the old device.
+        while let Err(e) = d.engine.replace_disk(DiskId(i as u32), d.now) {
+            assert!(
+                e.contains("in flight"),
+                "replace of member {i} refused: {e}"
+            );
+            assert!(d.now < limit, "member {i} never replaceable: {e}");
+            let t = d.now + 1_000_000;
+            d.run_until(Some(t));
+        }
         d.disks[i].failed = false;
         d.disks[i].bytes.fill(0x5A);
-        if d.engine.replace_disk(DiskId(i as u32), d.now).is_err() {
-            d.disks[i].failed = true; // still in use (a stalled rebuild)
-        }
         d.pump();
     }
-    while states(d).iter().any(|s| s.contains("rebalancing")) {
-        assert!(d.now < limit, "rebalance never finished: {:?}", states(d));
+    while states(d)
+        .iter()
+        .any(|s| s.contains("rebalancing") || !s.starts_with("done"))
+    {
+        assert!(
+            d.now < limit,
+            "rebuild or rebalance never finished: {:?}",
+            states(d)
+        );
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
     }
-    rebuilt
+    let st = d.engine.stats();
+    (st.rebuilt_columns, st.rebuilt_in_place)
 }
 
 const REGRESSION_SEEDS: &[u64] = &[2533, 5161, 16011];
@@ -564,13 +580,14 @@ fn fusion_model_random_seeds() {
             }
         }
     }
-    let (mut rebuilt, mut offloaded, mut log_reads) = (0, 0, 0);
+    let (mut rebuilt, mut in_place, mut offloaded, mut log_reads) = (0, 0, 0, 0);
     let (mut hedged, mut raid_hedged) = (0, 0);
     for &seed in &seeds {
         let sc = scenario(seed);
         let result = std::panic::catch_unwind(|| run(&sc));
-        if let Ok((n, o, l, (h, rh))) = result {
+        if let Ok(((n, p), o, l, (h, rh))) = result {
             rebuilt += n;
+            in_place += p;
             offloaded += o;
             log_reads += l;
             hedged += h;
@@ -584,13 +601,15 @@ fn fusion_model_random_seeds() {
         }
     }
     eprintln!(
-        "model test: {} seeds passed; {rebuilt} columns rebuilt into spare space; \
+        "model test: {} seeds passed; {rebuilt} columns rebuilt into spare space, \
+         {in_place} in place; \
          {offloaded} replica writes offloaded to HDD logs, {log_reads} reads served from them; \
          {hedged} writes hedged, {raid_hedged} RAID reads hedged",
         seeds.len()
     );
     if seeds.len() >= 50 {
         assert!(rebuilt > 0, "no seed rebuilt a column into spare space");
+        assert!(in_place > 0, "no seed rebuilt a column in place");
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
         assert!(hedged > 0, "no seed hedged a write");
         assert!(raid_hedged > 0, "no seed hedged a read of a RAID block");

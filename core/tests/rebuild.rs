@@ -68,8 +68,13 @@ fn filled(d: &mut Driver) -> (Vec<u8>, u64) {
 }
 
 fn fill(d: &mut Driver, id: &mut u64, want: &[u8]) {
+    fill_range(d, id, want, 0);
+}
+
+/// Write `want[from..]` at its offsets (`from` a multiple of the block size).
+fn fill_range(d: &mut Driver, id: &mut u64, want: &[u8], from: u64) {
     let size = want.len() as u64;
-    let mut off = 0;
+    let mut off = from;
     while off < size {
         let len = if (off / BS).is_multiple_of(5) {
             BS / 2
@@ -148,10 +153,6 @@ fn after_a_rebuild_a_second_failure_loses_nothing_and_a_replaced_member_rejoins(
             "a healthy member was replaced"
         );
         d.fail_member(3);
-        assert!(
-            d.engine.replace_disk(DiskId(3), d.now).is_err(),
-            "replaced while data still lived on the member"
-        );
         let ops_before = d.log.len();
         let moved = wait_rebuild(&mut d, &format!("seed {seed}"));
         assert!(moved > 0, "seed {seed}: nothing was rebuilt");
@@ -281,8 +282,8 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
         );
         d.disks[4].failed = false;
 
-        // Member 2's slot gets a blank device; member 4 comes back too (its rebuild is
-        // still running, so it has to wait).
+        // Member 2's slot gets a blank device; member 4 comes back too once its rebuild
+        // is done (what is still on it would otherwise be rebuilt in place).
         d.blank_disk(2, 0x5A);
         run_while(
             &mut d,
@@ -320,6 +321,77 @@ fn a_full_small_pool_rebuilds_into_spare_columns_and_rebalances_onto_the_new_mem
             &mut id,
             &want,
             &format!("seed {seed}, third failure"),
+        );
+    }
+}
+
+/// A stripe as wide as the pool: with a member failed no stripe can be whole on the
+/// survivors, so the rebuild has nowhere to go (issue 19, case 2). A blank device in the
+/// failed slot is accepted at once, the stale columns are rebuilt in place onto it under
+/// overwrites, reads are right all along, and afterwards the pool again survives as many
+/// failures of other members as its parity covers.
+#[test]
+fn a_volume_as_wide_as_the_pool_is_rebuilt_in_place_onto_its_replacement() {
+    for (seed, level) in [(0u64, Level::Raid6), (1, Level::Raid5), (2, Level::Raid6)] {
+        let what = format!("seed {seed}, {level:?} 6 wide on 6");
+        let mut d = driver_of(seed, 6, level, 6, 0.3);
+        let (want, mut id) = filled(&mut d);
+        d.fail_member(2);
+        run_while(&mut d, &format!("{what}: rebuild never stalled"), |d| {
+            !d.rebuild_state().contains("stalled")
+        });
+        assert!(
+            d.rebuild_state()
+                .contains("rebuilt in place onto the new device"),
+            "{what}: {}",
+            d.rebuild_state()
+        );
+        // Degraded overwrites of half the volume.
+        let mut want2 = want.clone();
+        let half = want.len() / 2;
+        for b in &mut want2[..half] {
+            *b ^= 0x3C;
+        }
+        fill(&mut d, &mut id, &want2[..half]);
+        check(&mut d, &mut id, &want2, &format!("{what}, degraded"));
+
+        d.blank_disk(2, 0x5A);
+        d.engine
+            .replace_disk(DiskId(2), d.now)
+            .unwrap_or_else(|e| panic!("{what}: replace refused: {e}"));
+        d.pump();
+        // Reads while the rebuild runs, and more overwrites (an eighth of the volume: most
+        // data stays where the rebuild restores it).
+        check(&mut d, &mut id, &want2, &format!("{what}, just replaced"));
+        let eighth = half / 4 / BS as usize * BS as usize;
+        for b in &mut want2[half..half + eighth] {
+            *b ^= 0xA5;
+        }
+        let ops_before = d.log.len();
+        fill_range(&mut d, &mut id, &want2[..half + eighth], half as u64);
+        wait_rebuild(&mut d, &what);
+        assert!(
+            d.engine.stats().rebuilt_in_place > 0,
+            "{what}: nothing rebuilt in place: {}",
+            d.rebuild_state()
+        );
+        assert!(
+            d.log[ops_before..].iter().any(|o| o.disk == 2 && o.write),
+            "{what}: the new member is never written"
+        );
+        d.engine.scheme().check_invariants();
+        check(&mut d, &mut id, &want2, &format!("{what}, rebuilt"));
+        // Whole again: as many failures as the parity covers, of other members, so that
+        // every read needs what the rebuild wrote onto the new one.
+        let next: &[usize] = if level == Level::Raid6 { &[0, 4] } else { &[4] };
+        for &m in next {
+            d.fail_member(m);
+        }
+        check(
+            &mut d,
+            &mut id,
+            &want2,
+            &format!("{what}, then {next:?} failed"),
         );
     }
 }

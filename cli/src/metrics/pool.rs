@@ -174,6 +174,13 @@ fn write_paths(s: &StatusSnapshot, e: &mut DescriptorEncoder) -> Result<(), Erro
     )?;
     counter(
         e,
+        "fusionraid_rebuilt_in_place_columns",
+        "Stale stripe columns rebuilt in place on a replacement member.",
+        None,
+        one(c.rebuilt_in_place),
+    )?;
+    counter(
+        e,
         "fusionraid_member_failures",
         "Members failed since start.",
         None,

@@ -257,8 +257,9 @@ impl Engine {
     }
 
     /// The operator put a new, empty device in the slot of failed member `disk`. Allowed
-    /// once the scheme holds nothing there any more (its rebuild moved everything off) and
-    /// no I/O to the old device is in flight.
+    /// once no I/O to the old device is in flight, and either the scheme holds nothing
+    /// there any more (its rebuild moved everything off) or it rebuilds what it held onto
+    /// the new device (`Scheme::replaces_in_place`).
     pub fn replace_disk(&mut self, disk: DiskId, now: Nanos) -> Result<(), String> {
         if disk.index() >= self.disks.len() {
             return Err(format!("there is no member {}", disk.index()));
@@ -276,7 +277,7 @@ impl Engine {
                 disk.index()
             ));
         }
-        if self.scheme.disk_in_use(disk) {
+        if self.scheme.disk_in_use(disk) && !self.scheme.replaces_in_place(disk) {
             // A stalled rebuild says why it can not go on (no room, or a geometry with no
             // stripe clear of the failed member): waiting will not help then.
             let stalled: Vec<String> = (0..self.scheme.volume_count())

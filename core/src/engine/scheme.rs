@@ -79,6 +79,11 @@ pub trait Scheme {
     fn disk_in_use(&self, _disk: DiskId) -> bool {
         true
     }
+    /// Can an empty device take failed member `disk`'s slot while the scheme still needs
+    /// what was stored there (`disk_in_use`), the scheme rebuilding it onto the new device?
+    fn replaces_in_place(&self, _disk: DiskId) -> bool {
+        false
+    }
     /// Start checking everything stored against its checksums and parity, in the
     /// background. Schemes that keep no checksums refuse.
     fn start_scrub(&mut self, _ctx: &mut Ctx) -> Result<(), String> {

@@ -56,6 +56,9 @@ pub struct EngineStats {
     /// Columns of RAID stripes a rebuild reconstructed into donor blocks (distributed
     /// spare space) after a member failed.
     pub rebuilt_columns: u64,
+    /// Stale columns (their member replaced by a blank device while they held data) a
+    /// rebuild reconstructed and wrote in place.
+    pub rebuilt_in_place: u64,
     /// Bytes discarded on members (the scheme told them a range holds nothing it needs).
     pub device_bytes_trimmed: u64,
     /// Discards a member refused (advisory: the member is not failed for it).

@@ -33,6 +33,10 @@
 //!               slot `slot` of the pair set whose first stripe is `stripe` were written to
 //!               the log of HDD member `hdd` at log position `pos`, device offset `offset`
 //!               (the log's start + pos modulo its length), not to the copy's SSD place
+//!  13 Restored  stripe u32, cols u32
+//!               rebuild in place: the columns in mask `cols` of the stripe are no longer
+//!               stale (rebuilt and written in place, remapped to a rebuilt donor, or the
+//!               stripe was freed); see `space/stale.rs`
 //! ```
 //! A `Written` record carries its checksums in the same record as the mapping change, so
 //! recovery never applies one without the other.
@@ -96,6 +100,12 @@ pub enum Record {
         vol: u8,
         stripe: u32,
         extent: LogExtent,
+    },
+    /// Stale columns `cols` (a mask) of `stripe` hold their contents again.
+    Restored {
+        vol: u8,
+        stripe: u32,
+        cols: u32,
     },
     /// Pool-wide, not a volume's: member `member` failed.
     MemberFailed {
@@ -211,6 +221,10 @@ impl LogExtent {
 }
 
 impl Record {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per record kind, each its bytes as the module documents them"
+    )]
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Record::Whole { vol, ub, loc } => {
@@ -282,6 +296,11 @@ impl Record {
                 out.extend_from_slice(&[12, *vol]);
                 extent.encode(*stripe, out);
             }
+            Record::Restored { vol, stripe, cols } => {
+                out.extend_from_slice(&[13, *vol]);
+                out.extend_from_slice(&stripe.to_le_bytes());
+                out.extend_from_slice(&cols.to_le_bytes());
+            }
             Record::MemberFailed { member } => {
                 out.extend_from_slice(&[8, 0]);
                 out.extend_from_slice(&member.to_le_bytes());
@@ -303,7 +322,8 @@ impl Record {
             | Record::Written { vol, .. }
             | Record::Remap { vol, .. }
             | Record::Unremap { vol, .. }
-            | Record::Offloaded { vol, .. } => *vol,
+            | Record::Offloaded { vol, .. }
+            | Record::Restored { vol, .. } => *vol,
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => return None,
         })
     }
@@ -328,6 +348,7 @@ impl Record {
             Record::Remap { .. } => 12,
             Record::Unremap { .. } => 7,
             Record::Offloaded { .. } => 2 + LogExtent::ENCODED_LEN,
+            Record::Restored { .. } => 10,
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => 4,
         }
     }
@@ -511,6 +532,11 @@ impl<'a> Reader<'a> {
                     extent,
                 }
             }
+            13 => Record::Restored {
+                vol,
+                stripe: self.u32()?,
+                cols: self.u32()?,
+            },
             8 | 9 if vol != 0 => {
                 return Err(self.malformed("member record with a volume byte"));
             }
@@ -565,6 +591,7 @@ mod tests {
             )
     }
 
+    #[allow(clippy::too_many_lines, reason = "one strategy per record kind")]
     fn record() -> impl Strategy<Value = Record> {
         prop_oneof![
             (any::<u8>(), any::<u64>(), loc()).prop_map(|(vol, ub, loc)| Record::Whole {
@@ -641,6 +668,8 @@ mod tests {
                 }),
             (any::<u8>(), any::<u32>(), any::<u8>())
                 .prop_map(|(vol, stripe, col)| Record::Unremap { vol, stripe, col }),
+            (any::<u8>(), any::<u32>(), any::<u32>())
+                .prop_map(|(vol, stripe, cols)| Record::Restored { vol, stripe, cols }),
             any::<u16>().prop_map(|member| Record::MemberFailed { member }),
             any::<u16>().prop_map(|member| Record::MemberReplaced { member }),
             offloaded(),

@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 
 use crate::fasthash::FastMap;
 
+use super::StaleColumns;
+
 use crate::rng::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +46,9 @@ pub struct StripeTable {
     /// Proactive discard (None: off): spare stripes whose blocks the members have not been
     /// told are free.
     trim: Option<TrimBacklog>,
+    /// Columns a rebuild in place has not restored yet (stale.rs): cleared when their
+    /// stripe is freed.
+    stale: StaleColumns,
 }
 
 /// Spare stripes waiting to be discarded on their members, oldest first. A stripe is queued
@@ -69,6 +74,7 @@ impl StripeTable {
             hold_gen: None,
             held: VecDeque::new(),
             trim: None,
+            stale: StaleColumns::default(),
         }
     }
 
@@ -91,6 +97,7 @@ impl StripeTable {
             hold_gen: None,
             held: VecDeque::new(),
             trim: None,
+            stale: StaleColumns::default(),
         }
     }
 
@@ -154,6 +161,7 @@ impl StripeTable {
         }
         if st == StripeState::Free {
             self.valid[s as usize] = 0;
+            self.stale.on_freed(s);
             match self.hold_gen {
                 Some(g) => self.held.push_back((g, s)),
                 None => {
@@ -246,6 +254,17 @@ impl StripeTable {
         self.valid[s as usize] = mask;
     }
 
+    /// The columns of stripe `s` that are stale (see `StaleColumns`).
+    pub fn stale(&self, s: u32) -> u32 {
+        self.stale.mask(s)
+    }
+    pub fn stale_columns(&self) -> &StaleColumns {
+        &self.stale
+    }
+    pub fn stale_columns_mut(&mut self) -> &mut StaleColumns {
+        &mut self.stale
+    }
+
     pub fn pin(&mut self, s: u32) {
         *self.pins.entry(s).or_insert(0) += 1;
     }
@@ -318,6 +337,7 @@ impl StripeTable {
         self.counts[StripeState::Free as usize] += 1;
         self.state[s as usize] = StripeState::Free;
         self.valid[s as usize] = 0;
+        self.stale.on_freed(s);
         self.spare.push_front(s);
     }
 
@@ -331,6 +351,7 @@ impl StripeTable {
             + self.spare.capacity() * 4
             + self.pins.len() * 16
             + trim) as u64
+            + self.stale.memory_bytes()
     }
 }
 

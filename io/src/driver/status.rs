@@ -193,6 +193,8 @@ pub struct PoolCounters {
     pub replicated_block_writes: u64,
     pub relocations: u64,
     pub rebuilt_columns: u64,
+    #[serde(default)]
+    pub rebuilt_in_place: u64,
     pub write_retries: u64,
     pub user_bytes_written: u64,
     pub device_bytes_written_fg: u64,
@@ -399,6 +401,7 @@ fn pool_counters(st: &EngineStats) -> PoolCounters {
         replicated_block_writes: st.replicated_block_writes,
         relocations: st.relocations,
         rebuilt_columns: st.rebuilt_columns,
+        rebuilt_in_place: st.rebuilt_in_place,
         write_retries: st.write_retries,
         user_bytes_written: st.user_bytes_written,
         device_bytes_written_fg: st.device_bytes_written_fg,

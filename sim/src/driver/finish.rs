@@ -44,6 +44,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         unrecoverable_pages: now.unrecoverable_pages - base.unrecoverable_pages,
         repaired_blocks: now.repaired_blocks - base.repaired_blocks,
         rebuilt_columns: now.rebuilt_columns - base.rebuilt_columns,
+        rebuilt_in_place: now.rebuilt_in_place - base.rebuilt_in_place,
         parity_rewrites: now.parity_rewrites - base.parity_rewrites,
         device_bytes_trimmed: now.device_bytes_trimmed - base.device_bytes_trimmed,
         trim_errors: now.trim_errors - base.trim_errors,

@@ -4,7 +4,7 @@
 //! are derived from these on recovery (`scheme::fusion::durable`).
 //!
 //! ```text
-//! image:  magic "FRIMAGE6" | volumes u32 | volume...
+//! image:  magic "FRIMAGE7" | volumes u32 | volume...
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
@@ -13,7 +13,10 @@
 //! after the volumes: failed members u16 | member u16...
 //! then per volume: log extents u32 | (stripe u32, slot u16, copy u8, at u16, count u16,
 //!                                     hdd u16, pos u64, offset u64)...
+//! then per volume: stale stripes u32 | (stripe u32, column mask u32)...
 //! ```
+//! The stale columns are those a rebuild in place has not restored yet (`space/stale.rs`);
+//! a "FRIMAGE6" image (before rebuilds in place) is read as one with none.
 //! The failed members are those a `MemberFailed` record named and no `MemberReplaced` since:
 //! stale, never to serve again as they are. The log extents are the replica copies write
 //! offload put in HDD logs (`Record::Offloaded`), by the first stripe of their pair set; a
@@ -30,7 +33,9 @@ use super::le_reader::{LeReader, Truncated};
 use super::record::{LogExtent, Record};
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE6";
+const MAGIC: [u8; 8] = *b"FRIMAGE7";
+/// The image before rebuilds in place: no stale-column sections.
+const MAGIC_V6: [u8; 8] = *b"FRIMAGE6";
 /// The image before write offload was journaled: no log-extent sections.
 const MAGIC_V5: [u8; 8] = *b"FRIMAGE5";
 /// The image before pages could move within blocks: the same layout, every node's place
@@ -57,6 +62,8 @@ pub struct VolImage {
     pub remaps: RemapImage,
     /// First stripe of a pair set -> its copies in HDD logs; gone with the set.
     pub offloaded: BTreeMap<u32, Vec<LogExtent>>,
+    /// Stripe -> mask of its stale columns (`space/stale.rs`).
+    pub stale: BTreeMap<u32, u32>,
     sets: Vec<Option<SetImage>>,
     /// stripe -> index in `sets`: a stripe is in at most one set at a time.
     owner: HashMap<u32, usize>,
@@ -70,6 +77,7 @@ impl VolImage {
             sums: PageSums::new(blocks, pages_per_block),
             remaps: RemapImage::new(),
             offloaded: BTreeMap::new(),
+            stale: BTreeMap::new(),
             sets: Vec::new(),
             owner: HashMap::new(),
         }
@@ -240,6 +248,16 @@ impl VolImage {
                 }
                 self.offloaded.entry(*stripe).or_default().push(*e);
             }
+            Record::Restored { stripe, cols, .. } => {
+                // Bits that are not stale (any more) are no error: the record only says
+                // these columns hold their contents.
+                if let Some(m) = self.stale.get_mut(stripe) {
+                    *m &= !cols;
+                    if *m == 0 {
+                        self.stale.remove(stripe);
+                    }
+                }
+            }
             Record::MemberFailed { .. } | Record::MemberReplaced { .. } => {
                 unreachable!("pool-wide records are applied by `Image::apply`")
             }
@@ -311,8 +329,19 @@ pub fn encode_offloaded(out: &mut Vec<u8>, per_volume: &[Vec<(u32, LogExtent)>])
     }
 }
 
-/// Start an image of `volumes` volumes (then `encode_vol` each, then `encode_failed`, then
-/// `encode_offloaded`).
+/// End an image with every volume's stale columns (after `encode_offloaded`).
+pub fn encode_stale(out: &mut Vec<u8>, per_volume: &[Vec<(u32, u32)>]) {
+    for stale in per_volume {
+        out.extend_from_slice(&(stale.len() as u32).to_le_bytes());
+        for &(stripe, mask) in stale {
+            out.extend_from_slice(&stripe.to_le_bytes());
+            out.extend_from_slice(&mask.to_le_bytes());
+        }
+    }
+}
+
+/// Start an image of `volumes` volumes (then `encode_vol` each, then `encode_failed`,
+/// `encode_offloaded` and `encode_stale`).
 pub fn encode_header(out: &mut Vec<u8>, volumes: usize) {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&(volumes as u32).to_le_bytes());
@@ -372,6 +401,12 @@ impl Image {
             })
             .collect();
         encode_offloaded(&mut out, &extents);
+        let stale: Vec<Vec<(u32, u32)>> = self
+            .vols
+            .iter()
+            .map(|v| v.stale.iter().map(|(&s, &m)| (s, m)).collect())
+            .collect();
+        encode_stale(&mut out, &stale);
         out
     }
 
@@ -379,12 +414,13 @@ impl Image {
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = LeReader::new(b);
         let magic = c.take(8)?;
-        let has_offload = magic == MAGIC;
+        let has_stale = magic == MAGIC;
+        let has_offload = has_stale || magic == MAGIC_V6;
         let has_failed = has_offload || magic == MAGIC_V5 || magic == MAGIC_V4;
         let has_remaps = has_failed || magic == MAGIC_V3;
         if !has_remaps && magic != MAGIC_V2 {
             return Err(
-                "checkpoint image has no FRIMAGE6 (or FRIMAGE5, 4, 3, 2) magic (a pool \
+                "checkpoint image has no FRIMAGE7 (or FRIMAGE6, 5, 4, 3, 2) magic (a pool \
                  created by an older fusionraid must be created again; one written by a \
                  newer one needs that version)"
                     .into(),
@@ -410,6 +446,18 @@ impl Image {
         if has_offload {
             for (i, v) in vols.iter_mut().enumerate() {
                 decode_offloaded(&mut c, v).map_err(|e| format!("volume {i}: {e}"))?;
+            }
+        }
+        if has_stale {
+            for (i, v) in vols.iter_mut().enumerate() {
+                for _ in 0..c.u32()? {
+                    let (stripe, mask) = (c.u32()?, c.u32()?);
+                    if mask == 0 || v.stale.insert(stripe, mask).is_some() {
+                        return Err(format!(
+                            "volume {i}: stale columns of stripe {stripe} listed twice or empty"
+                        ));
+                    }
+                }
             }
         }
         if !c.is_empty() {
@@ -462,6 +510,7 @@ fn decode_vol(
         sums: PageSums::new(blocks, ppb),
         remaps: RemapImage::new(),
         offloaded: BTreeMap::new(),
+        stale: BTreeMap::new(),
         sets: Vec::new(),
         owner: HashMap::new(),
     };

@@ -2,6 +2,11 @@
 //! failed, or copy one remapped column back to its home block once the member's slot holds
 //! a new device (`space/remap.rs` has the idea).
 //!
+//! A column that is stale rather than on a failed member (its member was replaced by a
+//! blank device while the column still held data: `space/stale.rs`) is rebuilt in place:
+//! the same job writes it where it is, and a `Restored` record follows the write as a
+//! `Remap` follows a donor's (so the commit flushes it first).
+//!
 //! A rebuild job pins its stripe, reserves one donor column per lost column (on a healthy
 //! member the stripe does not use), reads every surviving column whole, reconstructs the
 //! lost ones from parity and writes them to the donors. Only when those writes completed
@@ -204,17 +209,24 @@ impl FusionScheme {
         debug_assert_eq!(v.stripes.state(stripe), StripeState::Raid);
         let width = v.zone.width();
         let lost = lost_columns(&v.zone, ctx, stripe);
-        if lost.len() > v.zone.nparity() {
+        let stale = v.stripes.stale(stripe);
+        let in_place: Vec<u8> = (0..width)
+            .filter(|c| stale & (1 << c) != 0 && !lost.contains(c))
+            .map(|c| c as u8)
+            .collect();
+        if lost.len() + in_place.len() > v.zone.nparity() {
             return ColumnStart::Lost;
         }
         assert!(
-            !lost.is_empty(),
+            !lost.is_empty() || !in_place.is_empty(),
             "column rebuild of a whole stripe {stripe}"
         );
         let Some(moves) = reserve_donors(v, ctx, stripe, &lost, DonorUse::Rebuild) else {
             return ColumnStart::NoDonor;
         };
-        let reads: Vec<usize> = (0..width).filter(|c| !lost.contains(c)).collect();
+        let reads: Vec<usize> = (0..width)
+            .filter(|&c| !lost.contains(&c) && !in_place.contains(&(c as u8)))
+            .collect();
         self.launch_column(
             ctx,
             ColumnJob {
@@ -222,6 +234,7 @@ impl FusionScheme {
                 stripe,
                 mode: ColumnMode::Rebuild,
                 moves,
+                in_place,
                 cols: vec![None; width],
                 pending: 0,
                 writing: false,
@@ -254,8 +267,9 @@ impl FusionScheme {
                 drop_remap(v, stripe, m);
                 true
             }
-            // The donor's member failed too: the rebuild moves the column first.
-            _ if ctx.is_failed(v.zone.disk(stripe, col)) => false,
+            // The donor's member failed too (or was replaced, the column stale): the
+            // rebuild restores the column first.
+            _ if v.column_lost(ctx, stripe, col) => false,
             StripeState::Raid => {
                 let width = v.zone.width();
                 self.launch_column(
@@ -265,6 +279,7 @@ impl FusionScheme {
                         stripe,
                         mode: ColumnMode::Home,
                         moves: vec![m],
+                        in_place: Vec::new(),
                         cols: vec![None; width],
                         pending: 0,
                         writing: false,
@@ -359,7 +374,9 @@ impl FusionScheme {
         let v = &self.vols[j.vol];
         let bs = v.zone.block_size() as usize;
         let payloads: Vec<Data> = if ctx.size_only {
-            j.moves.iter().map(|_| Data::Size(bs as u64)).collect()
+            (0..j.moves.len() + j.in_place.len())
+                .map(|_| Data::Size(bs as u64))
+                .collect()
         } else {
             match j.mode {
                 ColumnMode::Rebuild => {
@@ -368,7 +385,13 @@ impl FusionScheme {
                         .iter_mut()
                         .map(|c| c.take().unwrap_or_else(|| vec![0; bs]))
                         .collect();
-                    let missing: Vec<usize> = j.moves.iter().map(|m| m.col as usize).collect();
+                    let missing: Vec<usize> = j
+                        .moves
+                        .iter()
+                        .map(|m| m.col)
+                        .chain(j.in_place.iter().copied())
+                        .map(usize::from)
+                        .collect();
                     let mut refs: Vec<&mut [u8]> =
                         cols.iter_mut().map(|c| c.as_mut_slice()).collect();
                     crate::parity::reconstruct(&mut refs, v.zone.nparity(), &missing)
@@ -391,6 +414,11 @@ impl FusionScheme {
                 ColumnMode::Rebuild => v.zone.home_offset(m.donor, m.dcol as usize),
                 ColumnMode::Home => v.zone.home_offset(j.stripe, m.col as usize),
             })
+            .chain(
+                j.in_place
+                    .iter()
+                    .map(|&c| v.zone.device_offset(j.stripe, c as usize, 0)),
+            )
             .collect();
         if targets.iter().any(|&(d, _)| ctx.is_failed(d)) {
             return self.finish_column(ctx, h, false);
@@ -426,9 +454,19 @@ impl FusionScheme {
                 for &m in &j.moves {
                     install_remap(v, j.stripe, m);
                 }
+                // Every rebuilt column holds its contents now, wherever it lives.
+                let rebuilt = j
+                    .moves
+                    .iter()
+                    .map(|m| m.col)
+                    .chain(j.in_place.iter().copied())
+                    .fold(0u32, |mask, c| mask | 1 << c);
+                v.restore_columns(j.stripe, rebuilt);
                 ctx.stats.rebuilt_columns += j.moves.len() as u64;
+                ctx.stats.rebuilt_in_place += j.in_place.len() as u64;
                 if let Some(r) = v.rebuild.as_mut() {
                     r.columns += j.moves.len() as u64;
+                    r.in_place += j.in_place.len() as u64;
                 }
             }
             (ColumnMode::Rebuild, false) => {

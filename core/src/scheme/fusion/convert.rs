@@ -21,13 +21,13 @@ use crate::volume::Loc;
 /// How long a set whose conversion found a bad page waits before it is tried again.
 const CONVERT_RETRY_NS: Nanos = 100_000_000;
 
-/// The copy a conversion keeps: the stripe with the fewest failed members (at most what
-/// parity covers), then the fewest unresponsive ones.
+/// The copy a conversion keeps: the stripe with the fewest lost columns (on failed members
+/// or stale; at most what parity covers), then the fewest unresponsive members.
 fn kept_stripe(ctx: &Ctx, v: &Vol, set: &PairSet) -> Option<usize> {
     let score = |i: usize| {
         let ds = v.zone.stripe_disk_list(set.stripes[i]);
         (
-            ds.iter().filter(|&&d| ctx.is_failed(d)).count(),
+            v.lost_mask(ctx, set.stripes[i]).count_ones() as usize,
             ds.iter().filter(|&&d| ctx.is_unresponsive(d)).count(),
         )
     };
@@ -41,7 +41,7 @@ fn every_live_copy_readable(ctx: &Ctx, v: &Vol, set: &PairSet) -> bool {
     set.slots.iter().all(|sl| {
         !sl.state.holds_data()
             || (0..set.copies as usize)
-                .any(|j| !ctx.is_failed(v.zone.disk(set.stripes[j], sl.cols[j] as usize)))
+                .any(|j| !v.column_lost(ctx, set.stripes[j], sl.cols[j] as usize))
     })
 }
 
@@ -50,7 +50,7 @@ fn every_live_copy_readable(ctx: &Ctx, v: &Vol, set: &PairSet) -> bool {
 /// will read it, and a rebuild recreates exactly that).
 fn column_source(ctx: &Ctx, v: &Vol, set: &PairSet, keep: usize, c: usize) -> Option<(u32, usize)> {
     let stripe = set.stripes[keep];
-    if !ctx.is_failed(v.zone.disk(stripe, c)) {
+    if !v.column_lost(ctx, stripe, c) {
         return Some((stripe, c));
     }
     set.slots
@@ -59,8 +59,19 @@ fn column_source(ctx: &Ctx, v: &Vol, set: &PairSet, keep: usize, c: usize) -> Op
         .and_then(|sl| {
             (0..set.copies as usize)
                 .map(|j| (set.stripes[j], sl.cols[j] as usize))
-                .find(|&(s2, c2)| !ctx.is_failed(v.zone.disk(s2, c2)))
+                .find(|&(s2, c2)| !v.column_lost(ctx, s2, c2))
         })
+}
+
+/// A conversion just wrote the parity columns of `stripe` on every member not failed: stale
+/// ones among them hold their contents now.
+fn restore_parity(ctx: &Ctx, v: &mut Vol, stripe: u32) {
+    if !v.cfg.level.is_mirror() {
+        let parity = (v.zone.dcols()..v.zone.width())
+            .filter(|&c| !ctx.is_failed(v.zone.disk(stripe, c)))
+            .fold(0u32, |m, c| m | 1 << c);
+        v.restore_columns(stripe, parity);
+    }
 }
 
 impl FusionScheme {
@@ -96,7 +107,7 @@ impl FusionScheme {
             disks[dcols..]
                 .iter()
                 .all(|&d| admission.may_write_on(&members, d))
-                && (k == keep || disks.iter().all(|&d| !ctx.is_failed(d)))
+                && (k == keep || v.lost_mask(ctx, set.stripes[k]) == 0)
         };
         if force || writable(keep) {
             return Some(keep);
@@ -189,7 +200,7 @@ impl FusionScheme {
             // A set with copies in an HDD log converts only keeping copy 0 (never
             // offloaded), read whole from its own members: the other copies' SSD places
             // hold holes where a copy went to a log.
-            if v.offloaded.has(id) && (keep != 0 || disks.iter().any(|&d| ctx.is_failed(d))) {
+            if v.offloaded.has(id) && (keep != 0 || v.lost_mask(ctx, set.stripes[keep]) != 0) {
                 continue;
             }
             if !force && self.busy_disk(ctx, &disks, &mut memo) {
@@ -397,6 +408,7 @@ impl FusionScheme {
             }
         }
         v.stripes.set_state(stripe, StripeState::Raid);
+        restore_parity(ctx, v, stripe);
         v.note_stripe(ctx, stripe);
         v.stripes.set_valid_mask(stripe, mask);
         v.raid_valid_blocks += mask.count_ones() as u64;

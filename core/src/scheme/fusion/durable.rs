@@ -27,7 +27,9 @@ use crate::engine::api::{Data, DevOp, IoResult, ReqError};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::meta::Record;
-use crate::meta::image::{encode_failed, encode_header, encode_offloaded, encode_vol};
+use crate::meta::image::{
+    encode_failed, encode_header, encode_offloaded, encode_stale, encode_vol,
+};
 use crate::meta::{Journal, RecoveryError, RecoveryReport, recover_image};
 use crate::types::{DiskId, Nanos};
 
@@ -72,6 +74,7 @@ impl FusionScheme {
 
     /// Hand a volume's queued records to the journal as one group.
     pub(super) fn drain_log(&mut self, vol: usize) {
+        self.vols[vol].record_freed_stale();
         let Some(d) = self.durable.as_mut() else {
             return;
         };
@@ -212,6 +215,12 @@ impl FusionScheme {
         encode_failed(&mut out, &self.failed_members);
         let extents: Vec<_> = self.vols.iter().map(|v| v.log_extents_image()).collect();
         encode_offloaded(&mut out, &extents);
+        let stale: Vec<_> = self
+            .vols
+            .iter()
+            .map(|v| v.stripes.stale_columns().sorted())
+            .collect();
+        encode_stale(&mut out, &stale);
         out
     }
 

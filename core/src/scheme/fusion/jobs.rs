@@ -390,6 +390,8 @@ pub struct ColumnJob {
     /// Rebuild: the lost columns and the donor column reserved for each. Home: the one
     /// column going back.
     pub moves: Vec<Moved>,
+    /// Rebuild: stale columns (space/stale.rs), rebuilt where they are.
+    pub in_place: Vec<u8>,
     /// Rebuild: every column of the stripe (lost ones stay None until reconstructed).
     /// Home: the one column read from its donor.
     pub cols: Vec<Option<Vec<u8>>>,

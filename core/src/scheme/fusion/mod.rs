@@ -17,6 +17,7 @@ pub mod durable;
 mod durable_state;
 mod hedge;
 mod hedge_budget;
+mod in_place;
 mod jobs;
 pub mod offload;
 mod open_set;
@@ -523,14 +524,24 @@ impl Scheme for FusionScheme {
         self.cfg.pool.is_hdd(disk)
     }
 
+    /// An SSD's stripe columns are rebuilt in place (rebuild.rs); an HDD's log extents are
+    /// only moved off.
+    fn replaces_in_place(&self, disk: DiskId) -> bool {
+        !self.cfg.pool.is_hdd(disk)
+    }
+
     fn wear_gap(&self) -> Option<f64> {
         self.cfg.wear_gap
     }
 
     fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId) {
-        self.record_member(Record::MemberReplaced {
-            member: disk.0 as u16,
-        });
+        if self.stored_on(disk) {
+            self.replace_in_place(ctx, disk);
+        } else {
+            self.record_member(Record::MemberReplaced {
+                member: disk.0 as u16,
+            });
+        }
         // Metadata copies that lived on the old device are gone: write a full set again.
         self.force_checkpoint();
         // Columns rebuilt into spare space go back to their home blocks on the new device.

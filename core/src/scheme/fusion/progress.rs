@@ -14,6 +14,8 @@ pub struct Rebuild {
     pub moved: u64,
     /// Stripe columns rebuilt into donor blocks so far.
     pub columns: u64,
+    /// Stale columns rebuilt in place (onto a replacement) so far.
+    pub in_place: u64,
     /// Free stripes touching a failed member made usable by remapping (no data moved).
     pub free_remapped: u64,
     /// `Vol::degraded_placements` when last looked at.
@@ -47,26 +49,33 @@ impl Rebuild {
         } else {
             String::new()
         };
+        // Columns rebuilt in place onto a replacement (rebuild.rs), when there were any.
+        let in_place = if self.in_place > 0 {
+            format!(", {} stale columns rebuilt in place", self.in_place)
+        } else {
+            String::new()
+        };
         match self.done_at {
             Some(_) if self.done_generation > durable_generation => format!(
-                "committing: {} blocks moved, {} columns rebuilt into spare space; the failed \
-                 member can be replaced once this is on disk{lost}",
+                "committing: {} blocks moved, {} columns rebuilt into spare space{in_place}; \
+                 the failed member can be replaced once this is on disk{lost}",
                 self.moved, self.columns
             ),
             Some(t) => format!(
-                "done: {} blocks moved, {} columns rebuilt into spare space in {:.3} s, {} \
-                 free stripes remapped{lost}",
+                "done: {} blocks moved, {} columns rebuilt into spare space{in_place} in \
+                 {:.3} s, {} free stripes remapped{lost}",
                 self.moved,
                 self.columns,
                 (t - self.started_at) as f64 / 1e9,
                 self.free_remapped
             ),
             None if self.stalled => format!(
-                "stalled after {} blocks moved, {} columns rebuilt: {}{lost}",
+                "stalled after {} blocks moved, {} columns rebuilt{in_place}: {}{lost}",
                 self.moved, self.columns, self.stall_reason
             ),
             None => format!(
-                "rebuilding: {} blocks moved, {} columns rebuilt, clean sweep {}%{lost}",
+                "rebuilding: {} blocks moved, {} columns rebuilt{in_place}, clean sweep \
+                 {}%{lost}",
                 self.moved,
                 self.columns,
                 (self.clean_scan * 100 / blocks.max(1)).min(100)

@@ -87,7 +87,7 @@ impl FusionScheme {
         if members.stragglers(d) == 0 && !members.unresponsive(d) {
             return;
         }
-        let missing = missing_columns(ctx, &v.zone, s, c);
+        let missing = missing_columns(ctx, v, s, c);
         if missing.len() > v.zone.nparity() {
             return;
         }

@@ -12,7 +12,6 @@ use crate::engine::api::DevOp;
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::policy::ReadRouting;
-use crate::space::zone::Zone;
 use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::patch::{Seg, segments};
 use crate::volume::{Loc, PageSums};
@@ -54,10 +53,11 @@ pub(super) struct Issued {
 }
 
 /// The columns of stripe `s` a rebuild of its column `c` can not read: those on failed
-/// members, and `c` itself.
-pub(super) fn missing_columns(ctx: &Ctx, zone: &Zone, s: u32, c: usize) -> Vec<usize> {
-    let mut missing: Vec<usize> = (0..zone.width())
-        .filter(|&x| ctx.is_failed(zone.disk(s, x)))
+/// members or stale, and `c` itself.
+pub(super) fn missing_columns(ctx: &Ctx, v: &Vol, s: u32, c: usize) -> Vec<usize> {
+    let lost = v.lost_mask(ctx, s);
+    let mut missing: Vec<usize> = (0..v.zone.width())
+        .filter(|&x| lost & (1 << x) != 0)
         .collect();
     if !missing.contains(&c) {
         missing.push(c);
@@ -256,7 +256,7 @@ impl FusionScheme {
             let d = v.zone.disk(s, c);
             // A copy written to an HDD log instead left a hole at its SSD place.
             let in_log = ci > 0 && v.offloaded.overlaps(r.set, r.slot, ci, first, count);
-            if !ctx.is_failed(d) && at.bad & (1 << ci) == 0 && !in_log {
+            if !v.column_lost(ctx, s, c) && at.bad & (1 << ci) == 0 && !in_log {
                 (alive[n_alive], disks[n_alive]) = ((s, c), d);
                 n_alive += 1;
             }
@@ -362,7 +362,8 @@ impl FusionScheme {
                 .filter(|&x| x != c)
                 .all(|x| !ctx.avoid(v.zone.disk(s, x)))
         };
-        let rebuild = ctx.is_failed(disk)
+        let lost = v.column_lost(ctx, s, c);
+        let rebuild = lost
             || at.bad & BAD_RAID != 0
             || (routing.reconstruct_around(&ctx.members(), disk)
                 && at.bad & BAD_REBUILD == 0
@@ -381,13 +382,13 @@ impl FusionScheme {
                 reads: 1,
             });
         }
-        let missing = missing_columns(ctx, &v.zone, s, c);
+        let missing = missing_columns(ctx, v, s, c);
         if missing.len() > v.zone.nparity() {
             let why = "more members of a stripe failed than its parity covers";
             self.part_failed(ctx, at.job, at.part, why);
             return None;
         }
-        if !ctx.is_failed(disk) && at.bad & BAD_RAID == 0 {
+        if !lost && at.bad & BAD_RAID == 0 {
             ctx.stats.redirected_reads += 1;
         }
         ctx.stats.reconstructed_reads += 1;

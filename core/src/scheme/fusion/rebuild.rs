@@ -17,6 +17,12 @@
 //!
 //! Once a new device takes a failed member's slot, a *rebalance* copies every remapped
 //! column back to its home block there and frees the donors.
+//!
+//! A new device may take the slot before the rebuild moved everything off (a stripe as
+//! wide as the survivors has no donor and no room clear of the failed member, so its
+//! rebuild can never finish there). What was still there is then *stale* (space/stale.rs)
+//! and the same sweep restores it: a RAID stripe's stale columns are reconstructed and
+//! written in place onto the new device, replicated blocks with a stale copy are moved.
 
 use super::FusionScheme;
 use super::column::ColumnStart;
@@ -62,23 +68,26 @@ struct Sweep {
     column_started: bool,
 }
 
+/// The columns of stripe `s` a rebuild must restore (a mask): those on `failed` members,
+/// and the stale ones.
+fn lost_columns(v: &Vol, s: u32, failed: &[DiskId]) -> u32 {
+    (0..v.zone.width())
+        .filter(|&c| failed.contains(&v.zone.disk(s, c)))
+        .fold(v.stripes.stale(s), |m, c| m | 1 << c)
+}
+
 fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
     let e = v.bmt.get(ub);
     let patches = if e.patched { v.patches.get(ub) } else { &[] };
     let mut need = Need::Nothing;
     for loc in std::iter::once(e.base).chain(patches.iter().map(|n| n.loc())) {
-        if !on_failed(v, loc, failed) {
+        if !on_failed(v, loc, failed, true) {
             continue;
         }
         match loc {
             Loc::Raid(f) => {
                 let s = v.zone.split(f).0;
-                let lost = v
-                    .zone
-                    .stripe_disk_list(s)
-                    .iter()
-                    .filter(|d| failed.contains(d))
-                    .count();
+                let lost = lost_columns(v, s, failed).count_ones() as usize;
                 if lost <= v.zone.nparity() {
                     return Need::Columns(s);
                 }
@@ -92,11 +101,12 @@ fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
     need
 }
 
-/// Does location `loc` of a volume sit on a stripe touching one of `failed`, or, for a
-/// replica, have a copy in the log of a failed HDD (moved like one on a failed SSD: the
-/// move writes two fresh copies)?
-fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
-    let touches = |s: u32| failed.iter().any(|&d| v.zone.touches(s, d));
+/// Does location `loc` of a volume sit on a stripe touching one of `failed` (or, with
+/// `stale`, with a stale column), or, for a replica, have a copy in the log of a failed HDD
+/// (moved like one on a failed SSD: the move writes two fresh copies)?
+fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId], stale: bool) -> bool {
+    let touches =
+        |s: u32| (stale && v.stripes.stale(s) != 0) || failed.iter().any(|&d| v.zone.touches(s, d));
     match loc {
         Loc::Unmapped => false,
         Loc::Raid(f) => touches(v.zone.split(f).0),
@@ -115,12 +125,12 @@ fn on_failed(v: &Vol, loc: Loc, failed: &[DiskId]) -> bool {
 /// Does user block `ub` (its base or any patch) have data on a stripe touching `failed`?
 fn block_on_failed(v: &Vol, ub: u64, failed: &[DiskId]) -> bool {
     let e = v.bmt.get(ub);
-    on_failed(v, e.base, failed)
+    on_failed(v, e.base, failed, false)
         || (e.patched
             && v.patches
                 .get(ub)
                 .iter()
-                .any(|n| on_failed(v, n.loc(), failed)))
+                .any(|n| on_failed(v, n.loc(), failed, false)))
 }
 
 impl FusionScheme {
@@ -409,9 +419,8 @@ impl FusionScheme {
         if survivors < width {
             return format!(
                 "a stripe of width {width} needs {width} members and {survivors} work, so no \
-                 stripe can be whole again on the survivors (serving degraded); a new device \
-                 can not take the failed member's place either while its columns are \
-                 there, as rebuilding them in place onto it is not implemented yet"
+                 stripe can be whole again on the survivors (serving degraded); replace the \
+                 failed member and its columns are rebuilt in place onto the new device"
             );
         }
         // Every member holds an equal share of the zone's columns (the layout spreads them),
@@ -428,8 +437,9 @@ impl FusionScheme {
             let missing = (need - hold) * width * v.zone.block_size();
             return format!(
                 "the surviving members hold {hold} stripes of this volume's zone and its data \
-                 needs {need}: {} more member space, a smaller volume or a replaced member \
-                 would let it finish (serving degraded meanwhile)",
+                 needs {need}: {} more member space or a smaller volume would let it finish \
+                 (serving degraded meanwhile); or replace the failed member, and what is \
+                 left on it is rebuilt in place onto the new device",
                 crate::meta::recover::human_bytes(missing)
             );
         }

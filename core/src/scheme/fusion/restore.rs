@@ -25,6 +25,24 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
     install_remaps(v, &img.remaps, &mut states)?;
     v.raid_valid_blocks = valid.iter().map(|m| m.count_ones() as u64).sum();
     v.stripes = StripeTable::restore(states, valid);
+    restore_stale(v, &img.stale)
+}
+
+/// The stale columns of stripes that still hold something (a free stripe's columns are
+/// rewritten whole before they are used again).
+fn restore_stale(v: &mut Vol, stale: &BTreeMap<u32, u32>) -> Result<(), String> {
+    let (nstripes, width) = (v.zone.stripes(), v.zone.width());
+    v.stripes.stale_columns_mut().set_journaled(v.log.is_some());
+    for (&s, &mask) in stale {
+        if s as u64 >= nstripes || u64::from(mask) >> width != 0 {
+            return Err(format!(
+                "stale columns {mask:#x} of stripe {s} outside the zone"
+            ));
+        }
+        if !matches!(v.stripes.state(s), StripeState::Free | StripeState::Donor) {
+            v.stripes.stale_columns_mut().mark(s, mask);
+        }
+    }
     Ok(())
 }
 

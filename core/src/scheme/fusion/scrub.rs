@@ -72,7 +72,7 @@ fn scrub_pages(v: &super::vol::Vol) -> u64 {
 
 /// Where the copies of pages at `loc` are, as (stripe, column); None for unmapped pages.
 fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(usize, u32, usize)>> {
-    Some(match loc {
+    let mut copies = match loc {
         Loc::Unmapped => return None,
         // A mirror's copies are its stripe's columns: each is checked against the
         // checksums like a replica (no parity pass: a mirror stripe's pages that hold no
@@ -89,7 +89,10 @@ fn copies_of(v: &super::vol::Vol, loc: Loc) -> Option<Vec<(usize, u32, usize)>> 
             let r = v.pairs.lookup(&v.zone, key).expect("replica key of a set");
             v.ssd_copies(r)
         }
-    })
+    };
+    // A stale copy holds nothing to check yet (its rebuild restores it).
+    copies.retain(|&(_, stripe, col)| v.stripes.stale(stripe) & (1 << col) == 0);
+    Some(copies)
 }
 
 /// The copies of replica pages `[at, at+count)` that write offload put in HDD logs, as
@@ -317,7 +320,7 @@ impl FusionScheme {
                 continue;
             }
             let width = v.zone.width();
-            if (0..width).any(|c| ctx.is_failed(v.zone.disk(stripe, c))) {
+            if v.lost_mask(ctx, stripe) != 0 {
                 s.stripes_skipped += 1;
                 continue;
             }

@@ -118,6 +118,39 @@ pub struct Vol {
 }
 
 impl Vol {
+    /// The columns of stripe `s` (a mask) that can not be read where they are: on a failed
+    /// member, or stale (`space/stale.rs`).
+    pub fn lost_mask(&self, ctx: &crate::engine::ctx::Ctx, s: u32) -> u32 {
+        (0..self.zone.width())
+            .filter(|&c| ctx.is_failed(self.zone.disk(s, c)))
+            .fold(self.stripes.stale(s), |m, c| m | 1 << c)
+    }
+
+    /// Columns `mask` of stripe `s` hold their contents (written in place, or remapped to a
+    /// rebuilt donor): those that were stale are not any more, journaled.
+    pub fn restore_columns(&mut self, s: u32, mask: u32) {
+        let cols = self.stripes.stale_columns_mut().clear(s, mask);
+        if cols != 0 {
+            self.record(|vol| Record::Restored {
+                vol,
+                stripe: s,
+                cols,
+            });
+        }
+    }
+
+    /// Journal the stale marks that frees dropped (their stripes hold nothing now).
+    pub fn record_freed_stale(&mut self) {
+        for (stripe, cols) in self.stripes.stale_columns_mut().take_freed() {
+            self.record(|vol| Record::Restored { vol, stripe, cols });
+        }
+    }
+
+    /// Can column `c` of stripe `s` not be read where it is (see `lost_mask`)?
+    pub fn column_lost(&self, ctx: &crate::engine::ctx::Ctx, s: u32, c: usize) -> bool {
+        self.stripes.stale(s) & (1 << c) != 0 || ctx.is_failed(self.zone.disk(s, c))
+    }
+
     pub fn new(id: u8, cfg: VolumeConfig, zone: Zone) -> Self {
         let block = zone.block_size();
         let blocks = cfg.size_bytes.div_ceil(block);
@@ -384,20 +417,14 @@ impl Vol {
     /// member, so a finished rebuild takes it up again. Counted at the mapping, not at the
     /// placement: a sweep that ran in between would have found nothing yet.
     pub fn note_placement(&mut self, ctx: &crate::engine::ctx::Ctx, cols: &[(u32, usize)]) {
-        if self.rebuild.is_some()
-            && cols
-                .iter()
-                .any(|&(s, c)| ctx.is_failed(self.zone.disk(s, c)))
-        {
+        if self.rebuild.is_some() && cols.iter().any(|&(s, c)| self.column_lost(ctx, s, c)) {
             self.degraded_placements += 1;
         }
     }
 
     /// Data of stripe `s` is being mapped: see `note_placement`.
     pub fn note_stripe(&mut self, ctx: &crate::engine::ctx::Ctx, s: u32) {
-        if self.rebuild.is_some()
-            && (0..self.zone.width()).any(|c| ctx.is_failed(self.zone.disk(s, c)))
-        {
+        if self.rebuild.is_some() && self.lost_mask(ctx, s) != 0 {
             self.degraded_placements += 1;
         }
     }

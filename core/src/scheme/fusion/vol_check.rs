@@ -144,6 +144,12 @@ fn check_stripes(v: &Vol, raid_refs: &Map<(u32, usize), u64>) {
             "stripe {s} lends columns but is {:?}",
             v.stripes.state(s)
         );
+        assert!(
+            v.stripes.stale(s) == 0
+                || !matches!(v.stripes.state(s), StripeState::Free | StripeState::Donor),
+            "stripe {s} has stale columns but is {:?}",
+            v.stripes.state(s)
+        );
     }
     assert_eq!(
         valid_total, v.raid_valid_blocks,
