@@ -17,6 +17,36 @@ impl Sim {
         let t0 = self.now;
         self.engine.fail_disk(DiskId(disk as u32), self.now);
         self.pump();
+        self.run_until_rebuilt(t0, limit_ns)
+    }
+
+    /// As `rebuild_after_failure`, but a blank device takes the failed member's slot at once,
+    /// so what was on it is rebuilt in place onto that one device instead of onto spare space
+    /// spread over the survivors.
+    pub fn rebuild_in_place_after_failure(
+        &mut self,
+        disk: usize,
+        limit_ns: Nanos,
+    ) -> Result<(Nanos, Vec<String>), SimError> {
+        let t0 = self.now;
+        self.engine.fail_disk(DiskId(disk as u32), self.now);
+        self.pump();
+        // The old device's I/O in flight must end first (it fails at once in the models).
+        while let Err(e) = self.engine.replace_disk(DiskId(disk as u32), self.now) {
+            let Some((t, ev)) = self.events.pop() else {
+                return Err(self.stuck(&format!("replace refused: {e}")));
+            };
+            self.handle_event(t, ev)?;
+        }
+        self.pump();
+        self.run_until_rebuilt(t0, limit_ns)
+    }
+
+    fn run_until_rebuilt(
+        &mut self,
+        t0: Nanos,
+        limit_ns: Nanos,
+    ) -> Result<(Nanos, Vec<String>), SimError> {
         loop {
             let reports: Vec<String> = (0..self.engine.volume_count() as u32)
                 .filter_map(|v| self.engine.volume_status(v)?.rebuild)
