@@ -146,11 +146,10 @@ impl Operator {
         let Some(s) = self.driver.status(Duration::from_secs(5)) else {
             return;
         };
-        let rebuilt = s.volumes.iter().all(|v| {
-            v.rebuild
-                .as_deref()
-                .is_none_or(|r| r.starts_with("done") || r.starts_with("stalled"))
-        });
+        let rebuilt = s
+            .volumes
+            .iter()
+            .all(|v| v.rebuild.is_none() || matches!(rebuild_phase(v), Some("done" | "stalled")));
         if !rebuilt {
             return;
         }
@@ -202,19 +201,28 @@ fn at_risk(
             .copied()
             .flatten()
             .map_or(0, Level::nparity);
-        let unfinished = v.rebuild.as_deref().is_some_and(rebuild_unfinished);
-        (unfinished && down >= tol).then(|| (v.name.clone(), tol))
+        (rebuild_unfinished(v) && down >= tol).then(|| (v.name.clone(), tol))
     })
 }
 
-/// Does a volume's rebuild status (`Rebuild::describe`, then maybe "; " and the rebalance)
-/// say its data is not rebuilt yet? Exactly the phases `status` shows for that: "rebuilding",
-/// "stalled" and "committing" (the rebuild's records not durable yet). "done", and a
-/// rebalance alone (after a replacement, the rebuild state gone with a restart), are not.
-fn rebuild_unfinished(r: &str) -> bool {
-    ["rebuilding", "stalled", "committing"]
-        .iter()
-        .any(|p| r.starts_with(p))
+/// The phase of a volume's rebuild (`RebuildPhase::name`): as the server reports it, or,
+/// from a server that reports none, the first word of its description, which is the phase's
+/// name ("rebalancing" when only a rebalance runs, the rebuild state gone with a restart).
+fn rebuild_phase(v: &fusionraid_io::driver::VolumeView) -> Option<&str> {
+    v.rebuild_phase.as_deref().or_else(|| {
+        let r = v.rebuild.as_deref()?;
+        r.split([':', ' ']).next()
+    })
+}
+
+/// Is a volume's data not rebuilt yet? Exactly the phases "rebuilding", "stalled" and
+/// "committing" (the rebuild's records not durable yet); "done", and a rebalance alone,
+/// are not.
+fn rebuild_unfinished(v: &fusionraid_io::driver::VolumeView) -> bool {
+    matches!(
+        rebuild_phase(v),
+        Some("rebuilding" | "stalled" | "committing")
+    )
 }
 
 /// Point the pool file's entry for the replaced member at the new device (the file is
@@ -382,6 +390,7 @@ mod tests {
             conversion_backlog: 0,
             metadata_bytes: 0,
             rebuild: rebuild.map(str::to_string),
+            rebuild_phase: None,
             scrub: None,
             io: Default::default(),
             rebuild_progress: None,
@@ -421,14 +430,18 @@ mod tests {
             "stalled after 1",
             "committing: 2 blocks",
         ] {
-            assert!(rebuild_unfinished(r), "{r}");
+            assert!(rebuild_unfinished(&volume(0, "v", Some(r))), "{r}");
         }
         for r in [
             "done: 7 blocks moved",
             "done: 1; rebalancing: 2",
             "rebalancing: 1",
         ] {
-            assert!(!rebuild_unfinished(r), "{r}");
+            assert!(!rebuild_unfinished(&volume(0, "v", Some(r))), "{r}");
         }
+        // The phase the server reports wins over the words.
+        let mut v = volume(0, "v", Some("done: 7 blocks moved"));
+        v.rebuild_phase = Some("committing".into());
+        assert!(rebuild_unfinished(&v));
     }
 }

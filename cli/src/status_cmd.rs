@@ -416,6 +416,7 @@ mod tests {
                     conversion_backlog: 2,
                     metadata_bytes: 537_293,
                     rebuild: None,
+                    rebuild_phase: None,
                     scrub: None,
                     io: Default::default(),
                     rebuild_progress: None,

@@ -282,11 +282,8 @@ impl Engine {
             // stripe clear of the failed member): waiting will not help then.
             let stalled: Vec<String> = (0..self.scheme.volume_count())
                 .filter_map(|v| self.scheme.volume_status(v as api::VolumeId))
-                .filter_map(|s| {
-                    let r = s.rebuild?;
-                    r.contains("stalled")
-                        .then(|| format!("volume {}: {r}", s.name))
-                })
+                .filter(|s| s.rebuild_phase == Some(scheme::RebuildPhase::Stalled))
+                .map(|s| format!("volume {}: {}", s.name, s.rebuild.unwrap_or_default()))
                 .collect();
             return Err(if stalled.is_empty() {
                 format!(

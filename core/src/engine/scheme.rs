@@ -8,6 +8,37 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::types::{DiskId, Nanos};
 
+/// Where a volume's rebuild after a member failure stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RebuildPhase {
+    /// Moving data off the failed members (or restoring stale columns in place).
+    Rebuilding,
+    /// Nothing can move now; the status text says why.
+    Stalled,
+    /// Finished, its last records not durable yet: the failed member's data is not safe
+    /// elsewhere until they are.
+    Committing,
+    /// Finished and durable.
+    Done,
+}
+
+impl RebuildPhase {
+    /// The word `status` starts the rebuild's description with.
+    pub fn name(self) -> &'static str {
+        match self {
+            RebuildPhase::Rebuilding => "rebuilding",
+            RebuildPhase::Stalled => "stalled",
+            RebuildPhase::Committing => "committing",
+            RebuildPhase::Done => "done",
+        }
+    }
+
+    /// Is the volume's data not rebuilt yet (one more failure may cost more than it did)?
+    pub fn unfinished(self) -> bool {
+        self != RebuildPhase::Done
+    }
+}
+
 /// What `status` shows about one volume.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VolumeStatus {
@@ -27,6 +58,8 @@ pub struct VolumeStatus {
     pub metadata_bytes: u64,
     /// Rebuild after a member failure, in words (None: none ran).
     pub rebuild: Option<String>,
+    /// Where that rebuild stands, for tools that act on it (None: none ran).
+    pub rebuild_phase: Option<RebuildPhase>,
     /// The last scrub, in words (None: none ran).
     pub scrub: Option<String>,
     /// The same two as fractions from 0 to 1 (1 once done), for gauges and progress bars:

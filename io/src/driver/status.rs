@@ -102,6 +102,10 @@ pub struct VolumeView {
     /// Rebuild after a member failure, in words.
     #[serde(default)]
     pub rebuild: Option<String>,
+    /// Where it stands: "rebuilding", "stalled", "committing" or "done"
+    /// (`RebuildPhase::name`).
+    #[serde(default)]
+    pub rebuild_phase: Option<String>,
     /// The last scrub, in words.
     #[serde(default)]
     pub scrub: Option<String>,
@@ -369,6 +373,7 @@ fn volume_view(v: u32, s: VolumeStatus, obs: &Observed) -> VolumeView {
         conversion_backlog: s.conversion_backlog,
         metadata_bytes: s.metadata_bytes,
         rebuild: s.rebuild,
+        rebuild_phase: s.rebuild_phase.map(|p| p.name().to_string()),
         scrub: s.scrub,
         io: obs.volumes.get(v as usize).cloned().unwrap_or_default(),
         rebuild_progress: s.rebuild_progress,

@@ -1,6 +1,7 @@
 //! A member failure and the rebuild that follows, in virtual time: how long the pool needs to
 //! restore redundancy (docs/BENCHMARKS.md, rebuild time vs pool size).
 
+use fusionraid_core::engine::scheme::RebuildPhase;
 use fusionraid_core::{DiskId, Nanos};
 
 use super::{Sim, SimError};
@@ -48,10 +49,16 @@ impl Sim {
         limit_ns: Nanos,
     ) -> Result<(Nanos, Vec<String>), SimError> {
         loop {
-            let reports: Vec<String> = (0..self.engine.volume_count() as u32)
-                .filter_map(|v| self.engine.volume_status(v)?.rebuild)
+            let status: Vec<_> = (0..self.engine.volume_count() as u32)
+                .filter_map(|v| self.engine.volume_status(v))
+                .filter(|s| s.rebuild_phase.is_some())
                 .collect();
-            if !reports.is_empty() && reports.iter().all(|r| r.starts_with("done")) {
+            let reports: Vec<String> = status.iter().filter_map(|s| s.rebuild.clone()).collect();
+            if !status.is_empty()
+                && status
+                    .iter()
+                    .all(|s| s.rebuild_phase == Some(RebuildPhase::Done))
+            {
                 return Ok((self.now - t0, reports));
             }
             if self.now - t0 > limit_ns {

@@ -580,6 +580,10 @@ impl Scheme for FusionScheme {
                 (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
                 (None, None) => None,
             },
+            rebuild_phase: vol
+                .rebuild
+                .as_ref()
+                .map(|r| r.phase(self.durable_generation())),
             scrub: vol.scrub.as_ref().map(|s| s.describe(vol.zone.stripes())),
             // A rebalance follows the rebuild it undoes: while one runs, it is the progress.
             rebuild_progress: match (&vol.rebuild, &vol.rebalance) {

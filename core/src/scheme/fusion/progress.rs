@@ -2,6 +2,7 @@
 //! volume and shown by status. The work itself is in `rebuild.rs`, `column.rs` and
 //! `scrub.rs`.
 
+use crate::engine::scheme::RebuildPhase;
 use crate::fasthash::FastMap;
 use crate::types::{DiskId, Nanos};
 
@@ -42,6 +43,16 @@ impl Rebuild {
     /// `durable_generation`: the journal generation on disk (`u64::MAX` without a
     /// journal). A finished rebuild reads "done" only once its last records are durable,
     /// when the failed member may be replaced; before, "committing".
+    pub fn phase(&self, durable_generation: u64) -> RebuildPhase {
+        match self.done_at {
+            Some(_) if self.done_generation > durable_generation => RebuildPhase::Committing,
+            Some(_) => RebuildPhase::Done,
+            None if self.stalled => RebuildPhase::Stalled,
+            None => RebuildPhase::Rebuilding,
+        }
+    }
+
+    /// The rebuild in words, starting with its phase's name (`phase`).
     pub fn describe(&self, blocks: u64, durable_generation: u64) -> String {
         let lost = self.lost.max(self.lost_now);
         let lost = if lost > 0 {
@@ -55,25 +66,27 @@ impl Rebuild {
         } else {
             String::new()
         };
-        match self.done_at {
-            Some(_) if self.done_generation > durable_generation => format!(
+        let done_at = self.done_at.unwrap_or(0);
+        match self.phase(durable_generation) {
+            RebuildPhase::Committing => format!(
                 "committing: {} blocks moved, {} columns rebuilt into spare space{in_place}; \
-                 the failed member can be replaced once this is on disk{lost}",
+                 once this is on disk the failed member's replacement needs no rebuild in \
+                 place{lost}",
                 self.moved, self.columns
             ),
-            Some(t) => format!(
+            RebuildPhase::Done => format!(
                 "done: {} blocks moved, {} columns rebuilt into spare space{in_place} in \
                  {:.3} s, {} free stripes remapped{lost}",
                 self.moved,
                 self.columns,
-                (t - self.started_at) as f64 / 1e9,
+                (done_at - self.started_at) as f64 / 1e9,
                 self.free_remapped
             ),
-            None if self.stalled => format!(
+            RebuildPhase::Stalled => format!(
                 "stalled after {} blocks moved, {} columns rebuilt{in_place}: {}{lost}",
                 self.moved, self.columns, self.stall_reason
             ),
-            None => format!(
+            RebuildPhase::Rebuilding => format!(
                 "rebuilding: {} blocks moved, {} columns rebuilt{in_place}, clean sweep \
                  {}%{lost}",
                 self.moved,

@@ -92,6 +92,7 @@ impl Scheme for LogRaid {
             metadata_bytes: self.log.metadata_bytes(),
             rebuild: None,
             scrub: None,
+            rebuild_phase: None,
             rebuild_progress: None,
             scrub_progress: None,
         })
