@@ -101,13 +101,37 @@ fn image_round_trips_through_records() {
     let bytes = img.encode();
     let back = Image::decode(&bytes, &shapes).unwrap();
     assert_eq!(back.encode(), bytes);
-    // An image of the builds before offload was journaled (no log extents, the last
-    // 4 bytes per volume) and before pages could move reads the same.
-    for magic in [MAGIC_V5, MAGIC_V4] {
-        let mut old = bytes[..bytes.len() - 4 * shapes.len()].to_vec();
+    // An image of the builds before replacements in place (no stale columns, the last 4
+    // bytes per volume), before offload was journaled (no log extents either, 4 more) and
+    // before pages could move reads the same.
+    for (magic, cut) in [(MAGIC_V6, 4), (MAGIC_V5, 8), (MAGIC_V4, 8)] {
+        let mut old = bytes[..bytes.len() - cut * shapes.len()].to_vec();
         old[..8].copy_from_slice(&magic);
         assert_eq!(Image::decode(&old, &shapes).unwrap().encode(), bytes);
     }
+    // Stale columns round-trip; `Restored` clears bits, leaving a stripe once none is left,
+    // and bits that are not set are no error.
+    let mut st = Image::decode(&bytes, &shapes).unwrap();
+    st.vols[1].stale.insert(5, 0b101);
+    st.vols[1].stale.insert(6, 0b10);
+    let mut with = Image::decode(&st.encode(), &shapes).unwrap();
+    assert_eq!(with.encode(), st.encode());
+    let restored = |stripe, cols| Record::Restored {
+        vol: 1,
+        stripe,
+        cols,
+    };
+    with.apply(&restored(5, 0b001)).unwrap();
+    with.apply(&restored(6, 0b110)).unwrap();
+    with.apply(&restored(7, 0b1)).unwrap();
+    assert_eq!(
+        with.vols[1].stale.iter().collect::<Vec<_>>(),
+        [(&5, &0b100)]
+    );
+    let mut dup = st.encode();
+    let n = dup.len();
+    dup[n - 4..].copy_from_slice(&0u32.to_le_bytes()); // stripe 6's mask: empty
+    assert!(Image::decode(&dup, &shapes).is_err(), "an empty stale mask");
     // A copy in an HDD log belongs to its set, checkpointed with it, gone with it.
     let off = |stripe, slot| Record::Offloaded {
         vol: 0,
