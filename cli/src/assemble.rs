@@ -180,7 +180,7 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
     let disk_bytes = usable_bytes(&members);
     build_engine(cfg, None, disk_bytes).with_context(|| {
         format!(
-            "the pool does not fit on members of {} each (or its geometry is invalid)",
+            "the pool can not be laid out on members of {} each",
             fusionraid_io::format_size(disk_bytes)
         )
     })?;

@@ -21,17 +21,35 @@ use crate::steer::Steering;
 /// The replicas of every page.
 pub const REPLICAS: usize = 2;
 
-pub fn build(cfg: &BaselineConfig) -> Result<RaidM, String> {
-    let sc = &cfg.sandook;
-    if sc.curves.len() > cfg.disks {
+/// Most members: the log is one group over every member, and a group's members are a bit
+/// mask of 32.
+pub const MAX_MEMBERS: usize = 32;
+
+/// The pool's size, checked before anything is derived from it (a width was never given:
+/// the group is the whole pool).
+fn check_members(cfg: &BaselineConfig) -> Result<(), String> {
+    if cfg.disks < REPLICAS {
+        return Err(format!("needs at least {REPLICAS} members"));
+    }
+    if cfg.disks > MAX_MEMBERS {
         return Err(format!(
-            "sandook: {} curve sets for {} members",
-            sc.curves.len(),
+            "at most {MAX_MEMBERS} members ({} given): its log mirrors over one \
+             group of every member, at most {MAX_MEMBERS} wide",
             cfg.disks
         ));
     }
-    if cfg.disks < REPLICAS {
-        return Err(format!("sandook: needs at least {REPLICAS} members"));
+    Ok(())
+}
+
+pub fn build(cfg: &BaselineConfig) -> Result<RaidM, String> {
+    check_members(cfg)?;
+    let sc = &cfg.sandook;
+    if sc.curves.len() > cfg.disks {
+        return Err(format!(
+            "{} curve sets for {} members",
+            sc.curves.len(),
+            cfg.disks
+        ));
     }
     let mut curves = sc.curves.clone();
     curves.resize(cfg.disks, None);
@@ -42,6 +60,7 @@ pub fn build(cfg: &BaselineConfig) -> Result<RaidM, String> {
 /// mirrored, over every member but one, so the log still fits when a member is lost (there is
 /// no rebuild: the survivors hold every unit's remaining copy and take all new writes).
 pub fn rows_needed(cfg: &BaselineConfig) -> Result<u64, String> {
+    check_members(cfg)?;
     let mut one = cfg.clone();
     one.group_width = cfg.disks;
     one.groups = Some(1);

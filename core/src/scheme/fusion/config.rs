@@ -379,10 +379,12 @@ impl FusionConfig {
 /// A pool or volume configuration that can not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("volume '{volume}': {source}")]
+    /// The layout refuses the volume's geometry. The reason is part of this error's text, not
+    /// its source, so a chain of causes does not print it twice.
+    #[error("volume '{volume}': {reason}")]
     Geometry {
         volume: String,
-        source: GeometryError,
+        reason: GeometryError,
     },
     #[error("block size {0} must be a power of two, at least 4 KiB and at most 1 MiB")]
     BlockSize(u64),

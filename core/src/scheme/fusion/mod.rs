@@ -135,9 +135,9 @@ fn build_volumes(cfg: &FusionConfig) -> Result<Vec<Vol>, ConfigError> {
         let np = v.level.nparity();
         let layout = pool
             .build_layout(v.width, np)
-            .map_err(|source| ConfigError::Geometry {
+            .map_err(|reason| ConfigError::Geometry {
                 volume: v.name.clone(),
-                source,
+                reason,
             })?;
         let stripes = sizing::zone_stripes(v, layout.template_stripes(), bs, cfg.max_request_bytes);
         let zone = Zone::new(layout, np, stripes, first_block, bs, pool.data_offset);

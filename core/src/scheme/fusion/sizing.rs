@@ -48,9 +48,9 @@ pub fn fill_auto_spare(cfg: &mut FusionConfig, auto: &[bool]) -> Result<(), Conf
         .iter()
         .map(|v| {
             pool.build_layout(v.width, v.level.nparity())
-                .map_err(|source| ConfigError::Geometry {
+                .map_err(|reason| ConfigError::Geometry {
                     volume: v.name.clone(),
-                    source,
+                    reason,
                 })
         })
         .collect::<Result<Vec<_>, ConfigError>>()?;
