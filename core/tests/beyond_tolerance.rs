@@ -5,6 +5,7 @@
 mod common;
 
 use common::Driver;
+use fusionraid_core::engine::scheme::RebuildPhase;
 use fusionraid_core::meta::recover::region;
 use fusionraid_core::meta::{JournalConfig, RecoveryReport};
 use fusionraid_core::scheme::fusion::durable::meta_layout;
@@ -190,7 +191,8 @@ fn a_failed_member_stays_failed_across_a_restart_until_replaced() {
         report.to_string().contains("members failed earlier [1]"),
         "{report}"
     );
-    // The rebuild finishes and a blank device takes the slot: no longer failed.
+    // A blank device takes the slot (what the rebuild has not moved off yet is rebuilt in
+    // place): no longer failed.
     let mut replaced = false;
     for _ in 0..4000 {
         let t = d.now + 5_000_000;
@@ -238,11 +240,17 @@ fn a_rebalance_cut_short_by_a_restart_carries_on() {
     d.engine.fail_disk(DiskId(2), d.now);
     d.disks[2].failed = true;
     d.pump();
+    // The rebuild onto spare space finishes (and is durable) before the replacement, so
+    // there are remapped columns to bring home.
     let mut replaced = false;
     for _ in 0..4000 {
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
-        if d.engine.replace_disk(DiskId(2), d.now).is_ok() {
+        let done = d
+            .engine
+            .volume_status(0)
+            .is_some_and(|s| s.rebuild_phase == Some(RebuildPhase::Done));
+        if done && d.engine.replace_disk(DiskId(2), d.now).is_ok() {
             replaced = true;
             break;
         }
