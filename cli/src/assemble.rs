@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use fusionraid_core::scheme::fusion::ConfigError;
 use fusionraid_core::{Data, DevOp};
 use fusionraid_io::member::run_sync;
 use fusionraid_io::member::uring::ring::RingSlot;
@@ -167,6 +168,26 @@ fn usable_bytes(members: &[Box<dyn Member>]) -> u64 {
     members.iter().map(|m| m.size_bytes()).min().unwrap_or(0) / 4096 * 4096
 }
 
+/// Can `cfg` be laid out on members of `disk_bytes` each? The refusal says whether the
+/// layout refuses the geometry (no question of size) or the members are too small.
+fn check_fit(cfg: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
+    let Err(e) = build_engine(cfg, None, disk_bytes) else {
+        return Ok(());
+    };
+    let geometry = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<ConfigError>(),
+            Some(ConfigError::Geometry { .. })
+        )
+    });
+    Err(if geometry {
+        e.context("the pool's layout refuses its geometry")
+    } else {
+        let size = fusionraid_io::format_size(disk_bytes);
+        e.context(format!("the pool does not fit on members of {size} each"))
+    })
+}
+
 /// Formats every member of `cfg`: checks the pool fits, then writes superblocks. Refuses
 /// members that already belong to a pool unless `force`.
 pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Result<Pool> {
@@ -178,12 +199,7 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         members.push(m);
     }
     let disk_bytes = usable_bytes(&members);
-    build_engine(cfg, None, disk_bytes).with_context(|| {
-        format!(
-            "the pool can not be laid out on members of {} each",
-            fusionraid_io::format_size(disk_bytes)
-        )
-    })?;
+    check_fit(cfg, disk_bytes)?;
     if !force {
         for (i, m) in members.iter_mut().enumerate() {
             if let Ok(sb) = io.read_sb(m.as_mut()) {

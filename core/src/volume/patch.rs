@@ -107,6 +107,13 @@ impl List {
             List::Many(v) => v,
         }
     }
+    /// Nodes held in an allocated array (none for an inline list).
+    fn array_len(&self) -> u64 {
+        match self {
+            List::One(_) => 0,
+            List::Many(v) => v.len() as u64,
+        }
+    }
     fn from_vec(v: Vec<PatchNode>) -> Option<List> {
         match v.len() {
             0 => None,
@@ -124,6 +131,9 @@ const SMALL_LIST: usize = 30;
 pub struct PatchTable {
     lists: FastMap<u64, List>,
     pages_per_block: u16,
+    /// Nodes of all multi-node lists, kept by `put` and `take` for `memory_bytes` (which
+    /// `serve` asks for every quarter second: a walk of the table would be O(volume)).
+    array_nodes: u64,
 }
 
 impl PatchTable {
@@ -135,7 +145,23 @@ impl PatchTable {
         PatchTable {
             lists: FastMap::default(),
             pages_per_block,
+            array_nodes: 0,
         }
+    }
+
+    /// Install `list` as `ub`'s, keeping `array_nodes`.
+    fn put(&mut self, ub: u64, list: List) {
+        self.array_nodes += list.array_len();
+        if let Some(old) = self.lists.insert(ub, list) {
+            self.array_nodes -= old.array_len();
+        }
+    }
+
+    /// Remove `ub`'s list, keeping `array_nodes`.
+    fn take(&mut self, ub: u64) -> Option<List> {
+        let old = self.lists.remove(&ub)?;
+        self.array_nodes -= old.array_len();
+        Some(old)
     }
 
     pub fn get(&self, ub: u64) -> &[PatchNode] {
@@ -154,7 +180,7 @@ impl PatchTable {
         if list.is_empty() {
             // The first patch of a block (the common case): nothing to trim, merge or
             // give back, and no list to build.
-            self.lists.insert(ub, List::One(node));
+            self.put(ub, List::One(node));
             return Vec::new();
         }
         if list.len() <= SMALL_LIST {
@@ -274,14 +300,14 @@ impl PatchTable {
             [one] => List::One(*one),
             _ => List::Many(merged.into()),
         };
-        self.lists.insert(ub, list);
+        self.put(ub, list);
         gone
     }
 
     /// Drop the whole list; returns the distinct locations it referenced.
     pub fn clear(&mut self, ub: u64) -> Vec<Loc> {
         let mut locs: Vec<Loc> = Vec::new();
-        if let Some(list) = self.lists.remove(&ub) {
+        if let Some(list) = self.take(ub) {
             for n in list.as_slice() {
                 if !locs.contains(&n.loc()) {
                     locs.push(n.loc());
@@ -337,8 +363,7 @@ impl PatchTable {
         {
             return Err("patch list overlaps or leaves the block");
         }
-        self.lists
-            .insert(ub, List::from_vec(nodes).expect("non-empty"));
+        self.put(ub, List::from_vec(nodes).expect("non-empty"));
         Ok(())
     }
 
@@ -364,15 +389,13 @@ impl PatchTable {
     /// not the hash map's capacity, so reports do not depend on its growth history.
     pub fn memory_bytes(&self) -> u64 {
         let slot = (std::mem::size_of::<u64>() + std::mem::size_of::<List>()) as u64;
-        let arrays: u64 = self
-            .lists
-            .values()
-            .map(|l| match l {
-                List::One(_) => 0,
-                List::Many(v) => v.len() as u64 * 8,
-            })
-            .sum();
-        self.lists.len() as u64 * slot + arrays
+        self.lists.len() as u64 * slot + self.array_nodes * 8
+    }
+
+    /// Does the count `memory_bytes` keeps match the lists? (For invariant checks: a walk
+    /// of the whole table.)
+    pub fn counts_hold(&self) -> bool {
+        self.array_nodes == self.lists.values().map(List::array_len).sum::<u64>()
     }
 }
 

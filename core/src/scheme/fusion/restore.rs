@@ -19,6 +19,7 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
     v.bmt = img.bmt;
     v.patches = img.patches;
     v.sums = img.sums;
+    v.recount_mapped();
     let valid = map_locations(v)?;
     check_bases_unshared(v)?;
     let mut states = stripe_states(v, &valid)?;

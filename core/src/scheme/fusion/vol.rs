@@ -97,6 +97,10 @@ pub struct Vol {
     pub idle_clean_after: Nanos,
     /// Mapping changes so far (any block mapped anew, patched or unmapped).
     pub mapping_changes: u64,
+    /// Bytes of user data mapped (`mapped_bytes`), kept up to date by every mapping change:
+    /// counting them on demand walked the whole patch table, which `serve` asks for every
+    /// quarter second, on its event loop.
+    mapped: u64,
     /// `mapping_changes` when idle compaction last found nothing to do with no background
     /// work in flight: it looks again only once the mappings changed.
     pub idle_clean_mark: Option<u64>,
@@ -193,6 +197,7 @@ impl Vol {
             next_bg_scan: 0,
             idle_clean_after: 0,
             mapping_changes: 0,
+            mapped: 0,
             idle_clean_mark: None,
             rebuild: None,
             degraded_placements: 0,
@@ -452,6 +457,7 @@ impl Vol {
 
     fn apply_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
         self.mapping_changes += 1;
+        let before = self.block_mapped_bytes(ub);
         if loc == Loc::Unmapped {
             self.sums.clear_block(ub);
             self.unmark_lost(ub, 0, self.pages_per_block);
@@ -470,6 +476,7 @@ impl Vol {
                 patched: false,
             },
         );
+        self.mapped = self.mapped - before + self.block_mapped_bytes(ub);
         for l in olds.into_iter().chain([old.base]) {
             if l != loc {
                 self.release(ub, l, now);
@@ -531,7 +538,10 @@ impl Vol {
 
     fn apply_patch(&mut self, ub: u64, node: PatchNode, now: Nanos) {
         self.mapping_changes += 1;
-        for l in crate::volume::patch_block(&mut self.bmt, &mut self.patches, ub, node) {
+        let before = self.block_mapped_bytes(ub);
+        let gone = crate::volume::patch_block(&mut self.bmt, &mut self.patches, ub, node);
+        self.mapped = self.mapped - before + self.block_mapped_bytes(ub);
+        for l in gone {
             if l != Loc::Unmapped {
                 self.release(ub, l, now);
             }
@@ -630,6 +640,31 @@ impl Vol {
     /// User data the volume holds: whole blocks for those with a base, and only the patched
     /// pages of blocks that have nothing else (a pack stores just those pages).
     pub fn mapped_bytes(&self) -> u64 {
+        self.mapped
+    }
+
+    /// The user data block `ub` maps: the whole block with a base, else its patches' pages.
+    fn block_mapped_bytes(&self, ub: u64) -> u64 {
+        let e = self.bmt.get(ub);
+        if e.base != Loc::Unmapped {
+            return self.zone.block_size();
+        }
+        if !e.patched {
+            return 0;
+        }
+        let pages: u64 = self
+            .patches
+            .get(ub)
+            .iter()
+            .filter(|n| n.loc() != Loc::Unmapped)
+            .map(|n| n.count() as u64)
+            .sum();
+        pages * PAGE_SIZE
+    }
+
+    /// `mapped_bytes` counted from the mapping itself: on recovery, and for the invariant
+    /// check.
+    pub fn count_mapped_bytes(&self) -> u64 {
         let bs = self.zone.block_size();
         let (mut patch_only, mut pages) = (0u64, 0u64);
         for (ub, nodes) in self.patches.iter() {
@@ -643,6 +678,11 @@ impl Vol {
             }
         }
         (self.bmt.mapped_blocks() - patch_only) * bs + pages * PAGE_SIZE
+    }
+
+    /// After recovery installed a mapping: count what it maps.
+    pub fn recount_mapped(&mut self) {
+        self.mapped = self.count_mapped_bytes();
     }
 
     pub fn metadata_bytes(&self) -> u64 {

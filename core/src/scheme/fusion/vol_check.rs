@@ -18,6 +18,15 @@ struct Users {
 
 /// Check one volume's metadata against itself (tests and debugging). Panics on violation.
 pub(super) fn check_volume(v: &Vol) {
+    assert_eq!(
+        v.mapped_bytes(),
+        v.count_mapped_bytes(),
+        "the mapped-bytes counter drifted from the mapping"
+    );
+    assert!(
+        v.patches.counts_hold(),
+        "the patch table's node count drifted"
+    );
     let owners = location_users(v);
     let mut raid_refs = Map::<(u32, usize), u64>::new();
     let mut rep_refs = Map::<u64, Vec<u64>>::new();
