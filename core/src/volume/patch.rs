@@ -107,6 +107,14 @@ impl List {
             List::Many(v) => v,
         }
     }
+    /// Pages the list maps (its nodes at a location).
+    fn mapped_pages(&self) -> u32 {
+        self.as_slice()
+            .iter()
+            .filter(|n| n.loc() != Loc::Unmapped)
+            .map(|n| n.count() as u32)
+            .sum()
+    }
     /// Nodes held in an allocated array (none for an inline list).
     fn array_len(&self) -> u64 {
         match self {
@@ -134,6 +142,9 @@ pub struct PatchTable {
     /// Nodes of all multi-node lists, kept by `put` and `take` for `memory_bytes` (which
     /// `serve` asks for every quarter second: a walk of the table would be O(volume)).
     array_nodes: u64,
+    /// The pages the list that the last `insert` or `clear` changed mapped before and after
+    /// (`last_pages`).
+    last_pages: (u32, u32),
 }
 
 impl PatchTable {
@@ -146,22 +157,37 @@ impl PatchTable {
             lists: FastMap::default(),
             pages_per_block,
             array_nodes: 0,
+            last_pages: (0, 0),
         }
     }
 
-    /// Install `list` as `ub`'s, keeping `array_nodes`.
+    /// Install `list` as `ub`'s, keeping `array_nodes` and `last_pages`.
     fn put(&mut self, ub: u64, list: List) {
         self.array_nodes += list.array_len();
-        if let Some(old) = self.lists.insert(ub, list) {
-            self.array_nodes -= old.array_len();
-        }
+        let after = list.mapped_pages();
+        let before = match self.lists.insert(ub, list) {
+            Some(old) => {
+                self.array_nodes -= old.array_len();
+                old.mapped_pages()
+            }
+            None => 0,
+        };
+        self.last_pages = (before, after);
     }
 
-    /// Remove `ub`'s list, keeping `array_nodes`.
+    /// Remove `ub`'s list, keeping `array_nodes` and `last_pages`.
     fn take(&mut self, ub: u64) -> Option<List> {
+        self.last_pages = (0, 0);
         let old = self.lists.remove(&ub)?;
         self.array_nodes -= old.array_len();
+        self.last_pages = (old.mapped_pages(), 0);
         Some(old)
+    }
+
+    /// The pages (at a location) of the list the last `insert` or `clear` changed, before
+    /// and after it: what a count of mapped data needs without looking the list up again.
+    pub fn last_pages(&self) -> (u32, u32) {
+        self.last_pages
     }
 
     pub fn get(&self, ub: u64) -> &[PatchNode] {

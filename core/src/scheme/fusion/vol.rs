@@ -457,7 +457,6 @@ impl Vol {
 
     fn apply_whole(&mut self, ub: u64, loc: Loc, now: Nanos) {
         self.mapping_changes += 1;
-        let before = self.block_mapped_bytes(ub);
         if loc == Loc::Unmapped {
             self.sums.clear_block(ub);
             self.unmark_lost(ub, 0, self.pages_per_block);
@@ -469,6 +468,12 @@ impl Vol {
         } else {
             Vec::new()
         };
+        let old_pages = if old.patched {
+            self.patches.last_pages().0
+        } else {
+            0
+        };
+        let before = self.mapped_of(old.base, old_pages);
         self.bmt.set(
             ub,
             Entry {
@@ -476,7 +481,7 @@ impl Vol {
                 patched: false,
             },
         );
-        self.mapped = self.mapped - before + self.block_mapped_bytes(ub);
+        self.mapped = self.mapped - before + self.mapped_of(loc, 0);
         for l in olds.into_iter().chain([old.base]) {
             if l != loc {
                 self.release(ub, l, now);
@@ -538,9 +543,12 @@ impl Vol {
 
     fn apply_patch(&mut self, ub: u64, node: PatchNode, now: Nanos) {
         self.mapping_changes += 1;
-        let before = self.block_mapped_bytes(ub);
+        let base = self.bmt.get(ub).base;
         let gone = crate::volume::patch_block(&mut self.bmt, &mut self.patches, ub, node);
-        self.mapped = self.mapped - before + self.block_mapped_bytes(ub);
+        let (pages_before, pages_after) = self.patches.last_pages();
+        let before = self.mapped_of(base, pages_before);
+        let after = self.mapped_of(self.bmt.get(ub).base, pages_after);
+        self.mapped = self.mapped - before + after;
         for l in gone {
             if l != Loc::Unmapped {
                 self.release(ub, l, now);
@@ -643,23 +651,14 @@ impl Vol {
         self.mapped
     }
 
-    /// The user data block `ub` maps: the whole block with a base, else its patches' pages.
-    fn block_mapped_bytes(&self, ub: u64) -> u64 {
-        let e = self.bmt.get(ub);
-        if e.base != Loc::Unmapped {
-            return self.zone.block_size();
+    /// The user data a block maps with base `base` and `pages` mapped pages in its patches:
+    /// the whole block with a base, else those pages.
+    fn mapped_of(&self, base: Loc, pages: u32) -> u64 {
+        if base != Loc::Unmapped {
+            self.zone.block_size()
+        } else {
+            pages as u64 * PAGE_SIZE
         }
-        if !e.patched {
-            return 0;
-        }
-        let pages: u64 = self
-            .patches
-            .get(ub)
-            .iter()
-            .filter(|n| n.loc() != Loc::Unmapped)
-            .map(|n| n.count() as u64)
-            .sum();
-        pages * PAGE_SIZE
     }
 
     /// `mapped_bytes` counted from the mapping itself: on recovery, and for the invariant
