@@ -65,6 +65,7 @@ impl FusionScheme {
                 let other = copies.iter().enumerate().position(|(ci, &(s, c))| {
                     s != cur
                         && !v.offloaded.in_log(r.set, r.slot, ci)
+                        && !v.column_lost(ctx, s, c)
                         && routing.may_hedge_to(&ctx.members(), v.zone.disk(s, c))
                 });
                 let Some(ci) = other else { continue };
