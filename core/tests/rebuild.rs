@@ -360,6 +360,11 @@ fn a_volume_as_wide_as_the_pool_is_rebuilt_in_place_onto_its_replacement() {
             .replace_disk(DiskId(2), d.now)
             .unwrap_or_else(|e| panic!("{what}: replace refused: {e}"));
         d.pump();
+        assert!(
+            d.rebuild_state().contains("stale columns left"),
+            "{what}: {}",
+            d.rebuild_state()
+        );
         // Reads while the rebuild runs, and more overwrites (an eighth of the volume: most
         // data stays where the rebuild restores it).
         check(&mut d, &mut id, &want2, &format!("{what}, just replaced"));

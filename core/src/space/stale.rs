@@ -20,6 +20,8 @@ pub struct StaleColumns {
     freed: Vec<(u32, u32)>,
     /// Whether frees are journaled (else `freed` stays empty).
     journaled: bool,
+    /// Stale columns in all (the bits of `masks`), kept as they change: status shows it.
+    count: u64,
 }
 
 impl StaleColumns {
@@ -29,7 +31,14 @@ impl StaleColumns {
 
     /// Stale columns in all.
     pub fn columns(&self) -> u64 {
-        self.masks.values().map(|m| m.count_ones() as u64).sum()
+        debug_assert_eq!(
+            self.count,
+            self.masks
+                .values()
+                .map(|m| m.count_ones() as u64)
+                .sum::<u64>()
+        );
+        self.count
     }
 
     /// The stale columns of `stripe` (no hashing in the usual case of none).
@@ -47,7 +56,9 @@ impl StaleColumns {
 
     pub fn mark(&mut self, stripe: u32, mask: u32) {
         if mask != 0 {
-            *self.masks.entry(stripe).or_insert(0) |= mask;
+            let m = self.masks.entry(stripe).or_insert(0);
+            self.count += (mask & !*m).count_ones() as u64;
+            *m |= mask;
         }
     }
 
@@ -59,6 +70,7 @@ impl StaleColumns {
         };
         let was = *m & mask;
         *m &= !mask;
+        self.count -= was.count_ones() as u64;
         if *m == 0 {
             self.masks.remove(&stripe);
         }
@@ -67,10 +79,11 @@ impl StaleColumns {
 
     /// `stripe` was freed: whatever was stale there holds nothing any more.
     pub fn on_freed(&mut self, stripe: u32) {
-        if let Some(m) = self.masks.remove(&stripe)
-            && self.journaled
-        {
-            self.freed.push((stripe, m));
+        if let Some(m) = self.masks.remove(&stripe) {
+            self.count -= m.count_ones() as u64;
+            if self.journaled {
+                self.freed.push((stripe, m));
+            }
         }
     }
 
@@ -110,9 +123,11 @@ mod tests {
         assert_eq!(s.clear(3, 0b0001), 0b0001);
         assert_eq!(s.mask(3), 0);
         assert_eq!(s.clear(3, 0b0001), 0, "nothing left to clear");
+        assert_eq!(s.columns(), 1);
         s.on_freed(9);
         s.on_freed(4); // never stale: nothing to journal
         assert!(s.is_empty());
+        assert_eq!(s.columns(), 0);
         assert_eq!(s.take_freed(), vec![(9, 0b1000)]);
         assert!(s.take_freed().is_empty());
     }

@@ -579,7 +579,15 @@ impl Scheme for FusionScheme {
                 (Some(r), None) => Some(r.describe(vol.blocks, self.durable_generation())),
                 (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
                 (None, None) => None,
-            },
+            }
+            .map(|r| {
+                // Once done, the stale columns left belong to stripes that hold no data.
+                let done = vol.rebuild.as_ref().is_none_or(|b| b.done_at.is_some());
+                match vol.stripes.stale_columns().columns() {
+                    n if n > 0 && !done => format!("{r}; {n} stale columns left"),
+                    _ => r,
+                }
+            }),
             rebuild_phase: vol
                 .rebuild
                 .as_ref()
