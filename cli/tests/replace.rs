@@ -275,3 +275,73 @@ fn a_stalled_rebuild_finishes_in_place_on_the_replacement() {
     );
     s.stop();
 }
+
+/// kill -9 of `serve` while a rebuild in place runs: nothing acknowledged is lost. The
+/// restart either carries on with the rebuild (the replacement's checkpoint was durable) or
+/// finds the member failed again (it was not), and then the same device is put back; either
+/// way the rebuild finishes and the pool survives two more failures.
+#[test]
+fn kill_9_during_a_rebuild_in_place_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let members: Vec<String> = (0..6).map(|i| format!("\"file:d{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"wide\"\nmembers = [{}]\nmember_size = \"96M\"\nblock_size = \"16K\"\n\
+             layout = \"permutation\"\n{}",
+            members.join(", "),
+            volume("v", "raid6", 6, "48M", false)
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&p, &[]);
+    let data = pattern(11, 48 << 20);
+    write_all(&s.uri("v"), &data);
+    ctl(&s, &["fail", "2"]).ok("fail 2");
+    wait_for("the rebuild to stall", Duration::from_secs(60), || {
+        s.status_text(false).contains("stalled")
+    });
+    let spec = format!("file:{}/n2.img", d.display());
+    let out = ctl(&s, &["replace", "2", &spec]);
+    assert!(out.status.success(), "replace refused: {}", out.stderr);
+    let mut s = s;
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
+    }
+    s.guard
+        .wait_timeout(Duration::from_secs(10))
+        .expect("serve died");
+    drop(s);
+
+    let s = Serve::start(&p, &[]);
+    read_check(
+        &s.uri("v"),
+        &data,
+        "after kill -9 during the rebuild in place",
+    );
+    let st = s.status_text(false);
+    let again = member_line(&st, "n2.img").contains("failed");
+    eprintln!("after the restart, member 2 failed again: {again}");
+    if again {
+        let out = ctl(&s, &["replace", "2", &spec]);
+        assert!(
+            out.status.success(),
+            "replace again refused: {}",
+            out.stderr
+        );
+    }
+    wait_for("the rebuild in place", Duration::from_secs(120), || {
+        s.status_text(false).contains("rebuild: done")
+    });
+    read_check(&s.uri("v"), &data, "rebuilt in place after the restart");
+    ctl(&s, &["fail", "0"]).ok("fail 0");
+    ctl(&s, &["fail", "4"]).ok("fail 4");
+    read_check(
+        &s.uri("v"),
+        &data,
+        "members 0 and 4 failed after the rebuild in place",
+    );
+    s.stop();
+}

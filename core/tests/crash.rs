@@ -226,6 +226,24 @@ fn boot(
         d.engine.fail_disk(DiskId(x as u32), now);
         d.pump();
     }
+    // Stale columns recovered (a rebuild in place cut short): the rebuild carries on.
+    let stale: u64 = d
+        .engine
+        .scheme()
+        .debug_state()
+        .split(" stale ")
+        .skip(1)
+        .map(|s| s.split(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    if stale > 0 {
+        assert!(
+            (0..cfg.volumes.len() as u32).any(|v| d
+                .engine
+                .volume_status(v)
+                .is_some_and(|s| s.rebuild.is_some())),
+            "{stale} stale columns recovered and no rebuild resumed"
+        );
+    }
     d
 }
 

@@ -49,6 +49,7 @@ impl FusionScheme {
         for v in &mut self.vols {
             v.log = Some(Vec::new());
             v.stripes.set_hold(Some(g));
+            v.stripes.stale_columns_mut().set_journaled(true);
         }
         self.durable = Some(Durable::new(journal));
     }
@@ -473,6 +474,7 @@ impl FusionScheme {
         d.recovery = Some(report.clone());
         d.last_commit_at = now;
         scheme.resume_rebalance(now);
+        scheme.resume_rebuild_in_place(now);
         Ok((scheme, report))
     }
 

@@ -12,7 +12,7 @@
 use super::FusionScheme;
 use crate::engine::ctx::Ctx;
 use crate::space::StripeState;
-use crate::types::DiskId;
+use crate::types::{DiskId, Nanos};
 
 impl FusionScheme {
     /// A blank device took the slot of failed member `disk` while stripes still hold data
@@ -27,7 +27,6 @@ impl FusionScheme {
         self.failed_members.remove(&(disk.0 as u16));
         for v in &mut self.vols {
             let width = v.zone.width();
-            v.stripes.stale_columns_mut().set_journaled(v.log.is_some());
             for s in 0..v.zone.stripes() as u32 {
                 // A free stripe holds nothing; a donor's lent columns are the stale columns
                 // of the stripes that borrowed them (`Zone::disk` follows remaps).
@@ -41,5 +40,17 @@ impl FusionScheme {
             }
         }
         self.begin_rebuild(ctx.now);
+    }
+
+    /// After recovery: stale columns are left (a restart cut a rebuild in place short, its
+    /// progress not durable): the rebuild starts over, or they would stay stale for good.
+    pub(super) fn resume_rebuild_in_place(&mut self, now: Nanos) {
+        if self
+            .vols
+            .iter()
+            .any(|v| !v.stripes.stale_columns().is_empty())
+        {
+            self.begin_rebuild(now);
+        }
     }
 }

@@ -673,7 +673,7 @@ impl Scheme for FusionScheme {
             .iter()
             .map(|v| {
                 format!(
-                    "{}: jobs {} locks held {} waiting {} space_waiters {} bg {} spare stripes {} free {} raid {} replica {} busy {} sets {} lru {} spare slots {} holes {} donors {} remaps {} reserve {} rebuild {:?}\n",
+                    "{}: jobs {} locks held {} waiting {} space_waiters {} bg {} spare stripes {} free {} raid {} replica {} busy {} sets {} lru {} spare slots {} holes {} donors {} remaps {} stale {} reserve {} rebuild {:?}\n",
                     v.cfg.name,
                     self.jobs.len(),
                     v.locks.held(),
@@ -691,6 +691,7 @@ impl Scheme for FusionScheme {
                     v.holes(),
                     v.stripes.count(StripeState::Donor),
                     v.zone.remaps().len(),
+                    v.stripes.stale_columns().columns(),
                     v.reserve_stripes(),
                     v.rebuild
                         .as_ref()

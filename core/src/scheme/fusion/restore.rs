@@ -33,7 +33,6 @@ pub(super) fn restore_vol(v: &mut Vol, img: VolImage, now: Nanos) -> Result<(), 
 /// rewritten whole before they are used again).
 fn restore_stale(v: &mut Vol, stale: &BTreeMap<u32, u32>) -> Result<(), String> {
     let (nstripes, width) = (v.zone.stripes(), v.zone.width());
-    v.stripes.stale_columns_mut().set_journaled(v.log.is_some());
     for (&s, &mask) in stale {
         if s as u64 >= nstripes || u64::from(mask) >> width != 0 {
             return Err(format!(
