@@ -84,13 +84,7 @@ fn kill_9_under_writes(s: Serve, vol: &str) {
     let mut churn = Guard::spawn(churn, "fio churn");
     std::thread::sleep(Duration::from_millis(1500));
     let mut s = s;
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
-    }
-    s.guard
-        .wait_timeout(Duration::from_secs(10))
-        .expect("serve died");
+    s.signal(libc::SIGKILL);
     churn.wait_timeout(Duration::from_secs(30));
     drop(churn);
     drop(s);

@@ -188,13 +188,7 @@ fn ext4_kill_9(name: &str, hybrid: bool) {
     // Keep the file system busy with unsynced files, then kill the server under it.
     let mut churn = write_unsynced_files(&mnt_s);
     std::thread::sleep(Duration::from_millis(800));
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
-    }
-    s.guard
-        .wait_timeout(Duration::from_secs(10))
-        .expect("serve died");
+    s.signal(libc::SIGKILL);
     // Tear the dead stack down: nbdfuse, then the mounts (lazily: the file system may
     // still hold dirty pages it can no longer write).
     // SAFETY: kill(2) on our own children.

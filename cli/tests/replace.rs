@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
@@ -172,17 +172,7 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     let d: &Path = dir.path();
     // Every stripe spans all four members: the rebuild can find no spare block and stays
     // stalled, so the refusal does not depend on timing.
-    let members: Vec<String> = (0..4).map(|i| format!("\"file:d{i}.img\"")).collect();
-    let p = pool_file(
-        d,
-        &format!(
-            "name = \"guard\"\nmembers = [{}]\nmember_size = \"32M\"\nblock_size = \"16K\"\n\
-             layout = \"permutation\"\n{}",
-            members.join(", "),
-            volume("v", "raid5", 4, "4M", false)
-        ),
-    );
-    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let p = file_pool(d, "guard", 4, "32M", &volume("v", "raid5", 4, "4M", false));
     let s = Serve::start(&p, &[]);
     let data = pattern(9, 4 << 20);
     write_all(&s.uri("v"), &data);
@@ -217,6 +207,56 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
     s.stop();
 }
 
+/// A pool file of `n` `file:` members `d0.img`... of `member_size`, permutation layout,
+/// 16 KiB blocks, with `volume` (a `[[volume]]` table), created.
+fn file_pool(d: &Path, name: &str, n: usize, member_size: &str, volume: &str) -> PathBuf {
+    let members: Vec<String> = (0..n).map(|i| format!("\"file:d{i}.img\"")).collect();
+    let p = pool_file(
+        d,
+        &format!(
+            "name = \"{name}\"\nmembers = [{}]\nmember_size = \"{member_size}\"\n\
+             block_size = \"16K\"\nlayout = \"permutation\"\n{volume}",
+            members.join(", "),
+        ),
+    );
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    p
+}
+
+/// A RAID6 volume of `size_mib` as wide as its six members, written whole, member 2 failed
+/// and the rebuild stalled (no stripe can be whole on five). Returns the pool file, the
+/// server and the data.
+fn wide_pool_stalled(d: &Path, member_size: &str, size_mib: usize) -> (PathBuf, Serve, Vec<u8>) {
+    let p = file_pool(
+        d,
+        "wide",
+        6,
+        member_size,
+        &volume("v", "raid6", 6, &format!("{size_mib}M"), false),
+    );
+    let s = Serve::start(&p, &[]);
+    let data = pattern(size_mib as u64, size_mib << 20);
+    write_all(&s.uri("v"), &data);
+    ctl(&s, &["fail", "2"]).ok("fail 2");
+    wait_for("the rebuild to stall", Duration::from_secs(60), || {
+        s.status_text(false).contains("stalled")
+    });
+    (p, s, data)
+}
+
+/// After a rebuild in place onto member 2: members 0 and 4 fail, and every read then needs
+/// what the rebuild wrote onto member 2.
+fn survives_two_more_failures(s: Serve, data: &[u8]) {
+    ctl(&s, &["fail", "0"]).ok("fail 0");
+    ctl(&s, &["fail", "4"]).ok("fail 4");
+    read_check(
+        &s.uri("v"),
+        data,
+        "members 0 and 4 failed after the rebuild in place",
+    );
+    s.stop();
+}
+
 /// A volume as wide as the pool has no stripe clear of a failed member, so its rebuild
 /// stalls and says why (issue 19, case 2). `replace` then puts the new device in at once,
 /// the rebuild finishes in place onto it, the state survives a restart, and the pool again
@@ -225,24 +265,7 @@ fn failing_beyond_the_tolerance_during_a_rebuild_is_refused() {
 fn a_stalled_rebuild_finishes_in_place_on_the_replacement() {
     let dir = tempfile::tempdir().unwrap();
     let d: &Path = dir.path();
-    let members: Vec<String> = (0..6).map(|i| format!("\"file:d{i}.img\"")).collect();
-    let p = pool_file(
-        d,
-        &format!(
-            "name = \"wide\"\nmembers = [{}]\nmember_size = \"32M\"\nblock_size = \"16K\"\n\
-             layout = \"permutation\"\n{}",
-            members.join(", "),
-            volume("v", "raid6", 6, "8M", false)
-        ),
-    );
-    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
-    let s = Serve::start(&p, &[]);
-    let data = pattern(9, 8 << 20);
-    write_all(&s.uri("v"), &data);
-    assert!(ctl(&s, &["fail", "2"]).status.success(), "fail 2");
-    wait_for("the rebuild to stall", Duration::from_secs(30), || {
-        s.status_text(false).contains("stalled")
-    });
+    let (p, s, data) = wide_pool_stalled(d, "32M", 8);
     let st = s.status_text(false);
     assert!(st.contains("rebuilt in place onto the new device"), "{st}");
     let out = ctl(
@@ -265,15 +288,7 @@ fn a_stalled_rebuild_finishes_in_place_on_the_replacement() {
         !st.contains("FAULTED") && !st.contains("stale data"),
         "{st}"
     );
-    // Two other members fail: every read needs what the rebuild wrote onto member 2.
-    ctl(&s, &["fail", "0"]).ok("fail 0");
-    ctl(&s, &["fail", "4"]).ok("fail 4");
-    read_check(
-        &s.uri("v"),
-        &data,
-        "members 0 and 4 failed after the rebuild in place",
-    );
-    s.stop();
+    survives_two_more_failures(s, &data);
 }
 
 /// kill -9 of `serve` while a rebuild in place runs: nothing acknowledged is lost. The
@@ -284,35 +299,12 @@ fn a_stalled_rebuild_finishes_in_place_on_the_replacement() {
 fn kill_9_during_a_rebuild_in_place_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let d: &Path = dir.path();
-    let members: Vec<String> = (0..6).map(|i| format!("\"file:d{i}.img\"")).collect();
-    let p = pool_file(
-        d,
-        &format!(
-            "name = \"wide\"\nmembers = [{}]\nmember_size = \"96M\"\nblock_size = \"16K\"\n\
-             layout = \"permutation\"\n{}",
-            members.join(", "),
-            volume("v", "raid6", 6, "48M", false)
-        ),
-    );
-    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
-    let s = Serve::start(&p, &[]);
-    let data = pattern(11, 48 << 20);
-    write_all(&s.uri("v"), &data);
-    ctl(&s, &["fail", "2"]).ok("fail 2");
-    wait_for("the rebuild to stall", Duration::from_secs(60), || {
-        s.status_text(false).contains("stalled")
-    });
+    let (p, s, data) = wide_pool_stalled(d, "96M", 48);
     let spec = format!("file:{}/n2.img", d.display());
     let out = ctl(&s, &["replace", "2", &spec]);
     assert!(out.status.success(), "replace refused: {}", out.stderr);
     let mut s = s;
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(s.guard.child.id() as i32, libc::SIGKILL);
-    }
-    s.guard
-        .wait_timeout(Duration::from_secs(10))
-        .expect("serve died");
+    s.signal(libc::SIGKILL);
     drop(s);
 
     let s = Serve::start(&p, &[]);
@@ -336,12 +328,5 @@ fn kill_9_during_a_rebuild_in_place_loses_nothing() {
         s.status_text(false).contains("rebuild: done")
     });
     read_check(&s.uri("v"), &data, "rebuilt in place after the restart");
-    ctl(&s, &["fail", "0"]).ok("fail 0");
-    ctl(&s, &["fail", "4"]).ok("fail 4");
-    read_check(
-        &s.uri("v"),
-        &data,
-        "members 0 and 4 failed after the rebuild in place",
-    );
-    s.stop();
+    survives_two_more_failures(s, &data);
 }

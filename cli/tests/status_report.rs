@@ -42,15 +42,6 @@ fn qemu_io(uri: &str, cmds: &[&str]) {
     );
 }
 
-fn signal(s: &mut Serve, sig: i32) {
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(s.guard.child.id() as i32, sig);
-    }
-    let st = s.guard.wait_timeout(Duration::from_secs(30));
-    assert!(st.is_some(), "serve did not exit on signal {sig}");
-}
-
 /// The `recovery:` line and the JSON's `clean_shutdown`.
 fn recovery(s: &Serve) -> (String, bool) {
     let text = s.status_text(false);
@@ -83,7 +74,7 @@ fn status_tells_a_clean_shutdown_from_a_crash() {
     );
     assert!(clean, "{line}");
     qemu_io(&s.uri("v"), &["write -P 0x5a 0 1M", "write -P 0x6b 5M 12k"]);
-    signal(&mut s, libc::SIGINT);
+    s.signal(libc::SIGINT);
     let err = s.stderr.recv_timeout(Duration::from_secs(5)).unwrap();
     assert!(err.contains("shutting down"), "{err}");
 
@@ -103,7 +94,7 @@ fn status_tells_a_clean_shutdown_from_a_crash() {
     assert!(line.starts_with("clean shutdown ("), "{line}");
     assert!(clean, "{line}");
     qemu_io(&s.uri("v"), &["write -P 0x8d 3M 64k", "flush"]);
-    signal(&mut s, libc::SIGKILL);
+    s.signal(libc::SIGKILL);
     drop(s);
 
     // kill -9: recovered from the journal, and said so.

@@ -253,6 +253,16 @@ impl Serve {
             .stdout
     }
 
+    /// Sends the server signal `sig` (SIGKILL: a crash) and waits until it has exited.
+    pub fn signal(&mut self, sig: i32) {
+        // SAFETY: kill(2) on our own child.
+        unsafe {
+            libc::kill(self.guard.child.id() as i32, sig);
+        }
+        let st = self.guard.wait_timeout(Duration::from_secs(30));
+        assert!(st.is_some(), "serve did not exit on signal {sig}");
+    }
+
     /// Stops the server with SIGTERM and checks it exited cleanly; returns its stderr.
     pub fn stop(mut self) -> String {
         let st = self.guard.stop(Duration::from_secs(30));

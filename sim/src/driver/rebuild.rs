@@ -15,9 +15,7 @@ impl Sim {
         disk: usize,
         limit_ns: Nanos,
     ) -> Result<(Nanos, Vec<String>), SimError> {
-        let t0 = self.now;
-        self.engine.fail_disk(DiskId(disk as u32), self.now);
-        self.pump();
+        let t0 = self.fail_now(disk);
         self.run_until_rebuilt(t0, limit_ns)
     }
 
@@ -29,9 +27,7 @@ impl Sim {
         disk: usize,
         limit_ns: Nanos,
     ) -> Result<(Nanos, Vec<String>), SimError> {
-        let t0 = self.now;
-        self.engine.fail_disk(DiskId(disk as u32), self.now);
-        self.pump();
+        let t0 = self.fail_now(disk);
         // The old device's I/O in flight must end first (it fails at once in the models).
         while let Err(e) = self.engine.replace_disk(DiskId(disk as u32), self.now) {
             let Some((t, ev)) = self.events.pop() else {
@@ -41,6 +37,13 @@ impl Sim {
         }
         self.pump();
         self.run_until_rebuilt(t0, limit_ns)
+    }
+
+    /// Fails member `disk` now; returns when.
+    fn fail_now(&mut self, disk: usize) -> Nanos {
+        self.engine.fail_disk(DiskId(disk as u32), self.now);
+        self.pump();
+        self.now
     }
 
     fn run_until_rebuilt(
