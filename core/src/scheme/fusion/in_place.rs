@@ -26,16 +26,20 @@ impl FusionScheme {
     pub(super) fn replace_in_place(&mut self, ctx: &mut Ctx, disk: DiskId) {
         self.failed_members.remove(&(disk.0 as u16));
         for v in &mut self.vols {
-            let width = v.zone.width();
             for s in 0..v.zone.stripes() as u32 {
                 // A free stripe holds nothing; a donor's lent columns are the stale columns
                 // of the stripes that borrowed them (`Zone::disk` follows remaps).
                 if matches!(v.stripes.state(s), StripeState::Free | StripeState::Donor) {
                     continue;
                 }
-                let mask = (0..width)
-                    .filter(|&c| v.zone.disk(s, c) == disk)
-                    .fold(0u32, |m, c| m | 1 << c);
+                // The tabulated layout answers without a placement per column.
+                let mask = v
+                    .zone
+                    .stripe_disk_list(s)
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &d)| d == disk)
+                    .fold(0u32, |m, (c, _)| m | 1 << c);
                 v.stripes.stale_columns_mut().mark(s, mask);
             }
         }
