@@ -88,9 +88,19 @@ impl Operator {
                 .map(|v| v.parsed_level().ok())
                 .collect();
             if !force && let Some((name, tol)) = at_risk(&s.volumes, &levels, others.len()) {
+                let which = if others.is_empty() {
+                    format!(
+                        "a member replaced in place still has columns to rebuild, and volume \
+                         {name}'s data there is not rebuilt yet"
+                    )
+                } else {
+                    format!(
+                        "member(s) {others:?} failed and volume {name}'s data on them is not \
+                         rebuilt yet"
+                    )
+                };
                 bail!(
-                    "failing member {i} now would lose data: member(s) {others:?} failed and \
-                     volume {name}'s data on them is not rebuilt yet (`fusionraid status` \
+                    "failing member {i} now would lose data: {which} (`fusionraid status` \
                      shows the rebuild), and it tolerates {tol} failed member(s); wait until \
                      the rebuild is done, or use --force"
                 );
@@ -186,7 +196,7 @@ fn keep_emu(old: &str, new: &str) -> Option<String> {
 
 /// The first volume (name, members its level tolerates) that one more failure could cost
 /// data: its rebuild is unfinished and `down` members already fail it as many as its level
-/// covers. Each volume by its own level: a RAID6 volume whose rebuild cannot finish (its
+/// covers (a member replaced in place counts while it holds stale columns). Each volume by its own level: a RAID6 volume whose rebuild cannot finish (its
 /// stripes span every member) does not stop a RAID5 volume's rebuilt pool from losing
 /// another member, as the smallest tolerance of all volumes did. `levels` in volume order
 /// (None: unknown, taken as no tolerance).
@@ -201,6 +211,7 @@ fn at_risk(
             .copied()
             .flatten()
             .map_or(0, Level::nparity);
+        let down = down + usize::from(v.stale_columns > 0);
         (rebuild_unfinished(v) && down >= tol).then(|| (v.name.clone(), tol))
     })
 }
@@ -391,6 +402,7 @@ mod tests {
             metadata_bytes: 0,
             rebuild: rebuild.map(str::to_string),
             rebuild_phase: None,
+            stale_columns: 0,
             scrub: None,
             io: Default::default(),
             rebuild_progress: None,
@@ -416,6 +428,14 @@ mod tests {
             volume(1, "r5", Some("rebuilding: 3 blocks")),
         ];
         assert_eq!(at_risk(&vols, &levels, 1), Some(("r5".into(), 1)));
+        // A RAID5 volume whose replaced member still has stale columns: no member failed,
+        // and one more failure would still cost it.
+        let mut v = volume(1, "r5", Some("rebuilding: 0 blocks moved"));
+        v.stale_columns = 12;
+        assert_eq!(
+            at_risk(&[v], &[None, Some(Level::Raid5)], 0),
+            Some(("r5".into(), 1))
+        );
         // A level not known counts as no tolerance at all.
         assert_eq!(
             at_risk(&vols[1..], &[None, None], 0),

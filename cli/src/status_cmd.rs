@@ -417,6 +417,7 @@ mod tests {
                     metadata_bytes: 537_293,
                     rebuild: None,
                     rebuild_phase: None,
+                    stale_columns: 0,
                     scrub: None,
                     io: Default::default(),
                     rebuild_progress: None,

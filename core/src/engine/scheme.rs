@@ -60,6 +60,9 @@ pub struct VolumeStatus {
     pub rebuild: Option<String>,
     /// Where that rebuild stands, for tools that act on it (None: none ran).
     pub rebuild_phase: Option<RebuildPhase>,
+    /// Stripe columns left stale by a replacement in place and not rebuilt yet: until then
+    /// the replaced member counts as failed for those stripes.
+    pub stale_columns: u64,
     /// The last scrub, in words (None: none ran).
     pub scrub: Option<String>,
     /// The same two as fractions from 0 to 1 (1 once done), for gauges and progress bars:

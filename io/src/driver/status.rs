@@ -106,6 +106,9 @@ pub struct VolumeView {
     /// (`RebuildPhase::name`).
     #[serde(default)]
     pub rebuild_phase: Option<String>,
+    /// Columns a replacement in place left stale, not rebuilt yet.
+    #[serde(default)]
+    pub stale_columns: u64,
     /// The last scrub, in words.
     #[serde(default)]
     pub scrub: Option<String>,
@@ -374,6 +377,7 @@ fn volume_view(v: u32, s: VolumeStatus, obs: &Observed) -> VolumeView {
         metadata_bytes: s.metadata_bytes,
         rebuild: s.rebuild,
         rebuild_phase: s.rebuild_phase.map(|p| p.name().to_string()),
+        stale_columns: s.stale_columns,
         scrub: s.scrub,
         io: obs.volumes.get(v as usize).cloned().unwrap_or_default(),
         rebuild_progress: s.rebuild_progress,

@@ -332,6 +332,7 @@ impl Scheme for InPlace {
             metadata_bytes: 0,
             rebuild: None,
             scrub: None,
+            stale_columns: 0,
             rebuild_phase: None,
             rebuild_progress: None,
             scrub_progress: None,

@@ -592,6 +592,7 @@ impl Scheme for FusionScheme {
                 .rebuild
                 .as_ref()
                 .map(|r| r.phase(self.durable_generation())),
+            stale_columns: vol.stripes.stale_columns().columns(),
             scrub: vol.scrub.as_ref().map(|s| s.describe(vol.zone.stripes())),
             // A rebalance follows the rebuild it undoes: while one runs, it is the progress.
             rebuild_progress: match (&vol.rebuild, &vol.rebalance) {

@@ -92,6 +92,7 @@ impl Scheme for LogRaid {
             metadata_bytes: self.log.metadata_bytes(),
             rebuild: None,
             scrub: None,
+            stale_columns: 0,
             rebuild_phase: None,
             rebuild_progress: None,
             scrub_progress: None,

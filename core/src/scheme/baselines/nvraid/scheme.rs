@@ -124,6 +124,7 @@ impl Scheme for NvRaid {
             metadata_bytes: self.buf.len() as u64 * (64 + 4 * self.core.geo.stripe_pages() as u64),
             rebuild: None,
             scrub: None,
+            stale_columns: 0,
             rebuild_phase: None,
             rebuild_progress: None,
             scrub_progress: None,

@@ -106,6 +106,7 @@ impl Scheme for RaidM {
             metadata_bytes: log.metadata_bytes(),
             rebuild: None,
             scrub: None,
+            stale_columns: 0,
             rebuild_phase: None,
             rebuild_progress: None,
             scrub_progress: None,
