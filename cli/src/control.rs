@@ -392,21 +392,8 @@ mod tests {
         VolumeView {
             index,
             name: name.into(),
-            level: String::new(),
-            size_bytes: 0,
-            mapped_bytes: 0,
-            raid_bytes: 0,
-            replicated_bytes: 0,
-            free_bytes: 0,
-            conversion_backlog: 0,
-            metadata_bytes: 0,
             rebuild: rebuild.map(str::to_string),
-            rebuild_phase: None,
-            stale_columns: 0,
-            scrub: None,
-            io: Default::default(),
-            rebuild_progress: None,
-            scrub_progress: None,
+            ..Default::default()
         }
     }
 

@@ -277,7 +277,8 @@ impl Engine {
                 disk.index()
             ));
         }
-        if self.scheme.disk_in_use(disk) && !self.scheme.replaces_in_place(disk) {
+        // A scheme that rebuilds in place need not be asked (a walk of its whole mapping).
+        if !self.scheme.replaces_in_place(disk) && self.scheme.disk_in_use(disk) {
             // A stalled rebuild says why it can not go on (no room, or a geometry with no
             // stripe clear of the failed member): waiting will not help then.
             let stalled: Vec<String> = (0..self.scheme.volume_count())

@@ -32,11 +32,6 @@ impl RebuildPhase {
             RebuildPhase::Done => "done",
         }
     }
-
-    /// Is the volume's data not rebuilt yet (one more failure may cost more than it did)?
-    pub fn unfinished(self) -> bool {
-        self != RebuildPhase::Done
-    }
 }
 
 /// What `status` shows about one volume.

@@ -87,7 +87,7 @@ pub struct MemberSteering {
     pub rate_factor: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VolumeView {
     pub index: u32,
     pub name: String,

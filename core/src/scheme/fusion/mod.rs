@@ -35,6 +35,7 @@ mod relocate;
 mod restore;
 pub mod scrub;
 pub mod sizing;
+mod status;
 mod stripe_parity;
 mod sweep_state;
 mod trim;
@@ -53,7 +54,7 @@ use crate::meta::Record;
 use crate::policy::{Policies, WearLadder};
 use crate::scheme::{Scheme, VolumeStatus};
 use crate::slab::Slab;
-use crate::space::{StripeState, Zone};
+use crate::space::Zone;
 use crate::types::{DiskId, Nanos, PAGE_SIZE};
 use crate::volume::Loc;
 pub use config::{
@@ -555,54 +556,7 @@ impl Scheme for FusionScheme {
     }
 
     fn volume_status(&self, v: VolumeId) -> Option<VolumeStatus> {
-        let vol = self.vols.get(v as usize)?;
-        let bs = vol.zone.block_size();
-        let w = vol.zone.width() as u64;
-        Some(VolumeStatus {
-            name: vol.cfg.name.clone(),
-            size_bytes: vol.cfg.size_bytes,
-            level: match vol.cfg.level {
-                Level::Mirror { copies } => format!("mirror x{copies}"),
-                l => format!("{} {}+{}", l.name(), vol.zone.dcols(), vol.zone.nparity()),
-            },
-            raid_bytes: vol.stripes.count(StripeState::Raid) * w * bs,
-            replicated_bytes: vol.stripes.count(StripeState::Replica) * w * bs,
-            free_bytes: vol.stripes.count(StripeState::Free) * w * bs,
-            conversion_backlog: vol.pairs.set_count() as u64,
-            mapped_bytes: vol.mapped_bytes(),
-            rebuild: match (&vol.rebuild, &vol.rebalance) {
-                (Some(r), Some(b)) => Some(format!(
-                    "{}; {}",
-                    r.describe(vol.blocks, self.durable_generation()),
-                    b.describe(vol.zone.remaps().len())
-                )),
-                (Some(r), None) => Some(r.describe(vol.blocks, self.durable_generation())),
-                (None, Some(b)) => Some(b.describe(vol.zone.remaps().len())),
-                (None, None) => None,
-            }
-            .map(|r| {
-                // Once done, the stale columns left belong to stripes that hold no data.
-                let done = vol.rebuild.as_ref().is_none_or(|b| b.done_at.is_some());
-                match vol.stripes.stale_columns().columns() {
-                    n if n > 0 && !done => format!("{r}; {n} stale columns left"),
-                    _ => r,
-                }
-            }),
-            rebuild_phase: vol
-                .rebuild
-                .as_ref()
-                .map(|r| r.phase(self.durable_generation())),
-            stale_columns: vol.stripes.stale_columns().columns(),
-            scrub: vol.scrub.as_ref().map(|s| s.describe(vol.zone.stripes())),
-            // A rebalance follows the rebuild it undoes: while one runs, it is the progress.
-            rebuild_progress: match (&vol.rebuild, &vol.rebalance) {
-                (_, Some(b)) if b.done_at.is_none() => Some(b.progress(vol.zone.remaps().len())),
-                (Some(r), _) => Some(r.progress(vol.blocks)),
-                (None, b) => b.as_ref().map(|b| b.progress(vol.zone.remaps().len())),
-            },
-            scrub_progress: vol.scrub.as_ref().map(|s| s.progress()),
-            metadata_bytes: vol.metadata_bytes(),
-        })
+        self.status_of(v)
     }
 
     fn is_idle(&self) -> bool {
@@ -642,63 +596,6 @@ impl Scheme for FusionScheme {
     }
 
     fn debug_state(&self) -> String {
-        let kinds: Vec<String> = self
-            .jobs
-            .handles()
-            .into_iter()
-            .filter_map(|h| self.jobs.get(h))
-            .map(|j| match j {
-                Job::Read(r) => format!(
-                    "read(pending {}, parts {:?})",
-                    r.pending,
-                    r.parts
-                        .iter()
-                        .map(|p| (&p.mode, p.inflight))
-                        .collect::<Vec<_>>()
-                ),
-                Job::Write(w) => format!("write(pending {}, tries {})", w.pending, w.tries),
-                Job::Flush(f) => format!("flush({})", f.pending),
-                Job::Convert(c) => format!("convert(pending {}, writing {})", c.pending, c.writing),
-                Job::Reloc(r) => format!(
-                    "reloc(reads_left {}, pending {}, writing {})",
-                    r.reads_left, r.pending, r.writing
-                ),
-                Job::Commit(_) => "commit".to_string(),
-                Job::Scrub(_) => "scrub".to_string(),
-                Job::Column(_) => "column".to_string(),
-                Job::Trim(t) => format!("trim(pending {})", t.pending),
-            })
-            .collect();
-        format!("jobs: {kinds:?}\n") + &self
-            .vols
-            .iter()
-            .map(|v| {
-                format!(
-                    "{}: jobs {} locks held {} waiting {} space_waiters {} bg {} spare stripes {} free {} raid {} replica {} busy {} sets {} lru {} spare slots {} holes {} donors {} remaps {} stale {} reserve {} rebuild {:?}\n",
-                    v.cfg.name,
-                    self.jobs.len(),
-                    v.locks.held(),
-                    v.locks.waiting(),
-                    v.space_waiters.len(),
-                    v.bg_running,
-                    v.stripes.spare_len(),
-                    v.stripes.count(StripeState::Free),
-                    v.stripes.count(StripeState::Raid),
-                    v.stripes.count(StripeState::Replica),
-                    v.stripes.count(StripeState::Busy),
-                    v.pairs.set_count(),
-                    v.pairs.lru_len(),
-                    v.pairs.spare_slots(),
-                    v.holes(),
-                    v.stripes.count(StripeState::Donor),
-                    v.zone.remaps().len(),
-                    v.stripes.stale_columns().columns(),
-                    v.reserve_stripes(),
-                    v.rebuild
-                        .as_ref()
-                        .map(|r| r.describe(v.blocks, self.durable_generation()))
-                )
-            })
-            .collect::<String>()
+        self.debug_text()
     }
 }

@@ -68,14 +68,6 @@ struct Sweep {
     column_started: bool,
 }
 
-/// The columns of stripe `s` a rebuild must restore (a mask): those on `failed` members,
-/// and the stale ones.
-fn lost_columns(v: &Vol, s: u32, failed: &[DiskId]) -> u32 {
-    (0..v.zone.width())
-        .filter(|&c| failed.contains(&v.zone.disk(s, c)))
-        .fold(v.stripes.stale(s), |m, c| m | 1 << c)
-}
-
 fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
     let e = v.bmt.get(ub);
     let patches = if e.patched { v.patches.get(ub) } else { &[] };
@@ -87,7 +79,7 @@ fn need(v: &Vol, ub: u64, failed: &[DiskId]) -> Need {
         match loc {
             Loc::Raid(f) => {
                 let s = v.zone.split(f).0;
-                let lost = lost_columns(v, s, failed).count_ones() as usize;
+                let lost = v.lost_mask_where(s, |d| failed.contains(&d)).count_ones() as usize;
                 if lost <= v.zone.nparity() {
                     return Need::Columns(s);
                 }

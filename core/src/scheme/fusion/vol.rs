@@ -125,8 +125,13 @@ impl Vol {
     /// The columns of stripe `s` (a mask) that can not be read where they are: on a failed
     /// member, or stale (`space/stale.rs`).
     pub fn lost_mask(&self, ctx: &crate::engine::ctx::Ctx, s: u32) -> u32 {
+        self.lost_mask_where(s, |d| ctx.is_failed(d))
+    }
+
+    /// `lost_mask` with the failed members as `failed` says.
+    pub fn lost_mask_where(&self, s: u32, failed: impl Fn(crate::types::DiskId) -> bool) -> u32 {
         (0..self.zone.width())
-            .filter(|&c| ctx.is_failed(self.zone.disk(s, c)))
+            .filter(|&c| failed(self.zone.disk(s, c)))
             .fold(self.stripes.stale(s), |m, c| m | 1 << c)
     }
 
