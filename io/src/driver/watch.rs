@@ -6,6 +6,7 @@
 //! logs nothing). Looking at every member after every turn costs a few loads per member;
 //! volumes' progress strings cost more to build, so they are looked at a few times a second.
 
+use fusionraid_core::engine::scheme::RebuildPhase;
 use fusionraid_core::{DiskId, Engine, Nanos};
 
 /// How often volumes' rebuild and scrub states are compared.
@@ -153,10 +154,7 @@ impl Watch {
             let Some(s) = engine.volume_status(v as u32) else {
                 continue;
             };
-            let committing = s
-                .rebuild
-                .as_deref()
-                .is_some_and(|r| r.starts_with("committing"));
+            let committing = s.rebuild_phase == Some(RebuildPhase::Committing);
             seen.active = s.rebuild_progress.is_some_and(|p| p < 1.0)
                 || s.scrub_progress.is_some_and(|p| p < 1.0)
                 || committing;
