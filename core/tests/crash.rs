@@ -140,6 +140,7 @@ fn config(sc: &Scenario) -> FusionConfig {
     let mut cfg = FusionConfig::new(pool, vols);
     cfg.trim = common::trim_policy(sc.seed);
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
+    cfg.gather_ns = gathers(sc.seed).then_some(150_000);
     // The same seeds rebuild reads of RAID blocks stuck on a stalled member.
     cfg.raid_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.conversion.idle_ns = Some(1_000_000);
@@ -312,9 +313,15 @@ fn hedges_writes(seed: u64) -> bool {
     seed % 4 == 3
 }
 
+/// Whether a seed gathers sequential writes into full stripes (a seventh of them): three
+/// in four of its requests then continue the volume's previous write, a block or two long.
+fn gathers(seed: u64) -> bool {
+    seed % 7 == 2
+}
+
 /// Returns the columns rebuilt (into spare space, in place), members replaced, copies
-/// offloaded and writes hedged.
-fn run(sc: &Scenario) -> ((u64, u64), u64, u64, u64) {
+/// offloaded, and writes hedged and gathered into full stripes.
+fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
     let cfg = config(sc);
     let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
@@ -339,9 +346,13 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, u64) {
     let mut now: Nanos = 0;
     let mut next_id = 1u64;
     let mut tag_seq = 1u64;
+    // Sequential requests on gathering seeds, from their own generator.
+    let mut seq = Rng::new(sc.seed ^ 0x5E9);
+    let mut last_end = vec![0u64; sizes.len()];
     let bs = sc.block_size;
     let mut failed: Option<usize> = None;
     let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
+    let mut gathered = 0;
     // Stalls for the seeds with hedged writes (their own generator: the other seeds' runs
     // stay as they were).
     let mut stalls = Rng::new(sc.seed ^ 0x0057_A115);
@@ -394,8 +405,16 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, u64) {
                 let p0 = r.below(npages);
                 (p0, 1 + r.below((npages - p0).min(3 * bs / PAGE_SIZE)))
             };
+            let (first, n) = if gathers(sc.seed) && seq.below(4) != 0 {
+                let from = last_end[vol] / bs * bs % sizes[vol];
+                let len = ((1 + seq.below(2)) * bs).min(sizes[vol] - from);
+                (from / PAGE_SIZE, len / PAGE_SIZE)
+            } else {
+                (first, n)
+            };
             let offset = first * PAGE_SIZE;
             let len = n * PAGE_SIZE;
+            last_end[vol] = offset + len;
             // Writes never overlap a write in flight, so each page's history is a sequence.
             let busy = pending.values().any(|p| {
                 p.vol == vol
@@ -487,11 +506,12 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, u64) {
         in_place += d.engine.stats().rebuilt_in_place;
         offloaded += d.engine.stats().offloaded_writes;
         hedged += d.engine.stats().hedged_writes;
+        gathered += d.engine.stats().gathered_writes;
         disks = d.power_cut(&mut r);
     }
     let mut d = boot(sc, &cfg, disks, now, &mut failed);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
-    ((rebuilt, in_place), replaced, offloaded, hedged)
+    ((rebuilt, in_place), replaced, offloaded, (hedged, gathered))
 }
 
 /// Apply replies to the page histories.
@@ -627,15 +647,17 @@ fn verify_after_recovery(
 fn power_cuts_lose_nothing_acknowledged() {
     let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
     let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
+    let mut gathered = 0;
     for &seed in &seeds {
         let sc = scenario(seed);
         match std::panic::catch_unwind(|| run(&sc)) {
-            Ok(((c, p), m, o, h)) => {
+            Ok(((c, p), m, o, (h, g))) => {
                 rebuilt += c;
                 in_place += p;
                 replaced += m;
                 offloaded += o;
                 hedged += h;
+                gathered += g;
             }
             Err(e) => {
                 eprintln!(
@@ -649,7 +671,7 @@ fn power_cuts_lose_nothing_acknowledged() {
         "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {in_place} \
          in place, {replaced} \
          members replaced, {offloaded} replica writes offloaded to HDD logs, {hedged} writes \
-         hedged",
+         hedged, {gathered} sequential writes gathered into full stripes",
         seeds.len()
     );
     if seeds.len() >= 50 {
@@ -660,6 +682,7 @@ fn power_cuts_lose_nothing_acknowledged() {
         assert!(in_place > 0, "no seed rebuilt a column in place");
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
         assert!(hedged > 0, "no seed hedged a write");
+        assert!(gathered > 0, "no seed gathered a write into a full stripe");
     }
 }
 

@@ -100,6 +100,24 @@ fn hedges_writes(seed: u64) -> bool {
     seed % 4 == 3
 }
 
+/// Whether a seed gathers sequential writes into full stripes (a seventh of them); half of
+/// three in four of its writes then continue the volume's previous one, a block or two long.
+fn gathers(seed: u64) -> bool {
+    seed % 7 == 2
+}
+
+/// What the seeds made the engine do, summed to check every mechanism was reached.
+#[derive(Default)]
+struct Reached {
+    rebuilt: u64,
+    in_place: u64,
+    offloaded: u64,
+    log_reads: u64,
+    hedged: u64,
+    raid_hedged: u64,
+    gathered: u64,
+}
+
 fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     let vols: Vec<VolumeConfig> = sc
         .volumes
@@ -128,6 +146,7 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     cfg.raid_hedge_ns = sc.hedge.then_some(400_000);
     // Hedged writes on a quarter of the seeds (by seed: the rest of the scenario stays).
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
+    cfg.gather_ns = gathers(sc.seed).then_some(150_000);
     // Sandook's policies on a third of the seeds (their own generator: the rest of the
     // scenario stays as it was).
     if sc.seed % 3 == 1 {
@@ -218,12 +237,16 @@ fn page_allowed(
     })
 }
 
-fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
+fn run(sc: &Scenario) -> Reached {
     let (mut d, sizes) = build(sc);
     let mut oracle: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0u8; s as usize]).collect();
     let mut r = Rng::new(sc.seed ^ 0xA11CE);
     let mut pending: std::collections::HashMap<u64, Pending> = Default::default();
     let mut next_id = 1u64;
+    // Sequential writes on gathering seeds, from their own generator (the other seeds'
+    // requests stay as they were).
+    let mut seq = Rng::new(sc.seed ^ 0x5E9);
+    let mut last_end = vec![0u64; sc.volumes.len()];
     let mut failed = 0usize;
     let bs = sc.block_size;
     let mut issued = 0;
@@ -336,7 +359,7 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
                 _ => 4,
             };
             // Lengths from one page to several blocks; some aligned to blocks.
-            let (offset, len) = if r.below(3) == 0 {
+            let (mut offset, mut len) = if r.below(3) == 0 {
                 let bpp = bs / PAGE_SIZE;
                 let blocks = size / bs;
                 let b0 = r.below(blocks);
@@ -347,6 +370,18 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
                 let n = 1 + r.below((pages - p0).min(3 * bs / PAGE_SIZE));
                 (p0 * PAGE_SIZE, n * PAGE_SIZE)
             };
+            if kind == 1 && gathers(sc.seed) && seq.below(4) != 0 {
+                let from = if last_end[vol] % bs == 0 && last_end[vol] < size {
+                    last_end[vol]
+                } else {
+                    0
+                };
+                offset = from;
+                len = ((1 + seq.below(2)) * bs).min(size - from);
+            }
+            if kind == 1 {
+                last_end[vol] = offset + len;
+            }
             let id = next_id;
             next_id += 1;
             let (op, data, expect) = match kind {
@@ -495,8 +530,18 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
         "a scrub found false bad parity"
     );
     let st = d.engine.stats();
-    let hedged = (st.hedged_writes, st.hedged_raid_reads);
-    (rebuilt, st.offloaded_writes, st.log_reads, hedged)
+    if !gathers(sc.seed) {
+        assert_eq!(st.gathered_writes, 0, "a write gathered with gathering off");
+    }
+    Reached {
+        rebuilt: rebuilt.0,
+        in_place: rebuilt.1,
+        offloaded: st.offloaded_writes,
+        log_reads: st.log_reads,
+        hedged: st.hedged_writes,
+        raid_hedged: st.hedged_raid_reads,
+        gathered: st.gathered_writes,
+    }
 }
 
 /// Let the rebuilds finish (unless `at_once`), then put blank devices in the failed
@@ -580,18 +625,18 @@ fn fusion_model_random_seeds() {
             }
         }
     }
-    let (mut rebuilt, mut in_place, mut offloaded, mut log_reads) = (0, 0, 0, 0);
-    let (mut hedged, mut raid_hedged) = (0, 0);
+    let mut all = Reached::default();
     for &seed in &seeds {
         let sc = scenario(seed);
         let result = std::panic::catch_unwind(|| run(&sc));
-        if let Ok(((n, p), o, l, (h, rh))) = result {
-            rebuilt += n;
-            in_place += p;
-            offloaded += o;
-            log_reads += l;
-            hedged += h;
-            raid_hedged += rh;
+        if let Ok(r) = &result {
+            all.rebuilt += r.rebuilt;
+            all.in_place += r.in_place;
+            all.offloaded += r.offloaded;
+            all.log_reads += r.log_reads;
+            all.hedged += r.hedged;
+            all.raid_hedged += r.raid_hedged;
+            all.gathered += r.gathered;
         }
         if let Err(e) = result {
             eprintln!(
@@ -600,11 +645,21 @@ fn fusion_model_random_seeds() {
             std::panic::resume_unwind(e);
         }
     }
+    let Reached {
+        rebuilt,
+        in_place,
+        offloaded,
+        log_reads,
+        hedged,
+        raid_hedged,
+        gathered,
+    } = all;
     eprintln!(
         "model test: {} seeds passed; {rebuilt} columns rebuilt into spare space, \
          {in_place} in place; \
          {offloaded} replica writes offloaded to HDD logs, {log_reads} reads served from them; \
-         {hedged} writes hedged, {raid_hedged} RAID reads hedged",
+         {hedged} writes hedged, {raid_hedged} RAID reads hedged; \
+         {gathered} sequential writes gathered into full stripes",
         seeds.len()
     );
     if seeds.len() >= 50 {
@@ -613,5 +668,6 @@ fn fusion_model_random_seeds() {
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
         assert!(hedged > 0, "no seed hedged a write");
         assert!(raid_hedged > 0, "no seed hedged a read of a RAID block");
+        assert!(gathered > 0, "no seed gathered a write into a full stripe");
     }
 }

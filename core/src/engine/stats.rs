@@ -25,6 +25,9 @@ pub struct EngineStats {
     pub hedged_writes: u64,
     pub hedged_writes_won: u64,
     pub full_stripe_writes: u64,
+    /// User writes of a sequential stream held and sent as part of a full-stripe write
+    /// (stripe gathering, `FusionConfig::gather_ns`).
+    pub gathered_writes: u64,
     pub replicated_block_writes: u64,
     /// Replica writes sent to an HDD log instead of a busy SSD (issue 21), and their bytes.
     pub offloaded_writes: u64,

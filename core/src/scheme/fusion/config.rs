@@ -328,6 +328,10 @@ pub struct FusionConfig {
     /// this long on a member the detector marks unresponsive (a hedged write,
     /// `write_hedge.rs`); None = off.
     pub write_hedge_ns: Option<Nanos>,
+    /// Hold a write of a sequential stream, smaller than a stripe, up to this long while
+    /// the rest of its stripe arrives, so the stream goes as full-stripe writes
+    /// (`gather.rs`); None = off (every write placed as it arrives, the paper's engine).
+    pub gather_ns: Option<Nanos>,
     /// Blocks of one stripe a write must cover in full to take the RAID path. None = the
     /// break-even point floor(width / copies) (= floor(width/2) for RAID5, paper §4.2).
     pub raid_threshold: Option<usize>,
@@ -364,6 +368,7 @@ impl FusionConfig {
             hedge_ns: None,
             raid_hedge_ns: None,
             write_hedge_ns: None,
+            gather_ns: None,
             raid_threshold: None,
             max_request_bytes: 32 << 20,
             journal: None,

@@ -170,6 +170,9 @@ pub struct ReadJob {
 #[derive(Clone, Debug)]
 pub enum WriteKind {
     Data(Data),
+    /// The payloads of requests gathered into one write (`gather.rs`), in offset order and
+    /// back to back from the job's offset, each a whole number of blocks.
+    Gathered(Vec<Data>),
     Zeroes(u64),
     Trim(u64),
 }
@@ -178,9 +181,49 @@ impl WriteKind {
     pub fn len(&self) -> u64 {
         match self {
             WriteKind::Data(d) => d.len(),
+            WriteKind::Gathered(parts) => parts.iter().map(Data::len).sum(),
             WriteKind::Zeroes(n) | WriteKind::Trim(n) => *n,
         }
     }
+
+    /// Bytes `[start, start + len)` of the payload (offsets from the write's own), which
+    /// lie in one of a gathered write's parts: pieces never cross a block. None without
+    /// bytes (size-only mode, zeroes, trims).
+    pub fn bytes_at(&self, start: usize, len: usize) -> Option<&[u8]> {
+        match self {
+            WriteKind::Data(d) => d.bytes().map(|b| &b[start..start + len]),
+            WriteKind::Gathered(parts) => {
+                let (i, at) = part_at(parts.iter().map(|p| p.len() as usize), start, len);
+                parts[i].bytes().map(|b| &b[at..at + len])
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Which of consecutive parts of lengths `lens` holds `[start, start + len)`, and where in
+/// it that range begins.
+pub fn part_at(lens: impl Iterator<Item = usize>, start: usize, len: usize) -> (usize, usize) {
+    let mut base = 0;
+    for (i, l) in lens.enumerate() {
+        if start < base + l {
+            assert!(
+                start + len <= base + l,
+                "range {start}+{len} crosses a part"
+            );
+            return (i, start - base);
+        }
+        base += l;
+    }
+    panic!("range {start}+{len} beyond the payload ({base} bytes)")
+}
+
+/// Another request a gathered write answers (the job's own `id` is the first one's).
+#[derive(Clone, Copy, Debug)]
+pub struct Rider {
+    pub id: u64,
+    pub at: Nanos,
+    pub fua: bool,
 }
 
 /// Where a piece of a write goes.
@@ -236,6 +279,8 @@ pub struct WriteJob {
     /// A placement that lost to its twin: its device writes still land, then its blocks
     /// are released; it never answers the user.
     pub abandoned: bool,
+    /// The other requests this write answers when it was gathered (`gather.rs`).
+    pub riders: Vec<Rider>,
 }
 
 impl WriteJob {
@@ -270,6 +315,7 @@ impl WriteJob {
             twin: None,
             hedged: false,
             abandoned: false,
+            riders: Vec::new(),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! of reads and writes around disks the spike detector marks unresponsive.
 //!
 //! Files: `config` (pool and volume settings), `vol` (one volume's metadata), `pairs` (Block
-//! Pairing Table and pairing), `write` (both write paths), `read` (reads, replica choice and
+//! Pairing Table and pairing), `write` (both write paths), `gather` (sequential writes
+//! gathered into full stripes), `read` (reads, replica choice and
 //! reconstruction), `background` (conversion and relocation/compaction), `jobs` (the state of
 //! requests in flight), `sizing` (each volume's zone, and the `auto` spare share).
 
@@ -15,6 +16,7 @@ pub mod config;
 mod convert;
 pub mod durable;
 mod durable_state;
+mod gather;
 mod hedge;
 mod hedge_budget;
 mod in_place;
@@ -104,6 +106,8 @@ pub struct FusionScheme {
     offload: Option<offload::Offload>,
     /// Hedged RAID reads the budget allows now (`raid_hedge.rs`).
     raid_hedges: hedge_budget::HedgeBudget,
+    /// Sequential writes held while their stripe gathers (`gather.rs`).
+    gathering: gather::Gathering,
 }
 
 /// The fewest members segregation may leave in write mode: the members one pair set spans
@@ -238,6 +242,7 @@ impl FusionScheme {
             ));
         }
         let vols = build_volumes(&cfg)?;
+        let nvols = vols.len();
         let pause = cfg.conversion.pause_fg_bytes_per_sec;
         let (name, mut policy) = match (cfg.redirect, &cfg.steer) {
             (true, Some(_)) => ("fusionraid", Policies::steered(pause)),
@@ -275,6 +280,7 @@ impl FusionScheme {
             trim: Default::default(),
             offload,
             raid_hedges: Default::default(),
+            gathering: gather::Gathering::new(nvols),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -382,6 +388,15 @@ impl Scheme for FusionScheme {
     fn submit(&mut self, ctx: &mut Ctx, req: Request) {
         self.last_user_at = ctx.now;
         let at = ctx.now;
+        match &req.op {
+            Op::Read { offset, len }
+            | Op::Trim { offset, len }
+            | Op::WriteZeroes { offset, len, .. } => {
+                self.release_overlapping(ctx, req.volume as usize, *offset, *len)
+            }
+            Op::Flush => self.release_all_gathers(ctx),
+            Op::Write { .. } => {}
+        }
         match req.op {
             Op::Read { offset, len } => {
                 self.start_read(
@@ -392,14 +407,9 @@ impl Scheme for FusionScheme {
                     len,
                 );
             }
-            Op::Write { offset, data, fua } => self.start_write(
-                ctx,
-                req.volume as usize,
-                req.id,
-                offset,
-                jobs::WriteKind::Data(data),
-                fua,
-            ),
+            Op::Write { offset, data, fua } => {
+                self.submit_write(ctx, req.volume as usize, req.id, offset, data, fua)
+            }
             Op::WriteZeroes { offset, len, fua } => self.start_write(
                 ctx,
                 req.volume as usize,
@@ -443,6 +453,7 @@ impl Scheme for FusionScheme {
     }
 
     fn on_tick(&mut self, ctx: &mut Ctx) {
+        self.release_due_gathers(ctx);
         self.hedge_reads(ctx);
         self.hedge_writes(ctx);
         self.kick_background(ctx);
@@ -456,6 +467,9 @@ impl Scheme for FusionScheme {
         // one; the minimum does not depend on the order the candidates are looked at).
         let mut d = self.hedge_deadline(now);
         let mut add = |t: Nanos| d = Some(d.map_or(t, |x: Nanos| x.min(t)));
+        if let Some(g) = self.gathering.deadline() {
+            add(g);
+        }
         let maintenance = self.maintenance_begun;
         let mut background = false;
         let idle_at = self.cfg.conversion.idle_ns.map(|i| self.last_user_at + i);
@@ -572,6 +586,7 @@ impl Scheme for FusionScheme {
     }
 
     fn begin_shutdown(&mut self, ctx: &mut Ctx) {
+        self.release_all_gathers(ctx);
         self.request_clean_stop(ctx);
     }
 

@@ -9,7 +9,7 @@
 //! data.
 
 use super::FusionScheme;
-use super::jobs::{Dest, FlushJob, Job, JobId, Piece, WriteJob, WriteKind};
+use super::jobs::{Dest, FlushJob, Job, JobId, Piece, Rider, WriteJob, WriteKind, part_at};
 use super::offload::Offload;
 use super::offload::slots::Extent as LogExtent;
 use super::pairs::{SlotRef, SlotState};
@@ -41,9 +41,16 @@ impl FusionScheme {
     ) {
         let bs = self.vols[vol].zone.block_size();
         let len = kind.len();
-        let ub_first = offset / bs;
-        let ub_end = (offset + len).div_ceil(bs);
-        let job = WriteJob::new(vol, id, ctx.now, fua, offset, kind, ub_first..ub_end);
+        let blocks = offset / bs..(offset + len).div_ceil(bs);
+        self.start_job(
+            ctx,
+            WriteJob::new(vol, id, ctx.now, fua, offset, kind, blocks),
+        );
+    }
+
+    /// Run write `job` once no earlier write to its blocks is in flight.
+    pub(super) fn start_job(&mut self, ctx: &mut Ctx, job: WriteJob) {
+        let (vol, ub_first, ub_end) = (job.vol, job.ub_first, job.ub_end);
         let h = self.jobs.insert(Job::Write(job));
         if self.vols[vol]
             .locks
@@ -199,17 +206,24 @@ impl FusionScheme {
     /// The payload becomes shared: every replica write refers to it (no copy each), and the
     /// job keeps a reference too, from which completion computes the checksums. None in
     /// size-only mode and for trims.
-    fn share_payload(&mut self, ctx: &Ctx, h: JobId) -> Option<SharedBytes> {
+    fn share_payload(&mut self, ctx: &Ctx, h: JobId) -> Option<Payload> {
+        fn share(d: &mut Data) -> Option<SharedBytes> {
+            d.bytes()?;
+            let shared = std::mem::replace(d, Data::Size(0))
+                .into_shared()
+                .expect("bytes");
+            *d = Data::Shared(shared.clone());
+            Some(shared)
+        }
         match &mut self.write_job(h).kind {
-            WriteKind::Data(d) if d.bytes().is_some() => {
-                let shared = std::mem::replace(d, Data::Size(0))
-                    .into_shared()
-                    .expect("bytes");
-                *d = Data::Shared(shared.clone());
-                Some(shared)
-            }
+            WriteKind::Data(d) => share(d).map(Payload::One),
+            WriteKind::Gathered(parts) => parts
+                .iter_mut()
+                .map(share)
+                .collect::<Option<Vec<_>>>()
+                .map(Payload::Chain),
             WriteKind::Zeroes(n) if !ctx.size_only => {
-                Some(SharedBytes::new(vec![0u8; *n as usize]))
+                Some(Payload::One(SharedBytes::new(vec![0u8; *n as usize])))
             }
             _ => None,
         }
@@ -330,14 +344,14 @@ impl FusionScheme {
         let zero_sum = matches!(w.kind, WriteKind::Zeroes(_)).then(sums::zero_page_sum);
         let sums_of = |p: &Piece| -> Option<Vec<u32>> {
             match &w.kind {
-                WriteKind::Data(d) => d.bytes().map(|b| {
-                    let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - w.offset) as usize;
-                    sums::sums_of(&b[start..start + p.count as usize * PAGE_SIZE as usize])
-                }),
                 WriteKind::Zeroes(_) if !ctx.size_only => {
                     Some(vec![zero_sum.expect("zeroes"); p.count as usize])
                 }
-                _ => None,
+                kind => {
+                    let start = (p.ub * bs + p.first as u64 * PAGE_SIZE - w.offset) as usize;
+                    let len = p.count as usize * PAGE_SIZE as usize;
+                    kind.bytes_at(start, len).map(sums::sums_of)
+                }
             }
         };
         for &s in &w.stripes {
@@ -379,8 +393,15 @@ impl FusionScheme {
         self.write_bufs.recycle(w.pieces, w.stripes);
         // A FUA write is answered once its mapping is durable too (at once without a journal,
         // where the device writes themselves carried FUA).
-        if !(w.fua && self.wait_durable(w.id, w.at)) {
-            ctx.reply(w.id, w.at, Ok(None));
+        let own = Rider {
+            id: w.id,
+            at: w.at,
+            fua: w.fua,
+        };
+        for r in std::iter::once(own).chain(w.riders) {
+            if !(r.fua && self.wait_durable(r.id, r.at)) {
+                ctx.reply(r.id, r.at, Ok(None));
+            }
         }
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
     }
@@ -389,6 +410,9 @@ impl FusionScheme {
         let Some(Job::Write(w)) = self.jobs.remove(h) else {
             panic!("write job missing")
         };
+        for r in &w.riders {
+            ctx.reply(r.id, r.at, Err(e.clone()));
+        }
         ctx.reply(w.id, w.at, Err(e));
         self.write_bufs.recycle(w.pieces, w.stripes);
         self.unlock(ctx, w.vol, w.ub_first, w.ub_end);
@@ -506,8 +530,29 @@ struct Outgoing<'a> {
     job: JobId,
     /// The write's offset in the volume: pieces' bytes are found relative to it.
     offset: u64,
-    data: Option<&'a SharedBytes>,
+    data: Option<&'a Payload>,
     fua: bool,
+}
+
+/// A placed write's bytes, shared with its device writes: one buffer, or the consecutive
+/// buffers of a gathered write.
+enum Payload {
+    One(SharedBytes),
+    Chain(Vec<SharedBytes>),
+}
+
+impl Payload {
+    /// Bytes `[start, start + len)` from the write's offset (within one part: pieces never
+    /// cross a block).
+    fn range(&self, start: usize, len: usize) -> SharedBytes {
+        match self {
+            Payload::One(b) => b.range(start, len),
+            Payload::Chain(parts) => {
+                let (i, at) = part_at(parts.iter().map(SharedBytes::len), start, len);
+                parts[i].range(at, len)
+            }
+        }
+    }
 }
 
 impl Outgoing<'_> {

@@ -57,6 +57,7 @@ impl FusionScheme {
         // No room now means no hedge (`may_wait` stays on, so the planner does not fall back
         // to a padded stripe): the first placement still carries the write.
         twin.tries = w.tries;
+        twin.riders = w.riders.clone();
         twin.twin = Some(h);
         twin.hedged = true;
         let t = self.jobs.insert(Job::Write(twin));
