@@ -93,8 +93,8 @@ impl FusionScheme {
         let (b0, b1) = (offset / bs, (offset + len) / bs);
         let holdable = !v.cfg.level.is_mirror()
             && len > 0
-            && offset % bs == 0
-            && len % bs == 0
+            && offset.is_multiple_of(bs)
+            && len.is_multiple_of(bs)
             && b0 / dcols == (b1 - 1) / dcols
             && (b1 - b0) as usize <= self.threshold(v)
             && dcols <= 64;
