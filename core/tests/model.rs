@@ -371,7 +371,7 @@ fn run(sc: &Scenario) -> Reached {
                 (p0 * PAGE_SIZE, n * PAGE_SIZE)
             };
             if kind == 1 && gathers(sc.seed) && seq.below(4) != 0 {
-                let from = if last_end[vol] % bs == 0 && last_end[vol] < size {
+                let from = if last_end[vol].is_multiple_of(bs) && last_end[vol] < size {
                     last_end[vol]
                 } else {
                     0
