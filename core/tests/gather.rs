@@ -12,14 +12,13 @@ use fusionraid_core::scheme::fusion::{Level, VolumeConfig};
 use fusionraid_core::{Nanos, Op, Request};
 
 const BS: u64 = 65536;
-/// RAID5 5 wide: 4 data blocks a stripe, replicated path up to 2 blocks.
-const DCOLS: u64 = 4;
 const HOLD: Nanos = 150_000;
 
 fn driver(gather: bool) -> Driver {
     driver_holding(gather.then_some(HOLD))
 }
 
+/// RAID5 5 wide: 4 data blocks a stripe, the replicated path up to 2 blocks.
 fn driver_holding(hold: Option<Nanos>) -> Driver {
     let v = VolumeConfig::new("v", Level::Raid5, 5, 64 * BS);
     small_pool(v, |c| c.gather_ns = hold)
@@ -37,7 +36,7 @@ fn stream(d: &mut Driver, blocks: impl Iterator<Item = u64>, depth: usize) -> Na
     let mut in_flight = 0;
     let mut slowest = 0;
     let mut next_id = 1000;
-    let mut settle = |d: &mut Driver, in_flight: &mut usize, slowest: &mut Nanos| {
+    let settle = |d: &mut Driver, in_flight: &mut usize, slowest: &mut Nanos| {
         for r in d.take_replies() {
             assert!(r.result.is_ok(), "{r:?}");
             *slowest = (*slowest).max(d.now - r.submitted_at);
