@@ -12,6 +12,9 @@ use crate::pool_config::{PoolFile, VolumeSection};
 pub const MAX_NAME_BYTES: usize = 255;
 /// Hedged reads later than a minute are not hedging.
 pub const MAX_HEDGE_US: u64 = 60_000_000;
+/// Longest stripe-gathering hold: a write held longer waits more than any stripe it could
+/// save is worth.
+pub const MAX_GATHER_US: u64 = 100_000;
 /// A wear ladder's step above half a life holds members back for most of it.
 pub const MAX_WEAR_GAP: f64 = 0.5;
 /// Idle conversion after more than a day is the same as never.
@@ -69,6 +72,7 @@ pub fn check_policies(p: &PoolFile) -> anyhow::Result<()> {
     if let Some(h) = p.write_hedge_us {
         at_most("`write_hedge_us`", h, 0, MAX_HEDGE_US)?;
     }
+    at_most("`gather_us`", p.gather_us, 0, MAX_GATHER_US)?;
     if let Some(g) = p.wear_gap {
         fraction("`wear_gap`", g, MAX_WEAR_GAP)?;
         if g == 0.0 {

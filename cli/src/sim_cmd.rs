@@ -155,6 +155,11 @@ pub struct Args {
     /// write), e.g. 1ms, or `off` (default: 1ms for fusionraid+, off otherwise).
     #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
     write_hedge: Option<TimeOrOff>,
+    /// FusionRAID: hold a write of a sequential stream, smaller than a stripe, up to this
+    /// long while the rest of its stripe arrives, so the stream is written as full stripes
+    /// (stripe gathering), e.g. 1ms, or `off` (the default here; `serve` gathers for 1 ms).
+    #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
+    gather: Option<TimeOrOff>,
     /// Members' wear: `report` adds each member's wear and its wear-out time at the run's
     /// pace to the report; a share of rated life (e.g. 0.05) also turns on wear-aware
     /// placement, which keeps each member that far behind the next more worn one
@@ -266,6 +271,7 @@ impl Args {
         sc.scheme_options.hedge_ns = self.hedge;
         sc.scheme_options.raid_hedge_ns = self.raid_hedge;
         sc.scheme_options.write_hedge_ns = self.write_hedge.map(|t| t.0);
+        sc.scheme_options.gather_ns = self.gather.and_then(|t| t.0);
         sc.report_wear = self.wear.is_some();
         sc.scheme_options.wear_gap = match self.wear {
             Some(WearArg::Gap(g)) => Some(g),

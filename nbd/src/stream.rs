@@ -47,6 +47,20 @@ impl NbdStream {
         }
     }
 
+    /// Bytes the kernel holds for reading now (what the client sent and nobody read yet):
+    /// 0 when it can not tell.
+    pub fn ready_bytes(&self) -> usize {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            NbdStream::Tcp(s) => s.as_raw_fd(),
+            NbdStream::Unix(s) => s.as_raw_fd(),
+        };
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int through the pointer, which is valid for it.
+        let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+        if r < 0 { 0 } else { n.max(0) as usize }
+    }
+
     /// The spec asks both ends to disable Nagle: a reply header waiting for
     /// an ACK would add a round trip to every small request.
     pub fn set_nodelay(&self) -> io::Result<()> {

@@ -146,6 +146,13 @@ fn write_paths(s: &StatusSnapshot, e: &mut DescriptorEncoder) -> Result<(), Erro
     )?;
     counter(
         e,
+        "fusionraid_gathered_writes",
+        "User writes of sequential streams held until their stripe filled and written with it.",
+        None,
+        one(c.gathered_writes),
+    )?;
+    counter(
+        e,
         "fusionraid_replicated_block_writes",
         "Blocks written to the replicated area.",
         None,

@@ -116,6 +116,15 @@ pub struct PoolFile {
     /// `fusionraid` scheme); off when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_hedge_us: Option<u64>,
+    /// Hold a write of a sequential stream, smaller than a stripe, up to this many
+    /// microseconds while the rest of its stripe arrives, so the stream is written as full
+    /// stripes instead of replicas converted later (stripe gathering, `fusionraid` scheme);
+    /// 0 turns it off. Streams written one request at a time are never held.
+    #[serde(
+        default = "default_gather_us",
+        skip_serializing_if = "is_default_gather_us"
+    )]
+    pub gather_us: u64,
     /// Wear-aware placement (`fusionraid` scheme): keep each member at least this share of
     /// its rated life (0.05 = 5%) behind the next more worn one, so the members do not wear
     /// out together (issue 22; docs/EVALUATION.md "Wear-aware placement"). Needs members
@@ -162,6 +171,16 @@ fn default_layout() -> String {
 }
 fn default_scheme() -> String {
     "fusionraid".into()
+}
+/// Stripe gathering's hold: long enough for a client that sends a request every 100-250 us
+/// (fio's NBD engine on a loaded 2-core machine) to send the rest of a 4-block stripe
+/// (docs/BENCHMARKS.md, "Sequential writes"); a shallow stream pays it once per back-off.
+pub const DEFAULT_GATHER_US: u64 = 1000;
+fn default_gather_us() -> u64 {
+    DEFAULT_GATHER_US
+}
+fn is_default_gather_us(g: &u64) -> bool {
+    *g == DEFAULT_GATHER_US
 }
 fn default_trim() -> bool {
     true

@@ -18,6 +18,7 @@ pub fn check(args: &Args, scheme: &str) -> anyhow::Result<()> {
         ("--hedge", args.hedge.is_some()),
         ("--raid-hedge", args.raid_hedge.is_some()),
         ("--write-hedge", args.write_hedge.is_some()),
+        ("--gather", args.gather.is_some()),
         ("--wear GAP", matches!(args.wear, Some(WearArg::Gap(_)))),
         ("--offload", args.offload.is_some()),
     ];

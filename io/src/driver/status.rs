@@ -197,6 +197,9 @@ pub struct PoolCounters {
     #[serde(default)]
     pub hedged_writes: u64,
     pub full_stripe_writes: u64,
+    /// User writes of sequential streams gathered into full-stripe writes.
+    #[serde(default)]
+    pub gathered_writes: u64,
     pub replicated_block_writes: u64,
     pub relocations: u64,
     pub rebuilt_columns: u64,
@@ -407,6 +410,7 @@ fn pool_counters(st: &EngineStats) -> PoolCounters {
         hedged_reads: st.hedged_reads,
         hedged_writes: st.hedged_writes,
         full_stripe_writes: st.full_stripe_writes,
+        gathered_writes: st.gathered_writes,
         replicated_block_writes: st.replicated_block_writes,
         relocations: st.relocations,
         rebuilt_columns: st.rebuilt_columns,

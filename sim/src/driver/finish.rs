@@ -30,6 +30,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         hedged_writes: now.hedged_writes - base.hedged_writes,
         hedged_writes_won: now.hedged_writes_won - base.hedged_writes_won,
         full_stripe_writes: now.full_stripe_writes - base.full_stripe_writes,
+        gathered_writes: now.gathered_writes - base.gathered_writes,
         replicated_block_writes: now.replicated_block_writes - base.replicated_block_writes,
         conversions: now.conversions - base.conversions,
         relocations: now.relocations - base.relocations,

@@ -71,6 +71,9 @@ pub struct SchemeOptions {
     /// member the detector marks unresponsive (hedged write); None: the scheme's own
     /// choice (on for fusionraid+ only, `FUSIONRAID_PLUS_WRITE_HEDGE_NS`); Some(None): off.
     pub write_hedge_ns: Option<Option<Nanos>>,
+    /// FusionRAID: hold sequential writes smaller than a stripe this long while their
+    /// stripe gathers (`FusionConfig::gather_ns`); None: off.
+    pub gather_ns: Option<Nanos>,
     /// FusionRAID and Fusion-ND: wear-aware placement with this ladder gap (a share of
     /// rated life, `fusionraid_core::policy::WearLadder`); None: off.
     pub wear_gap: Option<f64>,
@@ -89,6 +92,7 @@ impl Default for SchemeOptions {
             hedge_ns: None,
             raid_hedge_ns: None,
             write_hedge_ns: None,
+            gather_ns: None,
             wear_gap: None,
             offload: false,
         }
@@ -166,6 +170,7 @@ fn fusion(
         .write_hedge_ns
         .unwrap_or(steer.then_some(FUSIONRAID_PLUS_WRITE_HEDGE_NS));
     cfg.wear_gap = p.options.wear_gap;
+    cfg.gather_ns = p.options.gather_ns;
     if p.options.offload {
         cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig::default());
     }

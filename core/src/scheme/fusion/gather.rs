@@ -44,18 +44,38 @@ struct Gather {
     deadline: Nanos,
 }
 
-/// Every volume's gather, and where its latest write ended.
+/// Every volume's gather, where its latest write ended, and its back-off.
 #[derive(Default)]
 pub(super) struct Gathering {
     open: Vec<Option<Gather>>,
     last_end: Vec<u64>,
+    backoff: Vec<Backoff>,
 }
+
+/// A stream that keeps fewer writes in flight than a stripe holds (two, say) sends the
+/// rest of a stripe only once the held writes are answered: each hold then runs out its
+/// time. After such a hold no new one begins for `pause`, doubled at each one in a row up
+/// to [`MAX_PAUSE_NS`] and reset by a hold that filled its stripe, so such a stream loses
+/// at most one hold's time per pause.
+#[derive(Clone, Copy, Default)]
+struct Backoff {
+    until: Nanos,
+    pause: Nanos,
+    /// The last hold filled its stripe: the stream is deep enough to hold its next stripe
+    /// from its first write, even when every earlier write is answered already (members as
+    /// fast as memory answer before the next request is read).
+    deep: bool,
+}
+
+const MIN_PAUSE_NS: Nanos = 1_000_000;
+const MAX_PAUSE_NS: Nanos = 128_000_000;
 
 impl Gathering {
     pub fn new(volumes: usize) -> Self {
         Gathering {
             open: (0..volumes).map(|_| None).collect(),
             last_end: vec![u64::MAX; volumes],
+            backoff: vec![Backoff::default(); volumes],
         }
     }
 
@@ -109,8 +129,11 @@ impl FusionScheme {
             && open
                 .as_ref()
                 .is_some_and(|g| g.lstripe == ls && g.covered & bits == 0);
-        let begins =
-            holdable && !joins && prev_end == offset && (v.writes_in_flight > 0 || open.is_some());
+        let begins = holdable
+            && !joins
+            && prev_end == offset
+            && (v.writes_in_flight > 0 || open.is_some() || self.gathering.backoff[vol].deep)
+            && ctx.now >= self.gathering.backoff[vol].until;
         if !(joins || begins) {
             self.release_overlapping(ctx, vol, offset, len);
             return self.start_write(ctx, vol, id, offset, WriteKind::Data(data), fua);
@@ -138,6 +161,8 @@ impl FusionScheme {
         );
         g.covered |= bits;
         if g.covered == mask(0, dcols) {
+            let b = &mut self.gathering.backoff[vol];
+            (b.pause, b.deep) = (0, true);
             self.release_gather(ctx, vol);
         }
     }
@@ -170,16 +195,24 @@ impl FusionScheme {
                 .as_ref()
                 .is_some_and(|g| g.deadline <= ctx.now)
             {
-                self.release_gather(ctx, vol);
+                let covered = self.release_gather(ctx, vol);
+                if covered as usize <= self.threshold(&self.vols[vol]) {
+                    // Not enough of the stripe came: the stream is too shallow to wait for.
+                    let b = &mut self.gathering.backoff[vol];
+                    b.pause = (b.pause * 2).clamp(MIN_PAUSE_NS, MAX_PAUSE_NS);
+                    b.until = ctx.now + b.pause;
+                    b.deep = false;
+                }
             }
         }
     }
 
     /// Start what `vol` holds: each run of consecutive writes that covers more blocks than
     /// the replicated path takes as one write (a full stripe), the others one by one.
-    fn release_gather(&mut self, ctx: &mut Ctx, vol: usize) {
+    /// Returns the blocks that were held.
+    fn release_gather(&mut self, ctx: &mut Ctx, vol: usize) -> u32 {
         let Some(g) = self.gathering.open[vol].take() else {
-            return;
+            return 0;
         };
         let bs = self.vols[vol].zone.block_size();
         let threshold = self.threshold(&self.vols[vol]) as u64;
@@ -202,6 +235,7 @@ impl FusionScheme {
                 }
             }
         }
+        g.covered.count_ones()
     }
 
     /// One write for consecutive held requests, answering each of them.
