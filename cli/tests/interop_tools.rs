@@ -125,6 +125,30 @@ fn fio_verify_random_writes_and_mixed() {
     s.stop();
 }
 
+/// A sequential stream of block-sized writes kept 16 deep goes as full stripes (stripe
+/// gathering, on by default in `serve`), and reads back as written.
+#[test]
+fn fio_sequential_block_writes_are_gathered_into_stripes() {
+    if !need("fio", &["fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path());
+    let out = fio(&s.uri("vol0"), "seqwrite-verify", &["--rw=write", "--bs=64k"])
+        .ok("fio sequential write verify");
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
+    let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+    let c = &j["snapshot"]["counters"];
+    let gathered = c["gathered_writes"].as_u64().expect("gathered_writes");
+    let replicated = c["replicated_block_writes"].as_u64().expect("replicated");
+    // 768 writes of one block each: most of them gathered three to a stripe.
+    assert!(
+        gathered > 384 && gathered > 2 * replicated,
+        "{gathered} writes gathered, {replicated} blocks replicated: {c}"
+    );
+    s.stop();
+}
+
 #[test]
 fn qemu_img_convert_and_compare_round_trip() {
     if !need("qemu-img", &["qemu-img"]) {
