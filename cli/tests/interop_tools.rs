@@ -134,8 +134,12 @@ fn fio_sequential_block_writes_are_gathered_into_stripes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let s = serve(dir.path());
-    let out = fio(&s.uri("vol0"), "seqwrite-verify", &["--rw=write", "--bs=64k"])
-        .ok("fio sequential write verify");
+    let out = fio(
+        &s.uri("vol0"),
+        "seqwrite-verify",
+        &["--rw=write", "--bs=64k"],
+    )
+    .ok("fio sequential write verify");
     assert_eq!(fio_error(&out), 0, "{}", out.stdout);
     let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
     let c = &j["snapshot"]["counters"];

@@ -182,3 +182,30 @@ fn a_read_of_a_held_block_starts_it_and_does_not_wait_for_the_hold() {
         "the read saw another content than without gathering"
     );
 }
+
+/// Write the volume's 64 blocks in order `passes` times, keeping `depth` requests in
+/// flight; returns how long that took.
+fn stream_time(d: &mut Driver, passes: u64, depth: usize) -> Nanos {
+    let start = d.now;
+    stream(d, (0..64 * passes).map(|i| i % 64), depth);
+    d.now - start
+}
+
+#[test]
+fn a_stream_too_shallow_to_fill_a_stripe_backs_off() {
+    // Two writes in flight never cover more than the replicated path takes (two blocks):
+    // every hold runs out its time. A hold longer than the members' latency, so each costs.
+    const HOLD: Nanos = 2_000_000;
+    let mut plain = driver(false);
+    let plain_time = stream_time(&mut plain, 3, 2);
+    let mut d = driver_holding(Some(HOLD));
+    let time = stream_time(&mut d, 3, 2);
+    check(&mut d, 0..64);
+    assert_eq!(d.engine.stats().gathered_writes, 0);
+    // Without the back-off every stripe (48 of them) would wait out a hold; with it, the
+    // pauses after each hold (1, 2, 4, 8 ms...) leave room for a handful.
+    assert!(
+        time < plain_time + 8 * HOLD,
+        "{time} ns with gathering against {plain_time} ns without"
+    );
+}
