@@ -18,78 +18,10 @@
 //! handled in the order they arrived.
 
 use super::FusionScheme;
+use super::gather_state::{Gather, Held, MAX_PAUSE_NS, MIN_PAUSE_NS, mask};
 use super::jobs::{Rider, WriteJob, WriteKind};
 use crate::engine::api::Data;
 use crate::engine::ctx::Ctx;
-use crate::types::Nanos;
-
-/// A user write held while its stripe gathers.
-struct Held {
-    id: u64,
-    at: Nanos,
-    offset: u64,
-    data: Data,
-    fua: bool,
-}
-
-/// The writes held for one logical stripe of a volume.
-struct Gather {
-    /// Logical stripe: user block / data columns.
-    lstripe: u64,
-    /// In offset order, none overlapping.
-    held: Vec<Held>,
-    /// The logical stripe's blocks they cover (bit = block within the stripe).
-    covered: u64,
-    /// When they are started whatever they cover.
-    deadline: Nanos,
-}
-
-/// Every volume's gather, where its latest write ended, and its back-off.
-#[derive(Default)]
-pub(super) struct Gathering {
-    open: Vec<Option<Gather>>,
-    last_end: Vec<u64>,
-    backoff: Vec<Backoff>,
-}
-
-/// A stream that keeps fewer writes in flight than a stripe holds (two, say) sends the
-/// rest of a stripe only once the held writes are answered: each hold then runs out its
-/// time. After such a hold no new one begins for `pause`, doubled at each one in a row up
-/// to [`MAX_PAUSE_NS`] and reset by a hold that filled its stripe, so such a stream loses
-/// at most one hold's time per pause.
-#[derive(Clone, Copy, Default)]
-struct Backoff {
-    until: Nanos,
-    pause: Nanos,
-    /// The last hold filled its stripe: the stream is deep enough to hold its next stripe
-    /// from its first write, even when every earlier write is answered already (members as
-    /// fast as memory answer before the next request is read).
-    deep: bool,
-}
-
-const MIN_PAUSE_NS: Nanos = 1_000_000;
-const MAX_PAUSE_NS: Nanos = 128_000_000;
-
-impl Gathering {
-    pub fn new(volumes: usize) -> Self {
-        Gathering {
-            open: (0..volumes).map(|_| None).collect(),
-            last_end: vec![u64::MAX; volumes],
-            backoff: vec![Backoff::default(); volumes],
-        }
-    }
-
-    /// The earliest time some held write must be started.
-    pub fn deadline(&self) -> Option<Nanos> {
-        self.open.iter().flatten().map(|g| g.deadline).min()
-    }
-}
-
-/// Bits `first..end` of a block mask.
-fn mask(first: u64, end: u64) -> u64 {
-    debug_assert!(first < end && end <= 64);
-    (u64::MAX >> (64 - (end - first))) << first
-}
 
 impl FusionScheme {
     /// A user write: held for its stripe when it may complete one with its neighbours

@@ -17,6 +17,7 @@ mod convert;
 pub mod durable;
 mod durable_state;
 mod gather;
+mod gather_state;
 mod hedge;
 mod hedge_budget;
 mod in_place;
@@ -107,7 +108,7 @@ pub struct FusionScheme {
     /// Hedged RAID reads the budget allows now (`raid_hedge.rs`).
     raid_hedges: hedge_budget::HedgeBudget,
     /// Sequential writes held while their stripe gathers (`gather.rs`).
-    gathering: gather::Gathering,
+    gathering: gather_state::Gathering,
 }
 
 /// The fewest members segregation may leave in write mode: the members one pair set spans
@@ -280,7 +281,7 @@ impl FusionScheme {
             trim: Default::default(),
             offload,
             raid_hedges: Default::default(),
-            gathering: gather::Gathering::new(nvols),
+            gathering: gather_state::Gathering::new(nvols),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
