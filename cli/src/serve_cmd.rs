@@ -119,6 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         driver: driver.clone(),
         io: io.clone(),
         spares: std::sync::Mutex::new(unused_spares(&cfg)),
+        members: std::sync::Mutex::new(cfg.members.clone()),
         pool: PoolIdentity {
             cfg: cfg.clone(),
             uuid,
