@@ -41,6 +41,28 @@ pub struct Operator {
 }
 
 impl Operator {
+    /// The operator of a pool `serve` has just assembled from `pool_file` (members relative
+    /// to `base`); its hot spares are the listed ones not among the members.
+    pub fn new(
+        driver: Arc<Driver>,
+        io: Io,
+        pool: PoolIdentity,
+        base: PathBuf,
+        pool_file: PathBuf,
+    ) -> Operator {
+        let cfg = &pool.cfg;
+        let spares = cfg.spares.iter().filter(|s| !cfg.members.contains(s));
+        Operator {
+            driver,
+            io,
+            spares: Mutex::new(spares.cloned().collect()),
+            members: Mutex::new(cfg.members.clone()),
+            pool,
+            base,
+            pool_file,
+        }
+    }
+
     /// Carry out one command line; the answer starts with "ok" or "error".
     pub fn handle(&self, line: &str) -> String {
         let words: Vec<&str> = line.split_whitespace().collect();
