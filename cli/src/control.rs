@@ -32,9 +32,37 @@ pub struct Operator {
     pub pool_file: PathBuf,
     /// Hot spares not used yet.
     pub spares: Mutex<Vec<String>>,
+    /// Each slot's member spec as the pool file lists it now: the pool file's at start, then
+    /// the device each `replace` put in. The next replace of a slot edits this entry; the
+    /// entry read at start would be gone from the file after a first replace, the file
+    /// would keep naming the device taken out, and the next `serve` would take that stale
+    /// device back for a healthy member.
+    pub members: Mutex<Vec<String>>,
 }
 
 impl Operator {
+    /// The operator of a pool `serve` has just assembled from `pool_file` (members relative
+    /// to `base`); its hot spares are the listed ones not among the members.
+    pub fn new(
+        driver: Arc<Driver>,
+        io: Io,
+        pool: PoolIdentity,
+        base: PathBuf,
+        pool_file: PathBuf,
+    ) -> Operator {
+        let cfg = &pool.cfg;
+        let spares = cfg.spares.iter().filter(|s| !cfg.members.contains(s));
+        Operator {
+            driver,
+            io,
+            spares: Mutex::new(spares.cloned().collect()),
+            members: Mutex::new(cfg.members.clone()),
+            pool,
+            base,
+            pool_file,
+        }
+    }
+
     /// Carry out one command line; the answer starts with "ok" or "error".
     pub fn handle(&self, line: &str) -> String {
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -116,9 +144,12 @@ impl Operator {
         if i >= self.pool.cfg.members.len() {
             bail!("there is no member {i}");
         }
+        // One replace at a time: each edits the slot's entry the one before it wrote.
+        let mut members = self.members.lock().expect("members");
+        let current = members[i].clone();
         // The failed member's emulation (`emu:PRESET...:`) goes on with its slot unless the
         // new spec brings its own.
-        let wrapped = keep_emu(&self.pool.cfg.members[i], spec);
+        let wrapped = keep_emu(&current, spec);
         let kept = wrapped.as_ref().map(|w| {
             format!(
                 " (the failed member's {} wrapper is kept; give an emu: spec of your own to \
@@ -133,7 +164,8 @@ impl Operator {
         self.driver
             .replace_member(i, m)
             .map_err(|e| anyhow::anyhow!(e))?;
-        let note = match update_pool_file(&self.pool_file, &self.pool.cfg.members[i], spec) {
+        members[i] = spec.to_string();
+        let note = match update_pool_file(&self.pool_file, &current, spec) {
             Ok(()) => format!("{} now lists it", self.pool_file.display()),
             Err(e) => format!(
                 "update members[{i}] in {} to \"{spec}\" yourself ({e})",

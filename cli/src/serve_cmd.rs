@@ -115,19 +115,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheme: scheme.clone(),
         recovery: started.recovery,
     };
-    let operator = Arc::new(Operator {
-        driver: driver.clone(),
-        io: io.clone(),
-        spares: std::sync::Mutex::new(unused_spares(&cfg)),
-        pool: PoolIdentity {
-            cfg: cfg.clone(),
-            uuid,
-            disk_bytes,
-            stored_config,
-        },
+    let identity = PoolIdentity {
+        cfg: cfg.clone(),
+        uuid,
+        disk_bytes,
+        stored_config,
+    };
+    let operator = Arc::new(Operator::new(
+        driver.clone(),
+        io.clone(),
+        identity,
         base,
-        pool_file: pool_path,
-    });
+        pool_path,
+    ));
     let services = Services::start(&args, &cfg, &paths, facts, doc, operator)?;
 
     print_banner(
@@ -374,15 +374,6 @@ impl Services {
         self.keeper.stop();
         drop(self.operator);
     }
-}
-
-/// The pool file's hot spares that are not members already.
-fn unused_spares(cfg: &PoolFile) -> Vec<String> {
-    cfg.spares
-        .iter()
-        .filter(|s| !cfg.members.contains(s))
-        .cloned()
-        .collect()
 }
 
 /// The thread that puts hot spares in the slots of failed members, twice a second.

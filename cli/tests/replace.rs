@@ -330,3 +330,45 @@ fn kill_9_during_a_rebuild_in_place_loses_nothing() {
     read_check(&s.uri("v"), &data, "rebuilt in place after the restart");
     survives_two_more_failures(s, &data);
 }
+
+/// The same slot replaced twice by one `serve`: each replace edits the pool file's entry for
+/// the slot as it is then, so the file names the device last put in. It used to look for
+/// the entry `serve` had read at start, gone after the first replace, and leave the file
+/// naming the device the second replace took out; the next `serve` took that stale device
+/// back as a healthy member (checksum errors on every block it had missed).
+#[test]
+fn a_slot_replaced_twice_is_listed_with_its_last_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let p = file_pool(d, "twice", 5, "32M", &volume("v", "raid5", 4, "4M", false));
+    let s = Serve::start(&p, &[]);
+    let data = pattern(11, 4 << 20);
+    write_all(&s.uri("v"), &data);
+    for new in ["a.img", "b.img"] {
+        // The second fail waits for the rebuild onto the first replacement.
+        wait_for("fail 1 to be accepted", T, || {
+            let out = ctl(&s, &["fail", "1"]);
+            assert!(
+                out.status.success() || out.stderr.contains("wait until the rebuild is done"),
+                "fail 1: {}",
+                out.stderr
+            );
+            out.status.success()
+        });
+        replace_when_allowed(&s, "1", &format!("file:{new}"));
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(&format!("\"file:{new}\"")), "{text}");
+    }
+    s.stop();
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(
+        !text.contains("d1.img") && !text.contains("a.img"),
+        "the pool file still names a device taken out:\n{text}"
+    );
+    let s = Serve::start(&p, &[]);
+    read_check(&s.uri("v"), &data, "after restart");
+    let st = s.status_text(false);
+    assert!(member_line(&st, "b.img").contains("healthy"), "{st}");
+    assert!(st.contains(" 0 checksum errors"), "{st}");
+    s.stop();
+}

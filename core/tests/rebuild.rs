@@ -454,3 +454,38 @@ fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
             .unwrap_or_else(|e| panic!("seed {seed}: status says \"{st}\" but: {e}"));
     }
 }
+
+/// Known defect (trial of 2026-11-27, not fixed): a RAID6 volume one member narrower than
+/// the pool has, after a failure, a single member per stripe to rebuild onto. The rebuild
+/// finishes ("done"), but data written after it does not keep two parities' worth of
+/// tolerance: two more failures lose data ("data lost beyond the volume's fault
+/// tolerance"), while `fail` accepts them without --force. Without the writes after the
+/// rebuild, or with a volume two members narrower, nothing is lost. The likely cause: writes
+/// that find no stripe clear of the failed member (free stripes' remaps need donor blocks,
+/// which run out) take degraded stripes (`parity_covers`) with a column on it, which no
+/// rebuild revisits. Run with `--ignored`.
+#[test]
+#[ignore = "known defect: writes after a finished rebuild of a pool-1-wide volume land on degraded stripes"]
+fn writes_after_a_finished_rebuild_keep_raid6_tolerance_on_a_volume_one_narrower_than_the_pool() {
+    for seed in 0..4u64 {
+        let mut d = driver_of(seed, 8, Level::Raid6, 7, 0.6);
+        let (want, mut id) = filled(&mut d);
+        d.fail_member(3);
+        wait_rebuild(&mut d, &format!("seed {seed}"));
+        let want: Vec<u8> = want.iter().map(|b| b ^ 0x77).collect();
+        fill(&mut d, &mut id, &want);
+        let t = d.now + 50_000_000;
+        d.run_until(Some(t));
+        for m in [0, 1] {
+            d.fail_member(m);
+            let t = d.now + 50_000_000;
+            d.run_until(Some(t));
+        }
+        check(
+            &mut d,
+            &mut id,
+            &want,
+            &format!("seed {seed}, two failures after the rebuild"),
+        );
+    }
+}

@@ -75,8 +75,14 @@ impl PatchNode {
         ((v >> 39) & 1 == 0 && n.end() <= 256 && n.at() + n.count() <= 256).then_some(n)
     }
     /// Can `n` follow this node as one run (same location, next pages at the next places)?
+    /// The same shift is not enough: it is kept modulo 256, so in a block of 256 pages a
+    /// node ending at the last page and one placed at page 0 share it without being
+    /// adjacent, and their merge would run past the block's end.
     fn continued_by(self, n: PatchNode) -> bool {
-        self.loc() == n.loc() && self.end() == n.first() && self.shift() == n.shift()
+        self.loc() == n.loc()
+            && self.end() == n.first()
+            && self.shift() == n.shift()
+            && self.at() + self.count() == n.at()
     }
 }
 
@@ -508,8 +514,34 @@ mod tests {
     /// runs, for any range of any list a table builds (placed nodes included).
     #[test]
     fn segments_match_a_page_by_page_lookup() {
+        for ppb in [32u16, 256] {
+            segments_match_lookup(ppb);
+        }
+    }
+
+    /// In a block of 256 pages (1 MiB), a node ending at the block's last page and one
+    /// placed at its page 0 have the same shift modulo 256 yet are not adjacent there: they
+    /// stay two nodes. Merged, they made a run past the block's end, and the engine panicked
+    /// under 128 KiB random writes to a volume of 1 MiB blocks.
+    #[test]
+    fn runs_wrapping_around_a_block_of_256_pages_stay_apart() {
+        let mut t = PatchTable::new(256);
+        let loc = Loc::Rep(3);
+        let (a, b) = (
+            PatchNode::placed(200, 24, loc, 232),
+            PatchNode::placed(224, 32, loc, 0),
+        );
+        t.insert(7, a);
+        t.insert(7, b);
+        assert_eq!(t.get(7), &[a, b]);
+        // Adjacent in the block too: one run.
+        t.insert(8, PatchNode::placed(0, 8, loc, 100));
+        t.insert(8, PatchNode::placed(8, 8, loc, 108));
+        assert_eq!(t.get(8), &[PatchNode::placed(0, 16, loc, 100)]);
+    }
+
+    fn segments_match_lookup(ppb: u16) {
         let mut rng = crate::rng::Rng::new(5);
-        let ppb = 32u16;
         let mut t = PatchTable::new(ppb);
         let base = Loc::Raid(99);
         for _ in 0..5_000 {
