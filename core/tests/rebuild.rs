@@ -463,7 +463,13 @@ fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
 /// rebuild, or with a volume two members narrower, nothing is lost. The likely cause: writes
 /// that find no stripe clear of the failed member (free stripes' remaps need donor blocks,
 /// which run out) take degraded stripes (`parity_covers`) with a column on it, which no
-/// rebuild revisits. Run with `--ignored`.
+/// rebuild revisits. Narrowed since (2026-11-27, seed 0): before the two failures no stripe
+/// holding data touches member 3 (`disk_in_use` says no), the whole volume reads back with
+/// no checksum error after the rebuild and again after member 0 fails (its rebuild stalls:
+/// 6 members for 7 columns), and the read that fails after member 1 does is one the read
+/// path finds three columns lost on; afterwards the only stripes with three columns on
+/// members 0, 1 and 3 are free or donors. So a mapping seems to point into a stripe freed
+/// or unremapped under it during member 0's stalled rebuild. Run with `--ignored`.
 #[test]
 #[ignore = "known defect: writes after a finished rebuild of a pool-1-wide volume land on degraded stripes"]
 fn writes_after_a_finished_rebuild_keep_raid6_tolerance_on_a_volume_one_narrower_than_the_pool() {
