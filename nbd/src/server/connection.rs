@@ -21,6 +21,7 @@ use crate::proto::transmission::{REQUEST_HEADER_LEN, RequestHeader};
 use crate::stream::{NbdStream, discard, read_header};
 
 use super::ServerConfig;
+use super::budget::ByteBudget;
 use super::handshake::{Negotiated, negotiate};
 use super::inflight::Inflight;
 use super::validate::{Action, Verdict, check};
@@ -30,11 +31,13 @@ use super::writer;
 /// large payloads bypass it.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// Serves one connection to completion.
+/// Serves one connection to completion; its payload bytes in flight count against
+/// `budget`, shared with the server's other connections.
 pub(crate) fn serve(
     mut stream: NbdStream,
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
+    budget: &Arc<ByteBudget>,
     shutting_down: &AtomicBool,
 ) -> Result<(), NbdError> {
     stream.set_nodelay()?;
@@ -56,7 +59,7 @@ pub(crate) fn serve(
     stream.set_read_timeout(None)?;
     stream.set_write_timeout(None)?;
     tracing::debug!(export = %negotiated.export.name, "entering transmission");
-    let result = transmission(&stream, negotiated, backend, config);
+    let result = transmission(&stream, negotiated, backend, config, budget);
     let _ = stream.shutdown(Shutdown::Both);
     result
 }
@@ -66,10 +69,12 @@ fn transmission(
     negotiated: Negotiated,
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
+    budget: &Arc<ByteBudget>,
 ) -> Result<(), NbdError> {
     let inflight = Arc::new(Inflight::new(
         config.max_in_flight,
         config.max_in_flight_bytes,
+        budget.clone(),
     ));
     // Capacity = the in-flight bound: every queued message holds a slot (a
     // reply, or the notice of a partly sent one), so a completer's send can
