@@ -250,6 +250,29 @@ fn assembly_errors_are_clear_and_degraded_start_works() {
     create(&pool, &["--force"]).ok("create --force");
 }
 
+/// A member file cut short (its superblock intact) is damage, like a corrupted
+/// superblock: the pool is served degraded without it, the reason named, rather than
+/// refused whole while its parity covers the loss.
+#[test]
+fn a_truncated_member_is_missing_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    create(&pool, &[]).ok("create");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("d2.img"))
+        .unwrap();
+    f.set_len(40 << 20).unwrap();
+    drop(f);
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 5);
+    let text = s.status_text(false);
+    assert!(text.contains("DEGRADED"), "{text}");
+    let err = s.stop();
+    assert!(err.contains("member 2 is missing"), "{err}");
+    assert!(err.contains("the pool uses"), "{err}");
+}
+
 #[test]
 fn bad_pool_files_name_the_field() {
     let dir = tempfile::tempdir().unwrap();
