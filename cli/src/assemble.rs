@@ -291,18 +291,14 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     check_one_pool(&found, &reference, specs.len())?;
     let file = &as_stored(file, &reference)?;
     check_tiers(&found, file)?;
+    let in_order = found.iter().all(|f| f.listed == f.sb.index as usize);
     let Placed { slots, too_small } = place_members(found, specs.len(), &reference)?;
-    let missing: Vec<(usize, String)> = (0..specs.len())
-        .filter(|&i| slots[i].is_none())
-        .map(|i| {
-            let why = too_small
-                .iter()
-                .chain(&unusable)
-                .find(|(j, _)| *j == i)
-                .map_or_else(|| format!("{}: not found", specs[i]), |(_, e)| e.clone());
-            (i, why)
-        })
+    let empty: Vec<usize> = (0..specs.len())
+        .filter(|&i| slots[i].is_none() && !too_small.iter().any(|(j, _)| *j == i))
         .collect();
+    let mut missing = too_small;
+    missing.extend(crate::missing::reasons(&empty, in_order, &unusable));
+    missing.sort_by_key(|(i, _)| *i);
     let tol = tolerance(file);
     if missing.len() > tol {
         bail!(
