@@ -291,17 +291,14 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     check_one_pool(&found, &reference, specs.len())?;
     let file = &as_stored(file, &reference)?;
     check_tiers(&found, file)?;
-    let slots = place_members(found, specs.len(), &reference)?;
-    let missing: Vec<(usize, String)> = (0..specs.len())
-        .filter(|&i| slots[i].is_none())
-        .map(|i| {
-            let why = unusable
-                .iter()
-                .find(|(j, _)| *j == i)
-                .map_or_else(|| format!("{}: not found", specs[i]), |(_, e)| e.clone());
-            (i, why)
-        })
+    let in_order = found.iter().all(|f| f.listed == f.sb.index as usize);
+    let Placed { slots, too_small } = place_members(found, specs.len(), &reference)?;
+    let empty: Vec<usize> = (0..specs.len())
+        .filter(|&i| slots[i].is_none() && !too_small.iter().any(|(j, _)| *j == i))
         .collect();
+    let mut missing = too_small;
+    missing.extend(crate::missing::reasons(&empty, in_order, &unusable));
+    missing.sort_by_key(|(i, _)| *i);
     let tol = tolerance(file);
     if missing.len() > tol {
         bail!(
@@ -497,14 +494,22 @@ fn check_tiers(found: &[Found], file: &PoolFile) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The members found, in their slots.
+struct Placed {
+    /// Slot i is member i of the engine; `None` is missing.
+    slots: Vec<Option<Box<dyn Member>>>,
+    /// Members left out for holding less than the pool uses, by slot, and why.
+    too_small: Vec<(usize, String)>,
+}
+
 /// Puts each member found in the slot its superblock names; slots of `n` members nobody
-/// claims stay empty. Two members claiming one slot, or one too small, is an error.
-fn place_members(
-    found: Vec<Found>,
-    n: usize,
-    reference: &Superblock,
-) -> anyhow::Result<Vec<Option<Box<dyn Member>>>> {
+/// claims stay empty. Two members claiming one slot is an error (a mistake in the pool
+/// file). A member smaller than the pool's members (a file truncated, say) is left out as
+/// missing, like one whose superblock is damaged: refusing to serve a pool its parity
+/// covers over one damaged member would keep every volume offline for nothing.
+fn place_members(found: Vec<Found>, n: usize, reference: &Superblock) -> anyhow::Result<Placed> {
     let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
+    let mut too_small = Vec::new();
     let mut names: Vec<Option<String>> = vec![None; n];
     for Found {
         listed: i,
@@ -522,12 +527,15 @@ fn place_members(
             );
         }
         if m.size_bytes() < reference.disk_bytes {
-            bail!(
-                "`members[{i}]` ({}) holds {} bytes; the pool uses {} per member",
+            let why = format!(
+                "`members[{i}]` ({}) holds {} bytes; the pool uses {} per member (truncated?)",
                 m.name(),
                 m.size_bytes(),
                 reference.disk_bytes
             );
+            names[idx] = Some(m.name().to_string());
+            too_small.push((idx, why));
+            continue;
         }
         if idx != i {
             tracing::info!(member = m.name(), "listed at position {i}, is member {idx}");
@@ -535,5 +543,5 @@ fn place_members(
         names[idx] = Some(m.name().to_string());
         slots[idx] = Some(m);
     }
-    Ok(slots)
+    Ok(Placed { slots, too_small })
 }

@@ -170,6 +170,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         plan.experiments.len(),
         args.out.display()
     );
+    // Before the runs, not after: an output directory that can not be made (a file's path,
+    // /proc) failed only when the report was written, minutes of runs later.
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
     // Before the runs: the tree may change while they go on.
     let revision = commit();
     let bar = progress_bar(runs.len() as u64);
@@ -206,6 +210,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         outcomes.len(),
         args.out.join("report.md").display()
     );
+    // A script must not take an evaluation whose runs failed (a trace that does not
+    // parse fails every run of the trace experiment) for a good one.
+    if failed > 0 {
+        bail!(
+            "{failed} of {} runs failed (why: the report's \"Failed runs\")",
+            outcomes.len()
+        );
+    }
     Ok(())
 }
 

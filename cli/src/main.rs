@@ -13,6 +13,7 @@ mod eval_cmd;
 mod fuzz_util;
 mod metadata;
 mod metrics;
+mod missing;
 mod plan_cmd;
 mod pool_config;
 #[cfg(test)]

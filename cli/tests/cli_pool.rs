@@ -250,6 +250,59 @@ fn assembly_errors_are_clear_and_degraded_start_works() {
     create(&pool, &["--force"]).ok("create --force");
 }
 
+/// A member file cut short (its superblock intact) is damage, like a corrupted
+/// superblock: the pool is served degraded without it, the reason named, rather than
+/// refused whole while its parity covers the loss.
+#[test]
+fn a_truncated_member_is_missing_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    create(&pool, &[]).ok("create");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("d2.img"))
+        .unwrap();
+    f.set_len(40 << 20).unwrap();
+    drop(f);
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 5);
+    let text = s.status_text(false);
+    assert!(text.contains("DEGRADED"), "{text}");
+    let err = s.stop();
+    assert!(err.contains("member 2 is missing"), "{err}");
+    assert!(err.contains("the pool uses"), "{err}");
+}
+
+/// Members listed in another order than at create each take the slot their superblock
+/// names; one that can not be read is named as itself, not as the member listed at the
+/// missing slot's position (which is present and serving).
+#[test]
+fn a_missing_member_listed_out_of_order_is_named_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = file_pool(dir.path(), "");
+    create(&pool, &[]).ok("create");
+    let text = std::fs::read_to_string(&pool).unwrap();
+    let listed = (0..5)
+        .map(|i| format!("\"file:d{i}.img\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let shuffled = ["d3", "d1", "d4", "d0", "d2"]
+        .map(|d| format!("\"file:{d}.img\""))
+        .join(", ");
+    assert!(text.contains(&listed), "{text}");
+    std::fs::write(&pool, text.replace(&listed, &shuffled)).unwrap();
+    std::fs::rename(dir.path().join("d4.img"), dir.path().join("away.img")).unwrap();
+    let s = Serve::start(&pool, &[]);
+    write_read(&s.uri("v0"), 6);
+    let err = s.stop();
+    let line = err
+        .lines()
+        .find(|l| l.contains("member 4 is missing"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("d4.img"), "{line}");
+    assert!(!line.contains("d2.img"), "{line}");
+}
+
 #[test]
 fn bad_pool_files_name_the_field() {
     let dir = tempfile::tempdir().unwrap();

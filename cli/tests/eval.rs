@@ -230,3 +230,39 @@ fn results_do_not_depend_on_the_worker_count() {
         assert!(v == &fb[k], "{k} differs between --jobs 1 and --jobs 2");
     }
 }
+
+/// An output directory that can not be made is refused before any run (it used to fail
+/// only when the report was written, after every run), and runs that fail (a trace that
+/// does not parse) make the command fail, with the report naming why.
+#[test]
+fn bad_output_directory_and_failed_runs_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fusionraid"))
+        .args(["eval", "--tiny", "--only", "fig10", "--out"])
+        .arg(&file)
+        .output()
+        .expect("run fusionraid eval");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("creating the output directory"), "{err}");
+    assert!(!err.contains("eval: ["), "no run may start: {err}");
+
+    let trace = dir.path().join("bad.trace");
+    std::fs::write(&trace, "not a trace\n").unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_fusionraid"))
+        .args(["eval", "--tiny", "--only", "trace", "--trace"])
+        .arg(&trace)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run fusionraid eval");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("runs failed"), "{err}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## Failed runs"), "{report}");
+    assert!(report.contains("bad.trace:1"), "{report}");
+}

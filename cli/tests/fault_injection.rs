@@ -164,7 +164,15 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
     assert_eq!(member_state(&j, 4), "failed", "{j:#}");
     assert!(j["snapshot"]["failed_requests"].as_u64() >= Some(failed as u64));
     c.disconnect().unwrap();
-    s.stop();
+    // The log says why each member failed (the device's answer), not only that it did.
+    let log = s.stop();
+    for i in [2, 4] {
+        let line = log
+            .lines()
+            .find(|l| l.contains("member failed") && l.contains(&format!("member={i}")))
+            .unwrap_or_else(|| panic!("no failure line for member {i}:\n{log}"));
+        assert!(line.contains("NBD_EIO"), "{line}");
+    }
 }
 
 /// Random 4 KiB reads (or writes of `data`'s own bytes, so the contents stay the same) by

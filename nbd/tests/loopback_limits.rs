@@ -104,6 +104,66 @@ fn byte_budget_bounds_payload_in_flight() {
     sender.join().unwrap().disconnect().unwrap();
 }
 
+/// Clients that send large requests on many connections and stop reading the replies
+/// pinned every connection's budget at once (256 MiB each by default, 256 connections):
+/// the server's memory grew with each connection. The server-wide budget bounds them
+/// together: two connections whose own budgets would admit 64 KiB each get 64 KiB
+/// between them, and everything completes once the backend answers.
+#[test]
+fn server_budget_bounds_payload_over_all_connections() {
+    let backend = HoldBackend::new(ExportInfo::new("disk", 1 << 20));
+    let config = ServerConfig {
+        max_in_flight: 128,
+        max_in_flight_bytes: 64 * 1024,
+        max_total_in_flight_bytes: 64 * 1024,
+        ..ServerConfig::default()
+    };
+    let f = Fixture::new(backend.clone(), config);
+    let senders: Vec<_> = (0..2u64)
+        .map(|c| {
+            let (mut tx, rx) = f.client("disk").split();
+            let t = std::thread::spawn(move || {
+                for i in 0..8u64 {
+                    let at = (c * 8 + i) * 16384;
+                    tx.send_write(at, &[(c * 8 + i) as u8; 16384], false)
+                        .unwrap();
+                }
+                tx
+            });
+            (t, rx)
+        })
+        .collect();
+    assert_eq!(backend.wait_queued(4, TIMEOUT), 4);
+    // Give the server every chance to (wrongly) admit more.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        backend.queued(),
+        4,
+        "a 64 KiB server budget allows four 16 KiB writes over all connections"
+    );
+    let mut done = 0;
+    let deadline = Instant::now() + TIMEOUT;
+    while done < 16 {
+        assert!(Instant::now() < deadline, "only {done} of 16 completed");
+        for (e, c, d) in backend.take_all() {
+            backend.finish(e, c, d);
+            done += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(backend.peak.load(std::sync::atomic::Ordering::SeqCst), 4);
+    let c = backend.inner.contents(0).unwrap();
+    for (t, mut rx) in senders {
+        for _ in 0..8 {
+            assert!(rx.recv().unwrap().1.is_ok());
+        }
+        t.join().unwrap().disconnect().unwrap();
+    }
+    for i in 0..16usize {
+        assert_eq!(c[i * 16384], i as u8, "write {i}");
+    }
+}
+
 #[test]
 fn disc_finishes_in_flight_requests_before_closing() {
     let backend = HoldBackend::new(ExportInfo::new("disk", 1 << 20));

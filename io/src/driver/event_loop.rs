@@ -267,7 +267,11 @@ impl EventLoop {
         while let Ok(c) = self.ctl_rx.try_recv() {
             self.control(c);
         }
-        self.watch.members(&self.engine, &self.names, now);
+        for i in self.watch.members(&self.engine, &self.names, now) {
+            if let Some(Some(m)) = self.members.get_mut(i) {
+                m.failed();
+            }
+        }
         self.watch.volumes(&self.engine, now);
         self.wear.tick(now, &mut self.engine, &self.members);
         progress
@@ -373,8 +377,15 @@ impl EventLoop {
     fn reap(&mut self, now: Nanos) -> bool {
         let mut comps = std::mem::take(&mut self.comps);
         comps.append(&mut self.orphans);
-        for m in self.members.iter_mut().flatten() {
+        for (i, m) in self.members.iter_mut().enumerate() {
+            let Some(m) = m else { continue };
+            let before = comps.len();
             m.reap(now, &mut comps);
+            for c in &comps[before..] {
+                if let Err(e) = &c.result {
+                    self.watch.device_error(i, &e.0);
+                }
+            }
         }
         let any = !comps.is_empty();
         for c in comps.drain(..) {

@@ -23,6 +23,10 @@ struct MemberSeen {
     spikes: u64,
     /// The episode of spikes being logged.
     episode: Option<Episode>,
+    /// The member's latest device error: the engine fails a member on one without saying
+    /// which (it keeps none), and "member failed" alone left the operator guessing between
+    /// a full filesystem, a dead disk and a lost connection.
+    last_error: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -91,8 +95,17 @@ impl Watch {
         }
     }
 
-    /// After a turn: compare every member with what was seen before.
-    pub fn members(&mut self, engine: &Engine, names: &[String], now: Nanos) {
+    /// Member `i` answered an I/O with `error`; the failure line, if it fails, names it.
+    pub fn device_error(&mut self, i: usize, error: &str) {
+        if let Some(m) = self.members.get_mut(i) {
+            m.last_error = Some(error.to_string());
+        }
+    }
+
+    /// After a turn: compare every member with what was seen before. Returns the members
+    /// failed since the last look.
+    pub fn members(&mut self, engine: &Engine, names: &[String], now: Nanos) -> Vec<usize> {
+        let mut newly_failed = Vec::new();
         let disks = engine.disks();
         for (i, seen) in self.members.iter_mut().enumerate() {
             let d = disks.get(DiskId(i as u32));
@@ -100,7 +113,11 @@ impl Watch {
             if d.failed != seen.failed {
                 seen.failed = d.failed;
                 if d.failed {
-                    tracing::error!(member = i, name, "member failed");
+                    newly_failed.push(i);
+                    match &seen.last_error {
+                        Some(error) => tracing::error!(member = i, name, error, "member failed"),
+                        None => tracing::error!(member = i, name, "member failed"),
+                    }
                 }
             }
             let spiking = d.detector.is_unresponsive() && !d.failed;
@@ -140,6 +157,7 @@ impl Watch {
                 _ => {}
             }
         }
+        newly_failed
     }
 
     /// Now and then: rebuild, rebalance and scrub phases, integrity counters.

@@ -60,6 +60,11 @@ pub trait Member: Send {
     }
     /// Operations submitted and not yet reaped.
     fn inflight(&self) -> usize;
+    /// The engine failed this member: it sends it nothing more until the slot is
+    /// replaced. A member holding something on another side lets go of it here (a remote
+    /// member's connection: nbdkit, asked to stop, waits for its clients to leave, so the
+    /// server an operator restarts before `replace` never exited while we held it).
+    fn failed(&mut self) {}
     /// Facts worth showing in `status` (e.g. "buffered I/O: O_DIRECT unsupported").
     fn notes(&self) -> Vec<String> {
         Vec::new()

@@ -326,6 +326,12 @@ impl Member for NbdMember {
     fn inflight(&self) -> usize {
         self.pending.len() + self.waiting.len() + self.ready.len()
     }
+
+    fn failed(&mut self) {
+        if self.broken.is_none() {
+            self.give_up("the pool failed this member".into());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -424,6 +430,34 @@ mod tests {
         assert!(out.last().is_some_and(|c| c.tag == 99 && c.result.is_err()));
         drop(m);
         backend.held.lock().unwrap().clear();
+        server.shutdown();
+    }
+
+    /// A member the pool failed closes its connection (a server waits for its clients
+    /// before it exits), and everything sent to it later fails at once.
+    #[test]
+    fn a_failed_member_closes_its_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Arc::new(MemBackend::new(ExportInfo::new("m", 8 << 20)));
+        let (server, waker, uri) = serve(dir.path(), backend);
+        let mut m = NbdMember::connect("m", &uri, waker, crate::Clock::new()).unwrap();
+        assert_eq!(server.connections(), 1);
+        m.failed();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while server.connections() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the connection stays open"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        m.submit(7, DevOp::Flush, 0);
+        let mut out = Vec::new();
+        m.reap(0, &mut out);
+        assert!(
+            out.iter().any(|c| c.tag == 7 && c.result.is_err()),
+            "{out:?}"
+        );
         server.shutdown();
     }
 

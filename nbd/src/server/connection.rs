@@ -21,6 +21,7 @@ use crate::proto::transmission::{REQUEST_HEADER_LEN, RequestHeader};
 use crate::stream::{NbdStream, discard, read_header};
 
 use super::ServerConfig;
+use super::budget::ByteBudget;
 use super::handshake::{Negotiated, negotiate};
 use super::inflight::Inflight;
 use super::validate::{Action, Verdict, check};
@@ -35,11 +36,13 @@ const READ_BUFFER: usize = 64 * 1024;
 const BURST_READS: usize = 16;
 const BURST_BYTES: usize = 256 * 1024;
 
-/// Serves one connection to completion.
+/// Serves one connection to completion; its payload bytes in flight count against
+/// `budget`, shared with the server's other connections.
 pub(crate) fn serve(
     mut stream: NbdStream,
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
+    budget: &Arc<ByteBudget>,
     shutting_down: &AtomicBool,
 ) -> Result<(), NbdError> {
     stream.set_nodelay()?;
@@ -61,7 +64,7 @@ pub(crate) fn serve(
     stream.set_read_timeout(None)?;
     stream.set_write_timeout(None)?;
     tracing::debug!(export = %negotiated.export.name, "entering transmission");
-    let result = transmission(&stream, negotiated, backend, config);
+    let result = transmission(&stream, negotiated, backend, config, budget);
     let _ = stream.shutdown(Shutdown::Both);
     result
 }
@@ -71,10 +74,12 @@ fn transmission(
     negotiated: Negotiated,
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
+    budget: &Arc<ByteBudget>,
 ) -> Result<(), NbdError> {
     let inflight = Arc::new(Inflight::new(
         config.max_in_flight,
         config.max_in_flight_bytes,
+        budget.clone(),
     ));
     // Capacity = the in-flight bound: every queued message holds a slot (a
     // reply, or the notice of a partly sent one), so a completer's send can

@@ -2,15 +2,23 @@
 //! reads and writes, its payload size in bytes) from the moment its header is
 //! read until its reply has been written. When either limit is reached the
 //! reader stops reading the socket, so TCP flow control pushes back on the
-//! client and the connection's memory stays bounded.
+//! client and the connection's memory stays bounded. Payload bytes are also counted
+//! against the server-wide [`ByteBudget`], which bounds all connections together.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::budget::ByteBudget;
 
 pub(crate) struct Inflight {
     state: Mutex<State>,
     cv: Condvar,
     max_requests: usize,
     max_bytes: u64,
+    /// Every connection's bytes together.
+    server: Arc<ByteBudget>,
+    /// `State::closed`, readable while waiting on the server's budget.
+    closed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -24,12 +32,14 @@ struct State {
 }
 
 impl Inflight {
-    pub fn new(max_requests: usize, max_bytes: u64) -> Self {
+    pub fn new(max_requests: usize, max_bytes: u64, server: Arc<ByteBudget>) -> Self {
         Inflight {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
             max_requests: max_requests.max(1),
             max_bytes,
+            server,
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -46,13 +56,27 @@ impl Inflight {
         self.acquire(full, before_wait, |s| s.requests += 1)
     }
 
-    /// Waits until `n` more payload bytes fit in the budget. A request is
-    /// always admitted when no bytes are held, so a single payload larger
-    /// than the budget cannot deadlock. False if the connection is closing. `before_wait`
-    /// as for [`Inflight::acquire_slot`].
+    /// Waits until `n` more payload bytes fit in the connection's budget, then in the
+    /// server's. A request is always admitted when no bytes are held, so a single
+    /// payload larger than a budget cannot deadlock. False if the connection is closing.
+    /// `before_wait` as for [`Inflight::acquire_slot`] (once, before the first wait).
     pub fn acquire_bytes(&self, n: u64, before_wait: impl FnOnce()) -> bool {
+        let mut before_wait = Some(before_wait);
+        let mut announce = || {
+            if let Some(f) = before_wait.take() {
+                f();
+            }
+        };
         let full = |s: &State| s.bytes > 0 && s.bytes + n > self.max_bytes;
-        self.acquire(full, before_wait, |s| s.bytes += n)
+        if !self.acquire(full, &mut announce, |s| s.bytes += n) {
+            return false;
+        }
+        if !self.server.acquire(n, &self.closed, announce) {
+            let mut s = self.lock();
+            s.bytes = s.bytes.saturating_sub(n);
+            return false;
+        }
+        true
     }
 
     /// Waits while `full` holds (calling `before_wait` first, without the lock, if it
@@ -98,6 +122,7 @@ impl Inflight {
         s.bytes = s.bytes.saturating_sub(bytes);
         let wake = s.waiting > 0;
         drop(s);
+        self.server.release(bytes);
         if wake {
             self.cv.notify_all();
         }
@@ -106,19 +131,25 @@ impl Inflight {
     /// Wakes every waiter and makes further acquisitions fail.
     pub fn close(&self) {
         self.lock().closed = true;
+        self.closed.store(true, Ordering::SeqCst);
         self.cv.notify_all();
+        self.server.wake_all();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn unbounded() -> Arc<ByteBudget> {
+        Arc::new(ByteBudget::new(u64::MAX))
+    }
     use std::sync::Arc;
     use std::time::Duration;
 
     #[test]
     fn slots_block_until_released() {
-        let f = Arc::new(Inflight::new(2, 1 << 20));
+        let f = Arc::new(Inflight::new(2, 1 << 20, unbounded()));
         assert!(f.acquire_slot(|| {}));
         assert!(f.acquire_slot(|| {}));
         let f2 = f.clone();
@@ -131,7 +162,7 @@ mod tests {
 
     #[test]
     fn oversized_request_admitted_when_idle_and_close_wakes() {
-        let f = Arc::new(Inflight::new(8, 100));
+        let f = Arc::new(Inflight::new(8, 100, unbounded()));
         assert!(
             f.acquire_bytes(1000, || {}),
             "idle connection admits any size"

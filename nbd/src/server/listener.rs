@@ -24,6 +24,7 @@ use crate::backend::Backend;
 use crate::stream::NbdStream;
 
 use super::ServerConfig;
+use super::budget::ByteBudget;
 use super::connection;
 
 /// How often the accept thread wakes up on its own to reap finished
@@ -137,6 +138,7 @@ impl Server {
         let (wake_rx, wake_tx) = UnixStream::pair()?;
         let shared = Arc::new(Shared {
             backend: self.backend,
+            budget: Arc::new(ByteBudget::new(self.config.max_total_in_flight_bytes)),
             config: self.config,
             shutting_down: AtomicBool::new(false),
             conns: Mutex::new(HashMap::new()),
@@ -158,6 +160,8 @@ impl Server {
 
 struct Shared {
     backend: Arc<dyn Backend>,
+    /// Payload bytes in flight over every connection (`max_total_in_flight_bytes`).
+    budget: Arc<ByteBudget>,
     config: ServerConfig,
     shutting_down: AtomicBool,
     /// A clone of each live connection's socket, for shutdown.
@@ -341,7 +345,13 @@ fn spawn_connection(shared: &Arc<Shared>, stream: NbdStream, id: u64) -> Option<
         .name(format!("nbd-conn-{id}"))
         .spawn(move || {
             let _registration = Registration { shared: &sh, id };
-            match connection::serve(stream, sh.backend.clone(), &sh.config, &sh.shutting_down) {
+            match connection::serve(
+                stream,
+                sh.backend.clone(),
+                &sh.config,
+                &sh.budget,
+                &sh.shutting_down,
+            ) {
                 Ok(()) => tracing::debug!(id, "connection closed"),
                 Err(e) => tracing::debug!(id, "connection ended: {e}"),
             }

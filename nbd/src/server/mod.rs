@@ -15,6 +15,7 @@
 //! ```
 
 mod batch;
+mod budget;
 mod connection;
 mod handshake;
 mod inflight;
@@ -49,6 +50,12 @@ pub struct ServerConfig {
     /// READ/WRITE payload bytes admitted but not yet answered, per
     /// connection (one request larger than this is still admitted alone).
     pub max_in_flight_bytes: u64,
+    /// READ/WRITE payload bytes admitted but not yet answered, over all connections
+    /// together: the per-connection bound times `max_connections` is more memory than a
+    /// machine has, and clients that stop reading replies on many connections would
+    /// otherwise grow the server without limit (one request larger than this is still
+    /// admitted alone).
+    pub max_total_in_flight_bytes: u64,
     /// Largest WRITE payload the server reads, and the ceiling of the
     /// maximum payload it advertises. Larger writes close the connection.
     pub max_payload: u32,
@@ -67,6 +74,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_in_flight: 128,
             max_in_flight_bytes: 256 << 20,
+            max_total_in_flight_bytes: 1 << 30,
             max_payload: DEFAULT_MAX_PAYLOAD,
             max_connections: 256,
             handshake_timeout: Duration::from_secs(30),
@@ -83,5 +91,12 @@ pub fn serve_connection(
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
 ) -> Result<(), NbdError> {
-    connection::serve(stream.into(), backend, config, &AtomicBool::new(false))
+    let budget = Arc::new(budget::ByteBudget::new(config.max_total_in_flight_bytes));
+    connection::serve(
+        stream.into(),
+        backend,
+        config,
+        &budget,
+        &AtomicBool::new(false),
+    )
 }

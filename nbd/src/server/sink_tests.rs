@@ -10,7 +10,11 @@ use super::*;
 
 fn sink(slots: usize) -> (Arc<ReplySink>, UnixStream, Arc<Inflight>) {
     let (server, client) = UnixStream::pair().unwrap();
-    let inflight = Arc::new(Inflight::new(slots, 1 << 30));
+    let inflight = Arc::new(Inflight::new(
+        slots,
+        1 << 30,
+        Arc::new(crate::server::budget::ByteBudget::new(u64::MAX)),
+    ));
     let s = Arc::new(ReplySink::new(NbdStream::Unix(server), inflight.clone()));
     (s, client, inflight)
 }

@@ -318,7 +318,7 @@ impl FileMember {
                 if res < 0 {
                     Err(err(what, os(res)))
                 } else if res as usize != op.len {
-                    Err(err(what, format!("short transfer of {res} bytes")))
+                    Err(err(what, short_transfer(op.kind, res as usize, op.len)))
                 } else if op.kind == Kind::Read {
                     let data = match &op.buf {
                         Buf::Fixed(i) => st
@@ -418,10 +418,31 @@ impl Member for FileMember {
     }
 }
 
+/// Why a read or write moved fewer bytes than asked, in words. The kernel ends a write to a
+/// file early when its filesystem fills up (the error comes only from a next write, which
+/// never comes: the member fails on this one), and a read early at the end of the file;
+/// the operator reading "member failed" needs that hint more than the byte count.
+fn short_transfer(kind: Kind, done: usize, asked: usize) -> String {
+    let hint = if kind == Kind::Write {
+        "the filesystem or device is full?"
+    } else {
+        "beyond the end of the file?"
+    };
+    format!("short transfer of {done} of {asked} bytes ({hint})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::member::run_sync;
+
+    #[test]
+    fn a_short_write_suggests_a_full_filesystem() {
+        let w = short_transfer(Kind::Write, 8192, 65536);
+        assert!(w.contains("8192 of 65536") && w.contains("full"), "{w}");
+        let r = short_transfer(Kind::Read, 0, 4096);
+        assert!(r.contains("end of the file"), "{r}");
+    }
     use crate::waker::Waker;
     use std::time::Duration;
 
