@@ -117,7 +117,10 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Eval(args)) => eval_cmd::run(args),
         Some(Command::Create(args)) => create_cmd::run(args),
         Some(Command::Plan(args)) => plan_cmd::run(args),
-        Some(Command::Serve(args)) => serve_cmd::run(args),
+        Some(Command::Serve(args)) => {
+            serve_cmd::stop_on_panic();
+            serve_cmd::run(args)
+        }
         Some(Command::Status(args)) => status_cmd::run(args),
         Some(Command::Top(args)) => top::run(args),
         Some(Command::Fail(args)) => control::fail(args),

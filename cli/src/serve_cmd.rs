@@ -486,3 +486,19 @@ fn print_banner(
     use std::io::Write;
     let _ = std::io::stdout().flush();
 }
+
+/// A panic anywhere in `serve` (an engine invariant failed) ends the process, after the
+/// usual message: the engine's state may be half-changed, so no turn may run on it again,
+/// and a server that stayed up with its engine stopped left clients waiting forever on the
+/// requests they had in flight. Ending it closes their connections (they see errors), and
+/// the next start recovers from the journal as after kill -9.
+pub fn stop_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        eprintln!(
+            "fusionraid: serve stops after a panic; start it again to recover from the journal"
+        );
+        std::process::abort();
+    }));
+}
