@@ -455,23 +455,16 @@ fn a_rebuild_reads_done_exactly_when_the_failed_member_may_be_replaced() {
     }
 }
 
-/// Known defect (trial of 2026-11-27, not fixed): a RAID6 volume one member narrower than
-/// the pool has, after a failure, a single member per stripe to rebuild onto. The rebuild
-/// finishes ("done"), but data written after it does not keep two parities' worth of
-/// tolerance: two more failures lose data ("data lost beyond the volume's fault
-/// tolerance"), while `fail` accepts them without --force. Without the writes after the
-/// rebuild, or with a volume two members narrower, nothing is lost. The likely cause: writes
-/// that find no stripe clear of the failed member (free stripes' remaps need donor blocks,
-/// which run out) take degraded stripes (`parity_covers`) with a column on it, which no
-/// rebuild revisits. Narrowed since (2026-11-27, seed 0): before the two failures no stripe
-/// holding data touches member 3 (`disk_in_use` says no), the whole volume reads back with
-/// no checksum error after the rebuild and again after member 0 fails (its rebuild stalls:
-/// 6 members for 7 columns), and the read that fails after member 1 does is one the read
-/// path finds three columns lost on; afterwards the only stripes with three columns on
-/// members 0, 1 and 3 are free or donors. So a mapping seems to point into a stripe freed
-/// or unremapped under it during member 0's stalled rebuild. Run with `--ignored`.
+/// Found by the trial of 2026-11-27: a RAID6 volume one member narrower than the pool,
+/// written again after a finished rebuild, then two more members failed one after the other
+/// (the second of the three failures leaves 6 members for stripes of 7, so its rebuild
+/// stalls and the pool serves degraded). With no stripe clear of the failed members left,
+/// the cleaner moved blocks that still had one parity to spare into free stripes with
+/// columns on both failed members, where they had none, and the third failure lost them
+/// although every stripe had lost at most two columns before the moves. Degraded targets
+/// are now the least degraded spare stripes, and the cleaner takes only those that keep a
+/// parity column to spare unless writes wait for room (`degraded.rs`, `move_target`).
 #[test]
-#[ignore = "known defect: writes after a finished rebuild of a pool-1-wide volume land on degraded stripes"]
 fn writes_after_a_finished_rebuild_keep_raid6_tolerance_on_a_volume_one_narrower_than_the_pool() {
     for seed in 0..4u64 {
         let mut d = driver_of(seed, 8, Level::Raid6, 7, 0.6);

@@ -14,6 +14,7 @@ mod bufs;
 pub mod column;
 pub mod config;
 mod convert;
+mod degraded;
 pub mod durable;
 mod durable_state;
 mod gather;

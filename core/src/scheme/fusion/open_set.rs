@@ -5,6 +5,7 @@
 //! most 32 columns), not in `Vec`s per draw.
 
 use super::avoid_memo::AvoidMemo;
+use super::degraded::take_random_least_degraded;
 use super::pairs::{PairSet, Slot, SlotState, match_columns};
 use super::vol::Vol;
 use crate::engine::ctx::Ctx;
@@ -192,8 +193,7 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
                 .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
         });
         let pick = pick.or_else(|| {
-            v.stripes
-                .take_random_spare(rng, |s| zone.parity_covers(s, failed))
+            take_random_least_degraded(&mut v.stripes, rng, zone, failed, zone.nparity())
         });
         let Some(s) = pick else { break };
         let list = zone.stripe_disk_list(s);

@@ -3,6 +3,7 @@
 //! the same way.
 
 use super::FusionScheme;
+use super::degraded::take_least_degraded;
 use super::jobs::{Job, JobId, ReadPurpose, RelocJob, Segment};
 use super::reloc_plan;
 use super::stripe_parity::push_parity;
@@ -278,9 +279,12 @@ impl FusionScheme {
     /// can. While a rebuild runs, a free stripe is remapped off them if need be: a move into
     /// a degraded stripe would be one more for the rebuild to make, and rebuild and cleaner
     /// would move the same blocks back and forth. Otherwise, or where no stripe can be
-    /// clear (no donor column fits), the cleaner writes degraded stripes, as user writes
-    /// do: they hold as much. A rebuild's own move never does (landing on a failed member
-    /// again would achieve nothing).
+    /// clear (no donor column fits), the cleaner writes degraded stripes, the least degraded
+    /// first (`degraded.rs`), and while no write waits for room only those that keep a
+    /// parity column to spare: a move must not leave blocks with less redundancy than they
+    /// had for nothing more than tidier space (when writes wait, any stripe parity covers
+    /// will do, as for the writes themselves). A rebuild's own move never does (landing on
+    /// a failed member again would achieve nothing).
     fn move_target(&mut self, ctx: &mut Ctx, vol: usize, rebuild: bool) -> Option<u32> {
         let v = &self.vols[vol];
         if rebuild && v.stripes.available() <= v.cleaner_reserve() {
@@ -296,14 +300,18 @@ impl FusionScheme {
         {
             target = self.clear_target(ctx, vol);
         }
+        let mut target = target.map(|(s, _)| s);
         if target.is_none() && !rebuild {
             let v = &mut self.vols[vol];
-            let zone = &v.zone;
-            target = v
-                .stripes
-                .take_spare(|s| zone.parity_covers(s, |d| ctx.is_failed(d)));
+            let nparity = v.zone.nparity();
+            let most = if v.space_waiters.is_empty() {
+                nparity - 1
+            } else {
+                nparity
+            };
+            target = take_least_degraded(&mut v.stripes, &v.zone, |d| ctx.is_failed(d), most);
         }
-        target.map(|(s, _)| s)
+        target
     }
 
     /// One block of a relocation has been read (None: unreadable, the relocation is dropped;

@@ -7,6 +7,7 @@
 //! when the write must wait for space.
 
 use super::avoid_memo::AvoidMemo;
+use super::degraded::take_least_degraded;
 use super::jobs::{Dest, Piece};
 use super::open_set::{ensure_slots, open_pair_set_if_room, replicated_area_full};
 use super::pack;
@@ -370,13 +371,11 @@ impl Planner<'_> {
             }
             return Some(s);
         }
+        let failed = |d| ctx.is_failed(d);
         v.stripes
             .take_spare(|s| (0..zone.width()).all(|c| !ctx.is_failed(zone.disk(s, c))))
-            .or_else(|| {
-                v.stripes
-                    .take_spare(|s| zone.parity_covers(s, |d| ctx.is_failed(d)))
-            })
             .map(|x| x.0)
+            .or_else(|| take_least_degraded(&mut v.stripes, zone, failed, zone.nparity()))
     }
 }
 
