@@ -5,18 +5,21 @@
 //! two members down moved blocks that had one parity left into stripes that had none, and
 //! a third failure lost them: `core/tests/rebuild.rs`).
 
+use std::ops::RangeInclusive;
+
 use crate::rng::Rng;
 use crate::space::{StripeTable, Zone};
 use crate::types::DiskId;
 
-/// The first spare stripe with `1..=most` columns on failed members, the fewest first.
+/// The first spare stripe with a count of columns on failed members in `lost`, the fewest
+/// first.
 pub(super) fn take_least_degraded(
     stripes: &mut StripeTable,
     zone: &Zone,
     failed: impl Fn(DiskId) -> bool + Copy,
-    most: usize,
+    lost: RangeInclusive<usize>,
 ) -> Option<u32> {
-    (1..=most).find_map(|k| {
+    lost.into_iter().find_map(|k| {
         stripes
             .take_spare(|s| zone.failed_columns(s, failed) == k)
             .map(|x| x.0)
@@ -29,7 +32,8 @@ pub(super) fn take_random_least_degraded(
     rng: &mut Rng,
     zone: &Zone,
     failed: impl Fn(DiskId) -> bool + Copy,
-    most: usize,
+    lost: RangeInclusive<usize>,
 ) -> Option<u32> {
-    (1..=most).find_map(|k| stripes.take_random_spare(rng, |s| zone.failed_columns(s, failed) == k))
+    lost.into_iter()
+        .find_map(|k| stripes.take_random_spare(rng, |s| zone.failed_columns(s, failed) == k))
 }

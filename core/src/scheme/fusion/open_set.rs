@@ -188,12 +188,9 @@ fn draw_candidates(ctx: &mut Ctx, v: &mut Vol, placement: &PlacementPolicy) -> C
             })
         });
         cand.steered[cand.len] = pick.is_some() && avoided.get();
+        // Clear of the failed members, else the least degraded.
         let pick = pick.or_else(|| {
-            v.stripes
-                .take_random_spare(rng, |s| (0..zone.width()).all(|c| !failed(zone.disk(s, c))))
-        });
-        let pick = pick.or_else(|| {
-            take_random_least_degraded(&mut v.stripes, rng, zone, failed, zone.nparity())
+            take_random_least_degraded(&mut v.stripes, rng, zone, failed, 0..=zone.nparity())
         });
         let Some(s) = pick else { break };
         let list = zone.stripe_disk_list(s);

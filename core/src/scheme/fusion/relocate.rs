@@ -300,18 +300,20 @@ impl FusionScheme {
         {
             target = self.clear_target(ctx, vol);
         }
-        let mut target = target.map(|(s, _)| s);
-        if target.is_none() && !rebuild {
-            let v = &mut self.vols[vol];
-            let nparity = v.zone.nparity();
-            let most = if v.space_waiters.is_empty() {
-                nparity - 1
-            } else {
-                nparity
-            };
-            target = take_least_degraded(&mut v.stripes, &v.zone, |d| ctx.is_failed(d), most);
+        if let Some((s, _)) = target {
+            return Some(s);
         }
-        target
+        if rebuild {
+            return None;
+        }
+        let v = &mut self.vols[vol];
+        let nparity = v.zone.nparity();
+        let most = if v.space_waiters.is_empty() {
+            nparity - 1
+        } else {
+            nparity
+        };
+        take_least_degraded(&mut v.stripes, &v.zone, |d| ctx.is_failed(d), 1..=most)
     }
 
     /// One block of a relocation has been read (None: unreadable, the relocation is dropped;

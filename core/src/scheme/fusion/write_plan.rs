@@ -371,11 +371,13 @@ impl Planner<'_> {
             }
             return Some(s);
         }
-        let failed = |d| ctx.is_failed(d);
-        v.stripes
-            .take_spare(|s| (0..zone.width()).all(|c| !ctx.is_failed(zone.disk(s, c))))
-            .map(|x| x.0)
-            .or_else(|| take_least_degraded(&mut v.stripes, zone, failed, zone.nparity()))
+        // Clear of the failed members, else the least degraded.
+        take_least_degraded(
+            &mut v.stripes,
+            zone,
+            |d| ctx.is_failed(d),
+            0..=zone.nparity(),
+        )
     }
 }
 
