@@ -14,6 +14,7 @@
 //! `valgrind --tool=callgrind --toggle-collect='*small_writes*measure*'`: only the measured
 //! writes are counted. `STEER=1` runs the steered policies (`fusionraid+`, equal weights: no
 //! curves) to compare their cost, `STEER=noseg` the same without read/write segregation.
+//! `ROWS=US` turns parity-row writes on (`FusionConfig::row_ns`, US microseconds).
 //! `LEVEL=mirror` (or `mirror3`) makes the volume a mirror instead of RAID5 4+1.
 //! On 7 members segregation leaves every member a writer (a pair set spans 10 members:
 //! `min_writers`), so `STEER=1` costs what `noseg` does; `DISKS=29 READS=0.9` (29 members
@@ -141,6 +142,13 @@ fn engine(spare: f64, low_water: Option<f64>) -> Engine {
     }
     if let Some(w) = low_water {
         cfg.conversion.spare_low_water = w;
+    }
+    // ROWS=US: parity-row writes, a one-page write held up to US microseconds.
+    if let Some(us) = std::env::var("ROWS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        cfg.row_ns = Some(us * 1000);
     }
     let scheme = FusionScheme::new(cfg).expect("config");
     Engine::new(EngineConfig::new(disks()), Box::new(scheme), 0)
@@ -283,11 +291,12 @@ fn main() {
         (m.bytes_read - r0) as f64 / user as f64
     );
     println!(
-        "  conversions {} relocations {} stripe writes {} replica writes {} (virtual time {:.1} s)",
+        "  conversions {} relocations {} stripe writes {} replica writes {} parity rows {} (virtual time {:.1} s)",
         st.conversions - before.conversions,
         st.relocations - before.relocations,
         st.full_stripe_writes - before.full_stripe_writes,
         st.replicated_block_writes - before.replicated_block_writes,
+        st.row_writes - before.row_writes,
         now as f64 / 1e9
     );
     let writers = e.disks().steering().map_or(disks(), |s| {

@@ -141,6 +141,7 @@ fn config(sc: &Scenario) -> FusionConfig {
     cfg.trim = common::trim_policy(sc.seed);
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.gather_ns = gathers(sc.seed).then_some(150_000);
+    cfg.row_ns = rows(sc.seed).then_some(2_000_000);
     // The same seeds rebuild reads of RAID blocks stuck on a stalled member.
     cfg.raid_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.conversion.idle_ns = Some(1_000_000);
@@ -319,9 +320,15 @@ fn gathers(seed: u64) -> bool {
     seed % 7 == 2
 }
 
+/// Whether a seed writes parity rows (a fifth of them); three in four of its writes are
+/// then a single page, at least 16 in flight.
+fn rows(seed: u64) -> bool {
+    seed % 5 == 3
+}
+
 /// Returns the columns rebuilt (into spare space, in place), members replaced, copies
 /// offloaded, and writes hedged and gathered into full stripes.
-fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
+fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
     let cfg = config(sc);
     let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
@@ -348,11 +355,14 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
     let mut tag_seq = 1u64;
     // Sequential requests on gathering seeds, from their own generator.
     let mut seq = Rng::new(sc.seed ^ 0x5E9);
+    // Its own generator, so the rest of the scenario stays as it was.
+    let mut one_page = Rng::new(sc.seed ^ 0x20E5);
     let mut last_end = vec![0u64; sizes.len()];
     let bs = sc.block_size;
     let mut failed: Option<usize> = None;
     let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
     let mut gathered = 0;
+    let mut rowed = 0;
     // Stalls for the seeds with hedged writes (their own generator: the other seeds' runs
     // stay as they were).
     let mut stalls = Rng::new(sc.seed ^ 0x0057_A115);
@@ -391,7 +401,12 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
                 m.spike_factor = 30 + stalls.below(70);
             }
             settle(&mut d, &mut pending, &mut pages);
-            if pending.len() >= sc.queue_depth {
+            let depth = if rows(sc.seed) {
+                sc.queue_depth.max(16)
+            } else {
+                sc.queue_depth
+            };
+            if pending.len() >= depth {
                 continue;
             }
             let vol = r.below(sizes.len() as u64) as usize;
@@ -409,6 +424,8 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
                 let from = last_end[vol] / bs * bs % sizes[vol];
                 let len = ((1 + seq.below(2)) * bs).min(sizes[vol] - from);
                 (from / PAGE_SIZE, len / PAGE_SIZE)
+            } else if rows(sc.seed) && one_page.below(4) != 0 {
+                (one_page.below(npages), 1)
             } else {
                 (first, n)
             };
@@ -507,11 +524,17 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64)) {
         offloaded += d.engine.stats().offloaded_writes;
         hedged += d.engine.stats().hedged_writes;
         gathered += d.engine.stats().gathered_writes;
+        rowed += d.engine.stats().row_writes;
         disks = d.power_cut(&mut r);
     }
     let mut d = boot(sc, &cfg, disks, now, &mut failed);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
-    ((rebuilt, in_place), replaced, offloaded, (hedged, gathered))
+    (
+        (rebuilt, in_place),
+        replaced,
+        offloaded,
+        (hedged, gathered, rowed),
+    )
 }
 
 /// Apply replies to the page histories.
@@ -648,16 +671,18 @@ fn power_cuts_lose_nothing_acknowledged() {
     let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
     let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
     let mut gathered = 0;
+    let mut rowed = 0;
     for &seed in &seeds {
         let sc = scenario(seed);
         match std::panic::catch_unwind(|| run(&sc)) {
-            Ok(((c, p), m, o, (h, g))) => {
+            Ok(((c, p), m, o, (h, g, w))) => {
                 rebuilt += c;
                 in_place += p;
                 replaced += m;
                 offloaded += o;
                 hedged += h;
                 gathered += g;
+                rowed += w;
             }
             Err(e) => {
                 eprintln!(
@@ -671,7 +696,7 @@ fn power_cuts_lose_nothing_acknowledged() {
         "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {in_place} \
          in place, {replaced} \
          members replaced, {offloaded} replica writes offloaded to HDD logs, {hedged} writes \
-         hedged, {gathered} sequential writes gathered into full stripes",
+         hedged, {gathered} sequential writes gathered into full stripes, {rowed} parity rows",
         seeds.len()
     );
     if seeds.len() >= 50 {
@@ -683,6 +708,7 @@ fn power_cuts_lose_nothing_acknowledged() {
         assert!(offloaded > 0, "no hybrid seed offloaded a write");
         assert!(hedged > 0, "no seed hedged a write");
         assert!(gathered > 0, "no seed gathered a write into a full stripe");
+        assert!(rowed > 0, "no seed wrote a parity row");
     }
 }
 

@@ -106,6 +106,13 @@ fn gathers(seed: u64) -> bool {
     seed % 7 == 2
 }
 
+/// Whether a seed writes parity rows (a fifth of them); three in four of its reads and
+/// writes are then one-page writes at random places, the writes rows carry, at least 16 in
+/// flight.
+fn rows(seed: u64) -> bool {
+    seed % 5 == 3
+}
+
 /// What the seeds made the engine do, summed to check every mechanism was reached.
 #[derive(Default)]
 struct Reached {
@@ -116,6 +123,7 @@ struct Reached {
     hedged: u64,
     raid_hedged: u64,
     gathered: u64,
+    rows: u64,
 }
 
 fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
@@ -147,6 +155,8 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     // Hedged writes on a quarter of the seeds (by seed: the rest of the scenario stays).
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.gather_ns = gathers(sc.seed).then_some(150_000);
+    // Requests arrive about 75 us apart here: a row of up to 8 pages needs that long.
+    cfg.row_ns = rows(sc.seed).then_some(2_000_000);
     // Sandook's policies on a third of the seeds (their own generator: the rest of the
     // scenario stays as it was).
     if sc.seed % 3 == 1 {
@@ -246,6 +256,8 @@ fn run(sc: &Scenario) -> Reached {
     // Sequential writes on gathering seeds, from their own generator (the other seeds'
     // requests stay as they were).
     let mut seq = Rng::new(sc.seed ^ 0x5E9);
+    // Its own generator, so the rest of the scenario stays as it was.
+    let mut one_page = Rng::new(sc.seed ^ 0x20E5);
     let mut last_end = vec![0u64; sc.volumes.len()];
     let mut failed = 0usize;
     let bs = sc.block_size;
@@ -347,11 +359,16 @@ fn run(sc: &Scenario) -> Reached {
             // Scrubs run under the load; with nothing corrupted they must find nothing.
             let _ = d.engine.start_scrub(d.now);
         }
-        if issued < sc.ops && pending.len() < sc.queue_depth {
+        let depth = if rows(sc.seed) {
+            sc.queue_depth.max(16)
+        } else {
+            sc.queue_depth
+        };
+        if issued < sc.ops && pending.len() < depth {
             let vol = r.below(sizes.len() as u64) as usize;
             let size = sizes[vol];
             let pages = size / PAGE_SIZE;
-            let kind = match r.below(100) {
+            let mut kind = match r.below(100) {
                 0..=39 => 1,
                 40..=79 => 0,
                 80..=85 => 2,
@@ -378,6 +395,11 @@ fn run(sc: &Scenario) -> Reached {
                 };
                 offset = from;
                 len = ((1 + seq.below(2)) * bs).min(size - from);
+            }
+            if kind <= 1 && rows(sc.seed) && one_page.below(4) != 0 {
+                kind = 1;
+                offset = one_page.below(pages) * PAGE_SIZE;
+                len = PAGE_SIZE;
             }
             if kind == 1 {
                 last_end[vol] = offset + len;
@@ -533,6 +555,9 @@ fn run(sc: &Scenario) -> Reached {
     if !gathers(sc.seed) {
         assert_eq!(st.gathered_writes, 0, "a write gathered with gathering off");
     }
+    if !rows(sc.seed) {
+        assert_eq!(st.row_writes, 0, "a parity row with rows off");
+    }
     Reached {
         rebuilt: rebuilt.0,
         in_place: rebuilt.1,
@@ -541,6 +566,7 @@ fn run(sc: &Scenario) -> Reached {
         hedged: st.hedged_writes,
         raid_hedged: st.hedged_raid_reads,
         gathered: st.gathered_writes,
+        rows: st.row_writes,
     }
 }
 
@@ -637,6 +663,7 @@ fn fusion_model_random_seeds() {
             all.hedged += r.hedged;
             all.raid_hedged += r.raid_hedged;
             all.gathered += r.gathered;
+            all.rows += r.rows;
         }
         if let Err(e) = result {
             eprintln!(
@@ -653,13 +680,14 @@ fn fusion_model_random_seeds() {
         hedged,
         raid_hedged,
         gathered,
+        rows,
     } = all;
     eprintln!(
         "model test: {} seeds passed; {rebuilt} columns rebuilt into spare space, \
          {in_place} in place; \
          {offloaded} replica writes offloaded to HDD logs, {log_reads} reads served from them; \
          {hedged} writes hedged, {raid_hedged} RAID reads hedged; \
-         {gathered} sequential writes gathered into full stripes",
+         {gathered} sequential writes gathered into full stripes, {rows} parity rows",
         seeds.len()
     );
     if seeds.len() >= 50 {
@@ -669,5 +697,6 @@ fn fusion_model_random_seeds() {
         assert!(hedged > 0, "no seed hedged a write");
         assert!(raid_hedged > 0, "no seed hedged a read of a RAID block");
         assert!(gathered > 0, "no seed gathered a write into a full stripe");
+        assert!(rows > 0, "no seed wrote a parity row");
     }
 }

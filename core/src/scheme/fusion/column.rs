@@ -203,7 +203,9 @@ impl FusionScheme {
         stripe: u32,
     ) -> ColumnStart {
         let v = &mut self.vols[vol];
-        if v.columns.contains(&stripe) {
+        // Rows still landing in a row stripe would change the columns under the job: it
+        // waits until they are done (the stripe was closed when the member failed).
+        if v.columns.contains(&stripe) || v.rows.protects(stripe) {
             return ColumnStart::Running;
         }
         debug_assert_eq!(v.stripes.state(stripe), StripeState::Raid);
@@ -259,6 +261,13 @@ impl FusionScheme {
             return true; // dropped meanwhile
         };
         if v.columns.contains(&stripe) {
+            return false;
+        }
+        if v.rows.protects(stripe) {
+            // A row stripe: closed now, copied once its last rows have landed.
+            if v.rows.open.is_some_and(|(s, _)| s == stripe) {
+                self.close_row_stripe(ctx, vol);
+            }
             return false;
         }
         match v.stripes.state(stripe) {

@@ -35,6 +35,10 @@ impl FusionScheme {
         data: Data,
         fua: bool,
     ) {
+        let Some(data) = self.hold_for_row(ctx, vol, id, offset, data, fua) else {
+            self.gathering.last_end[vol] = offset + crate::types::PAGE_SIZE;
+            return;
+        };
         let Some(hold_ns) = self.cfg.gather_ns else {
             return self.start_write(ctx, vol, id, offset, WriteKind::Data(data), fua);
         };

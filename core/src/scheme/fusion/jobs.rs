@@ -50,6 +50,7 @@ pub enum Job {
     Scrub(ScrubJob),
     Column(ColumnJob),
     Trim(TrimJob),
+    Row(RowJob),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -63,6 +64,7 @@ pub enum Kind {
     Scrub,
     Column,
     Trim,
+    Row,
 }
 
 impl Job {
@@ -77,6 +79,7 @@ impl Job {
             Job::Scrub(_) => Kind::Scrub,
             Job::Column(_) => Kind::Column,
             Job::Trim(_) => Kind::Trim,
+            Job::Row(_) => Kind::Row,
         }
     }
 }
@@ -318,6 +321,28 @@ impl WriteJob {
             riders: Vec::new(),
         }
     }
+}
+
+/// A user write carried by a parity row (rows.rs).
+pub struct RowPart {
+    pub id: u64,
+    pub at: Nanos,
+    pub offset: u64,
+    pub fua: bool,
+    /// One page, shared with its device write.
+    pub data: Data,
+}
+
+/// One parity row of a row stripe in flight: part `i` in data column `i` at page `page`,
+/// and the parity pages. Without parts: the zeros that close a stripe early, from `page`
+/// to the end of every column.
+pub struct RowJob {
+    pub vol: usize,
+    pub stripe: u32,
+    pub page: u16,
+    pub parts: Vec<RowPart>,
+    pub pending: u32,
+    pub failed: bool,
 }
 
 pub struct FlushJob {

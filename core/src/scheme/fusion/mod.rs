@@ -37,6 +37,8 @@ mod reloc_plan;
 mod reloc_sweep;
 mod relocate;
 mod restore;
+mod rows;
+mod rows_state;
 pub mod scrub;
 pub mod sizing;
 mod status;
@@ -110,6 +112,8 @@ pub struct FusionScheme {
     raid_hedges: hedge_budget::HedgeBudget,
     /// Sequential writes held while their stripe gathers (`gather.rs`).
     gathering: gather_state::Gathering,
+    /// One-page writes held while a parity row fills (`rows.rs`).
+    rowing: rows_state::Rowing,
 }
 
 /// The fewest members segregation may leave in write mode: the members one pair set spans
@@ -283,6 +287,7 @@ impl FusionScheme {
             offload,
             raid_hedges: Default::default(),
             gathering: gather_state::Gathering::new(nvols),
+            rowing: rows_state::Rowing::new(nvols),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.
@@ -396,7 +401,10 @@ impl Scheme for FusionScheme {
             | Op::WriteZeroes { offset, len, .. } => {
                 self.release_overlapping(ctx, req.volume as usize, *offset, *len)
             }
-            Op::Flush => self.release_all_gathers(ctx),
+            Op::Flush => {
+                self.release_all_gathers(ctx);
+                self.release_all_rows(ctx);
+            }
             Op::Write { .. } => {}
         }
         match req.op {
@@ -448,6 +456,7 @@ impl Scheme for FusionScheme {
             jobs::Kind::Scrub => self.scrub_io_done(ctx, tag, result),
             jobs::Kind::Column => self.column_io_done(ctx, tag, result),
             jobs::Kind::Trim => self.trim_io_done(ctx, tag, result),
+            jobs::Kind::Row => self.row_io_done(ctx, tag, result),
         }
         self.kick_background(ctx);
         self.kick_trims(ctx);
@@ -456,6 +465,7 @@ impl Scheme for FusionScheme {
 
     fn on_tick(&mut self, ctx: &mut Ctx) {
         self.release_due_gathers(ctx);
+        self.release_due_rows(ctx);
         self.hedge_reads(ctx);
         self.hedge_writes(ctx);
         self.kick_background(ctx);
@@ -471,6 +481,9 @@ impl Scheme for FusionScheme {
         let mut add = |t: Nanos| d = Some(d.map_or(t, |x: Nanos| x.min(t)));
         if let Some(g) = self.gathering.deadline() {
             add(g);
+        }
+        if let Some(r) = self.rowing.deadline() {
+            add(r);
         }
         let maintenance = self.maintenance_begun;
         let mut background = false;
@@ -519,6 +532,10 @@ impl Scheme for FusionScheme {
         self.record_member(Record::MemberFailed {
             member: disk.0 as u16,
         });
+        // Rows go only to stripes on working members: the held pages go on their own
+        // (they may need the replicated path's fallbacks) and the open stripes close.
+        self.release_all_rows(ctx);
+        self.close_row_stripes(ctx);
         // Reads reconstruct or use the surviving copies and new writes avoid the failed
         // member at once; the rebuild restores redundancy in the background (rebuild.rs).
         self.begin_rebuild(ctx.now);
@@ -589,6 +606,8 @@ impl Scheme for FusionScheme {
 
     fn begin_shutdown(&mut self, ctx: &mut Ctx) {
         self.release_all_gathers(ctx);
+        self.release_all_rows(ctx);
+        self.close_row_stripes(ctx);
         self.request_clean_stop(ctx);
     }
 

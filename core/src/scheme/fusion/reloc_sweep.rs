@@ -176,7 +176,12 @@ impl Sweep {
                 cols |= 1 << c;
                 incomplete |= i - at != refs;
             }
-            if live < capacity && !incomplete && v.stripes.valid(s) & data_cols & !cols == 0 {
+            // A row stripe still taking rows is not a victim (rows_state.rs).
+            if live < capacity
+                && !incomplete
+                && v.stripes.valid(s) & data_cols & !cols == 0
+                && !v.rows.protects(s)
+            {
                 self.scratch_candidates.push(Candidate {
                     live,
                     stripe: s,

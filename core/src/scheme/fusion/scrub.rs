@@ -314,8 +314,9 @@ impl FusionScheme {
                 continue;
             }
             s.passed_pages += stripe_pages(v);
-            if v.columns.contains(&stripe) {
-                // A rebuild or rebalance is moving one of its columns.
+            if v.columns.contains(&stripe) || v.rows.protects(stripe) {
+                // A rebuild or rebalance is moving one of its columns, or rows are still
+                // being written into it (its parity pass would race them).
                 s.stripes_skipped += 1;
                 continue;
             }

@@ -93,6 +93,7 @@ impl FusionScheme {
                 Job::Scrub(_) => "scrub".to_string(),
                 Job::Column(_) => "column".to_string(),
                 Job::Trim(t) => format!("trim(pending {})", t.pending),
+                Job::Row(r) => format!("row(pending {}, parts {})", r.pending, r.parts.len()),
             })
             .collect();
         format!("jobs: {kinds:?}\n") + &self

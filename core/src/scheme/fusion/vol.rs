@@ -57,6 +57,8 @@ pub struct Vol {
     /// owners beyond the first. The stripe's valid bit means "at least one owner".
     pub raid_extra: FastMap<u64, u16>,
     pub locks: BlockLocks<Parked>,
+    /// The stripe parity rows fill, and those with rows in flight (rows.rs).
+    pub rows: super::rows_state::RowStripes,
     /// User blocks in the volume.
     pub blocks: u64,
     pub pages_per_block: u16,
@@ -184,6 +186,7 @@ impl Vol {
             packs: Packs::new((block / PAGE_SIZE) as u16),
             raid_extra: FastMap::default(),
             locks: BlockLocks::default(),
+            rows: Default::default(),
             blocks,
             pages_per_block: (block / PAGE_SIZE) as u16,
             max_replica_stripes,
@@ -317,7 +320,13 @@ impl Vol {
                 self.stripes.set_valid(s, c, false);
                 self.raid_valid_blocks -= 1;
                 if self.stripes.valid(s) == 0 {
-                    self.stripes.set_state(s, StripeState::Free);
+                    // A row stripe still taking rows stays allocated (rows_state.rs).
+                    let st = if self.rows.protects(s) {
+                        StripeState::Busy
+                    } else {
+                        StripeState::Free
+                    };
+                    self.stripes.set_state(s, st);
                 }
             }
             Loc::Rep(key) => {

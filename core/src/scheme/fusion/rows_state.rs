@@ -1,0 +1,88 @@
+//! What parity-row writes (rows.rs) keep between requests: the small writes held per
+//! volume while a row fills, and each volume's row stripes.
+//!
+//! A *row* is page `r` of every column of a stripe: RAID parity is computed byte by byte
+//! down the columns, so the parity pages of a row protect its data pages alone, whatever
+//! the other rows hold. A *row stripe* is a spare stripe filled one row at a time.
+
+use super::gather_state::Backoff;
+use crate::engine::api::Data;
+use crate::fasthash::FastMap;
+use crate::types::Nanos;
+
+/// A one-page user write held while its row fills. It holds its block's write lock from
+/// the moment it is held, so what arrives later for the block waits behind it.
+pub(super) struct HeldPage {
+    pub id: u64,
+    pub at: Nanos,
+    pub offset: u64,
+    pub data: Data,
+    pub fua: bool,
+}
+
+/// The pages one volume holds for its next row, in arrival order.
+pub(super) struct RowFill {
+    pub held: Vec<HeldPage>,
+    /// When they go down the replicated path if the row has not filled.
+    pub deadline: Nanos,
+}
+
+/// Every volume's held pages and back-off.
+pub(super) struct Rowing {
+    pub fill: Vec<Option<RowFill>>,
+    pub backoff: Vec<Backoff>,
+}
+
+impl Rowing {
+    pub fn new(volumes: usize) -> Self {
+        Rowing {
+            fill: (0..volumes).map(|_| None).collect(),
+            backoff: vec![Backoff::default(); volumes],
+        }
+    }
+
+    /// The earliest time some held page must be started.
+    pub fn deadline(&self) -> Option<Nanos> {
+        self.fill.iter().flatten().map(|f| f.deadline).min()
+    }
+}
+
+/// The stripe a volume fills with rows, and which stripes still have rows in flight.
+///
+/// A stripe is protected from being freed while it is open or has rows in flight: its
+/// rows go where nothing is mapped yet, and a stripe freed under them could be handed out
+/// again. When every page mapped into a protected stripe has been overwritten it goes back
+/// to busy (allocated, nothing live) instead of free, and is freed once no longer protected.
+#[derive(Default)]
+pub struct RowStripes {
+    /// The stripe taking the next row, and that row's page.
+    pub open: Option<(u32, u16)>,
+    /// Rows (and the padding of a stripe closed early) in flight, by stripe.
+    pub inflight: FastMap<u32, u32>,
+}
+
+impl RowStripes {
+    /// Must `s` stay allocated even with nothing live in it?
+    pub fn protects(&self, s: u32) -> bool {
+        self.open.is_some_and(|(o, _)| o == s)
+            || (!self.inflight.is_empty() && self.inflight.contains_key(&s))
+    }
+
+    pub fn issued(&mut self, s: u32) {
+        *self.inflight.entry(s).or_insert(0) += 1;
+    }
+
+    /// A row of `s` is done; true when that was its last one in flight.
+    pub fn landed(&mut self, s: u32) -> bool {
+        let n = self
+            .inflight
+            .get_mut(&s)
+            .expect("row of a stripe with none in flight");
+        *n -= 1;
+        if *n == 0 {
+            self.inflight.remove(&s);
+            return true;
+        }
+        false
+    }
+}
