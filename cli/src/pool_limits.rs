@@ -73,6 +73,7 @@ pub fn check_policies(p: &PoolFile) -> anyhow::Result<()> {
         at_most("`write_hedge_us`", h, 0, MAX_HEDGE_US)?;
     }
     at_most("`gather_us`", p.gather_us, 0, MAX_GATHER_US)?;
+    at_most("`row_us`", p.row_us, 0, MAX_GATHER_US)?;
     if let Some(g) = p.wear_gap {
         fraction("`wear_gap`", g, MAX_WEAR_GAP)?;
         if g == 0.0 {

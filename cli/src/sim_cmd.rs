@@ -160,6 +160,11 @@ pub struct Args {
     /// (stripe gathering), e.g. 1ms, or `off` (the default here; `serve` gathers for 1 ms).
     #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
     gather: Option<TimeOrOff>,
+    /// FusionRAID: hold a one-page write up to this long while other small writes arrive
+    /// to fill a parity row (a page of every data column of a stripe plus its parity,
+    /// written instead of two or three copies), e.g. 500us, or `off` (the default here).
+    #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
+    rows: Option<TimeOrOff>,
     /// Members' wear: `report` adds each member's wear and its wear-out time at the run's
     /// pace to the report; a share of rated life (e.g. 0.05) also turns on wear-aware
     /// placement, which keeps each member that far behind the next more worn one
@@ -272,6 +277,7 @@ impl Args {
         sc.scheme_options.raid_hedge_ns = self.raid_hedge;
         sc.scheme_options.write_hedge_ns = self.write_hedge.map(|t| t.0);
         sc.scheme_options.gather_ns = self.gather.and_then(|t| t.0);
+        sc.scheme_options.row_ns = self.rows.and_then(|t| t.0);
         sc.report_wear = self.wear.is_some();
         sc.scheme_options.wear_gap = match self.wear {
             Some(WearArg::Gap(g)) => Some(g),

@@ -153,6 +153,13 @@ fn write_paths(s: &StatusSnapshot, e: &mut DescriptorEncoder) -> Result<(), Erro
     )?;
     counter(
         e,
+        "fusionraid_row_writes",
+        "Parity rows written: a page of every data column of a stripe and its parity, one small user write per data column.",
+        None,
+        one(c.row_writes),
+    )?;
+    counter(
+        e,
         "fusionraid_replicated_block_writes",
         "Blocks written to the replicated area.",
         None,

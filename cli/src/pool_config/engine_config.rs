@@ -164,6 +164,7 @@ impl PoolFile {
         f.write_hedge_ns = self.write_hedge_us.filter(|_| redirect).map(|u| u * 1000);
         f.wear_gap = self.wear_gap;
         f.gather_ns = (self.gather_us > 0).then_some(self.gather_us * 1000);
+        f.row_ns = (self.row_us > 0).then_some(self.row_us * 1000);
         f.raid_threshold = self.raid_threshold;
         if self.trim {
             f.trim = fusionraid_core::scheme::fusion::TrimPolicy::on();

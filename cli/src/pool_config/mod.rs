@@ -125,6 +125,12 @@ pub struct PoolFile {
         skip_serializing_if = "is_default_gather_us"
     )]
     pub gather_us: u64,
+    /// Hold a one-page write up to this many microseconds while other small writes arrive
+    /// to fill a parity row: a page of every data column of a stripe plus its parity,
+    /// written instead of two or three copies and a conversion (`fusionraid` scheme); 0
+    /// turns it off. A client writing one request at a time is never held.
+    #[serde(default = "default_row_us", skip_serializing_if = "is_default_row_us")]
+    pub row_us: u64,
     /// Wear-aware placement (`fusionraid` scheme): keep each member at least this share of
     /// its rated life (0.05 = 5%) behind the next more worn one, so the members do not wear
     /// out together (issue 22; docs/EVALUATION.md "Wear-aware placement"). Needs members
@@ -181,6 +187,17 @@ fn default_gather_us() -> u64 {
 }
 fn is_default_gather_us(g: &u64) -> bool {
     *g == DEFAULT_GATHER_US
+}
+/// Parity rows' hold: a client keeping 16 random 4 KiB writes in flight over NBD sends the
+/// pages of a row within about 100 us on this project's 2-core machine
+/// (docs/BENCHMARKS.md, "Sustained random overwrites"); a shallow client pays it once per
+/// back-off.
+pub const DEFAULT_ROW_US: u64 = 500;
+fn default_row_us() -> u64 {
+    DEFAULT_ROW_US
+}
+fn is_default_row_us(g: &u64) -> bool {
+    *g == DEFAULT_ROW_US
 }
 fn default_trim() -> bool {
     true

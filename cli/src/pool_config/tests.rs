@@ -135,6 +135,7 @@ fn hostile_values_are_refused_with_the_field_named() {
     assert!(top("write_hedge_us = 9223372036854775807").contains("write_hedge_us"));
     assert!(top("raid_hedge_us = 9223372036854775807").contains("raid_hedge_us"));
     assert!(top("gather_us = 100001").contains("gather_us"));
+    assert!(top("row_us = 100001").contains("row_us"));
     assert!(top("wear_gap = 0.9").contains("wear_gap"));
     assert!(top("wear_gap = 0").contains("wear_gap"));
     assert!(top("wear_gap = nan").contains("wear_gap"));

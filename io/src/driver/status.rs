@@ -200,6 +200,9 @@ pub struct PoolCounters {
     /// User writes of sequential streams gathered into full-stripe writes.
     #[serde(default)]
     pub gathered_writes: u64,
+    /// Parity rows written, each carrying one small user write per data column.
+    #[serde(default)]
+    pub row_writes: u64,
     pub replicated_block_writes: u64,
     pub relocations: u64,
     pub rebuilt_columns: u64,
@@ -411,6 +414,7 @@ fn pool_counters(st: &EngineStats) -> PoolCounters {
         hedged_writes: st.hedged_writes,
         full_stripe_writes: st.full_stripe_writes,
         gathered_writes: st.gathered_writes,
+        row_writes: st.row_writes,
         replicated_block_writes: st.replicated_block_writes,
         relocations: st.relocations,
         rebuilt_columns: st.rebuilt_columns,

@@ -31,6 +31,7 @@ fn since(now: &EngineStats, base: &EngineStats) -> EngineStats {
         hedged_writes_won: now.hedged_writes_won - base.hedged_writes_won,
         full_stripe_writes: now.full_stripe_writes - base.full_stripe_writes,
         gathered_writes: now.gathered_writes - base.gathered_writes,
+        row_writes: now.row_writes - base.row_writes,
         replicated_block_writes: now.replicated_block_writes - base.replicated_block_writes,
         conversions: now.conversions - base.conversions,
         relocations: now.relocations - base.relocations,

@@ -74,6 +74,9 @@ pub struct SchemeOptions {
     /// FusionRAID: hold sequential writes smaller than a stripe this long while their
     /// stripe gathers (`FusionConfig::gather_ns`); None: off.
     pub gather_ns: Option<Nanos>,
+    /// FusionRAID: hold one-page writes this long while a parity row fills
+    /// (`FusionConfig::row_ns`); None: off.
+    pub row_ns: Option<Nanos>,
     /// FusionRAID and Fusion-ND: wear-aware placement with this ladder gap (a share of
     /// rated life, `fusionraid_core::policy::WearLadder`); None: off.
     pub wear_gap: Option<f64>,
@@ -93,6 +96,7 @@ impl Default for SchemeOptions {
             raid_hedge_ns: None,
             write_hedge_ns: None,
             gather_ns: None,
+            row_ns: None,
             wear_gap: None,
             offload: false,
         }
@@ -171,6 +175,7 @@ fn fusion(
         .unwrap_or(steer.then_some(FUSIONRAID_PLUS_WRITE_HEDGE_NS));
     cfg.wear_gap = p.options.wear_gap;
     cfg.gather_ns = p.options.gather_ns;
+    cfg.row_ns = p.options.row_ns;
     if p.options.offload {
         cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig::default());
     }
