@@ -17,7 +17,7 @@
 # ONLY=REGEX runs the part A jobs whose name (randread, randwrite, read, write) matches,
 # LEVEL and WIDTH set part A's volume (default raid5, 5), POOL_EXTRA=TOML is appended to
 # part A's pool file, after the volume table: "spare_fraction = 0.25" sets its spare share (e.g. "[metadata]\njournal = false" to
-# measure what durability costs), REPEAT=N runs each part A job N times per server,
+# measure what durability costs), POOL_TOP=TOML goes before the volume table ("row_us = 0"), REPEAT=N runs each part A job N times per server,
 # alternating which server goes first, and prints the median of the N ratios (on a shared
 # machine a single pair can be off by 2x either way).
 #
@@ -86,6 +86,7 @@ cat > "$WORK/a/pool.toml" <<EOF
 name = "bench"
 members = ["mem:1G,populate", "mem:1G,populate", "mem:1G,populate", "mem:1G,populate",
            "mem:1G,populate", "mem:1G,populate", "mem:1G,populate"]
+${POOL_TOP:-}
 [[volume]]
 name = "vol"
 level = "${LEVEL:-raid5}"

@@ -14,7 +14,7 @@
 //! `valgrind --tool=callgrind --toggle-collect='*small_writes*measure*'`: only the measured
 //! writes are counted. `STEER=1` runs the steered policies (`fusionraid+`, equal weights: no
 //! curves) to compare their cost, `STEER=noseg` the same without read/write segregation.
-//! `ROWS=US` turns parity-row writes on (`FusionConfig::row_ns`, US microseconds).
+//! `LEVEL=raid6 WIDTH=6` makes it RAID6 4+2. `ROWS=US` turns parity-row writes on (`FusionConfig::row_ns`, US microseconds).
 //! `LEVEL=mirror` (or `mirror3`) makes the volume a mirror instead of RAID5 4+1.
 //! On 7 members segregation leaves every member a writer (a pair set spans 10 members:
 //! `min_writers`), so `STEER=1` costs what `noseg` does; `DISKS=29 READS=0.9` (29 members
@@ -44,7 +44,17 @@ fn disk_bytes() -> u64 {
     (7u64 << 30) / disks() as u64 / BS * BS
 }
 const VOLUME: u64 = 1 << 30;
-const DATA_OFFSET: u64 = 8 << 20;
+/// The metadata area: RAID6's checkpoints need more than 8 MiB.
+fn data_offset() -> u64 {
+    static AT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *AT.get_or_init(|| {
+        if std::env::var("LEVEL").is_ok_and(|l| l == "raid6") {
+            16 << 20
+        } else {
+            8 << 20
+        }
+    })
+}
 const QD: usize = 16;
 
 /// Members in memory; copies in and out are timed apart from the engine.
@@ -88,7 +98,7 @@ impl Members {
                     DevOp::Write { offset, data, .. } => {
                         let b = data.bytes().expect("the bench carries data");
                         self.bytes_written += b.len() as u64;
-                        if offset < DATA_OFFSET {
+                        if offset < data_offset() {
                             self.meta_written += b.len() as u64;
                         }
                         disk[offset as usize..offset as usize + b.len()].copy_from_slice(b);
@@ -116,14 +126,19 @@ fn engine(spare: f64, low_water: Option<f64>) -> Engine {
         disks: disks(),
         disk_bytes: disk_bytes(),
         block_size: BS,
-        data_offset: DATA_OFFSET,
+        data_offset: data_offset(),
         layout: LayoutKind::Mols,
         hdds: Vec::new(),
     };
     let level: Level = std::env::var("LEVEL")
         .map_or(Ok(Level::Raid5), |l| l.parse())
         .expect("LEVEL: raid5, mirror or mirror3");
-    let width = level.fixed_width().unwrap_or(5);
+    let width = level.fixed_width().unwrap_or_else(|| {
+        std::env::var("WIDTH")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(5)
+    });
     let mut vol = VolumeConfig::new("bench", level, width, VOLUME);
     vol.spare_fraction = spare;
     let mut cfg = FusionConfig::new(pool, vec![vol]);
