@@ -147,37 +147,42 @@ impl FusionScheme {
         self.run_write(ctx, h);
     }
 
-    /// The stripe taking the next row of `vol`: the open one while it has rows left and
-    /// every member of it works and is not steered clear of, else a new spare stripe on
-    /// such members. None when no spare stripe may be taken.
+    /// The stripe taking the next row of `vol`: the open one while every member of it
+    /// works and none is steered clear of (a slow member, a read-mode one), else a new
+    /// spare stripe on such members; the open one still when no such stripe is left and
+    /// its members work (closing it would only write zeros). None when no spare stripe may
+    /// be taken.
     fn row_stripe(&mut self, ctx: &mut Ctx, vol: usize) -> Option<(u32, u16)> {
-        if let Some((s, page)) = self.vols[vol].rows.open {
-            let placement = &self.policy.placement;
-            let clear = self.vols[vol]
-                .zone
-                .stripe_disk_list(s)
-                .iter()
-                .all(|&d| !avoid(ctx, placement, d));
-            if clear {
-                return Some((s, page));
-            }
-            self.close_row_stripe(ctx, vol);
-        }
         let placement = &self.policy.placement;
         let v = &mut self.vols[vol];
-        if !v.user_may_take(1) {
-            return None;
-        }
         let zone = &v.zone;
-        let s = match v.stripes.take_spare(|s| {
+        let clear = |s: u32| {
             zone.stripe_disk_list(s)
                 .iter()
                 .all(|&d| !avoid(ctx, placement, d))
-        }) {
-            Some((s, _)) => s,
-            None => take_least_degraded(&mut v.stripes, zone, |d| ctx.is_failed(d), 0..=0)?,
         };
-        v.rows.open = Some((s, 0));
+        let open = v.rows.open;
+        if let Some((s, page)) = open
+            && clear(s)
+        {
+            return Some((s, page));
+        }
+        let fresh = if v.user_may_take(1) {
+            v.stripes.take_spare(clear).map(|(s, _)| s)
+        } else {
+            None
+        };
+        let fresh = match (fresh, open) {
+            (Some(s), _) => Some(s),
+            (None, Some((s, page))) if v.lost_mask(ctx, s) == 0 => return Some((s, page)),
+            (None, _) if v.user_may_take(1) => {
+                take_least_degraded(&mut v.stripes, zone, |d| ctx.is_failed(d), 0..=0)
+            }
+            (None, _) => None,
+        };
+        self.close_row_stripe(ctx, vol);
+        let s = fresh?;
+        self.vols[vol].rows.open = Some((s, 0));
         Some((s, 0))
     }
 
@@ -225,7 +230,9 @@ impl FusionScheme {
             pending: 0,
             failed: false,
         }));
-        let n = self.issue_row(ctx, vol, h, stripe, page, cols);
+        // Under a journal the commit flushes the rows before a FUA write is answered.
+        let fua = self.durable().is_none() && self.row_job(h).parts.iter().any(|p| p.fua);
+        let n = self.issue_row(ctx, vol, h, stripe, page, cols, fua);
         self.row_job(h).pending = n;
         ctx.stats.row_writes += 1;
         if n == 0 {
@@ -258,7 +265,7 @@ impl FusionScheme {
                 None => Data::Size(len),
             })
             .collect();
-        let n = self.issue_row(ctx, vol, h, stripe, page, cols);
+        let n = self.issue_row(ctx, vol, h, stripe, page, cols, false);
         self.row_job(h).pending = n;
         if n == 0 {
             self.row_done(ctx, h);
@@ -274,6 +281,7 @@ impl FusionScheme {
 
     /// Write `cols` (one per column, data columns first) at page `page` of `stripe`; a
     /// column on a failed member is skipped. Returns the writes issued.
+    #[allow(clippy::too_many_arguments)]
     fn issue_row(
         &mut self,
         ctx: &mut Ctx,
@@ -282,6 +290,7 @@ impl FusionScheme {
         stripe: u32,
         page: u16,
         cols: Vec<Data>,
+        fua: bool,
     ) -> u32 {
         let zone = &self.vols[vol].zone;
         let mut n = 0;
@@ -290,11 +299,7 @@ impl FusionScheme {
             if ctx.is_failed(disk) {
                 continue;
             }
-            let op = DevOp::Write {
-                offset,
-                data,
-                fua: false,
-            };
+            let op = DevOp::Write { offset, data, fua };
             ctx.issue(disk, op, h.tag(c as u32), false);
             n += 1;
         }
