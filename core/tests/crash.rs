@@ -321,7 +321,7 @@ fn gathers(seed: u64) -> bool {
 }
 
 /// Whether a seed writes parity rows (a fifth of them); three in four of its writes are
-/// then a single page, at least 16 in flight.
+/// then 1, 2 or 4 pages inside a block, at least 16 in flight.
 fn rows(seed: u64) -> bool {
     seed % 5 == 3
 }
@@ -425,7 +425,11 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
                 let len = ((1 + seq.below(2)) * bs).min(sizes[vol] - from);
                 (from / PAGE_SIZE, len / PAGE_SIZE)
             } else if rows(sc.seed) && one_page.below(4) != 0 {
-                (one_page.below(npages), 1)
+                // 1, 2 or 4 pages inside one block (rows of three heights).
+                let ppb = bs / PAGE_SIZE;
+                let n = [1, 1, 2, 4][one_page.below(4) as usize].min(ppb);
+                let b = one_page.below(sizes[vol] / bs);
+                (b * ppb + one_page.below(ppb - n + 1), n)
             } else {
                 (first, n)
             };

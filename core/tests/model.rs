@@ -107,8 +107,8 @@ fn gathers(seed: u64) -> bool {
 }
 
 /// Whether a seed writes parity rows (a fifth of them); three in four of its reads and
-/// writes are then one-page writes at random places, the writes rows carry, at least 16 in
-/// flight.
+/// writes are then writes of 1, 2 or 4 pages inside a block at random places, the writes
+/// rows carry, at least 16 in flight.
 fn rows(seed: u64) -> bool {
     seed % 5 == 3
 }
@@ -397,9 +397,13 @@ fn run(sc: &Scenario) -> Reached {
                 len = ((1 + seq.below(2)) * bs).min(size - from);
             }
             if kind <= 1 && rows(sc.seed) && one_page.below(4) != 0 {
+                // 1, 2 or 4 pages inside one block (rows of three heights).
                 kind = 1;
-                offset = one_page.below(pages) * PAGE_SIZE;
-                len = PAGE_SIZE;
+                let ppb = bs / PAGE_SIZE;
+                let n = [1, 1, 2, 4][one_page.below(4) as usize].min(ppb);
+                let b = one_page.below(size / bs);
+                offset = (b * ppb + one_page.below(ppb - n + 1)) * PAGE_SIZE;
+                len = n * PAGE_SIZE;
             }
             if kind == 1 {
                 last_end[vol] = offset + len;

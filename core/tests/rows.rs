@@ -24,7 +24,7 @@ fn driver(level: Level, width: usize, hold: Option<Nanos>) -> Driver {
     small_pool(v, |c| c.row_ns = hold)
 }
 
-/// The bytes of page `p` after write number `n` to it.
+/// The bytes of page `p` after write number `n` (its first page or any other).
 fn page(p: u64, n: u64) -> Vec<u8> {
     let mut b = vec![0u8; PAGE as usize];
     for (i, c) in b.chunks_mut(8).enumerate() {
@@ -41,6 +41,17 @@ fn write_pages(
     depth: usize,
     latest: &mut [Option<u64>],
 ) -> Vec<Nanos> {
+    let runs: Vec<(u64, u64)> = pages.iter().map(|&p| (p, 1)).collect();
+    write_runs(d, &runs, depth, latest)
+}
+
+/// Write each run `(first page, pages)` as one request, `depth` in flight.
+fn write_runs(
+    d: &mut Driver,
+    runs: &[(u64, u64)],
+    depth: usize,
+    latest: &mut [Option<u64>],
+) -> Vec<Nanos> {
     let mut in_flight = 0;
     let mut slowest = Vec::new();
     let settle = |d: &mut Driver, in_flight: &mut usize, slowest: &mut Vec<Nanos>| {
@@ -50,14 +61,17 @@ fn write_pages(
             *in_flight -= 1;
         }
     };
-    for (n, &p) in pages.iter().enumerate() {
+    for (n, &(first, count)) in runs.iter().enumerate() {
         while in_flight >= depth {
             d.run_until(Some(d.now + 10_000));
             settle(d, &mut in_flight, &mut slowest);
         }
         let n = n as u64 + 1;
-        assert!(d.submit_write(1_000_000 + n, p * PAGE, page(p, n)));
-        latest[p as usize] = Some(n);
+        let bytes: Vec<u8> = (first..first + count).flat_map(|p| page(p, n)).collect();
+        assert!(d.submit_write(1_000_000 + n, first * PAGE, bytes));
+        for p in first..first + count {
+            latest[p as usize] = Some(n);
+        }
         in_flight += 1;
     }
     d.drain();
@@ -115,6 +129,34 @@ fn random_pages_kept_deep_go_as_parity_rows() {
             "{level:?}: device bytes written {rw} in rows against {pw} replicated"
         );
     }
+}
+
+#[test]
+fn writes_of_several_pages_go_as_taller_rows() {
+    let mut r = Rng::new(7);
+    let ppb = BS / PAGE;
+    // Writes of 1, 2 or 4 pages inside a block, sizes mixed at random: each size fills
+    // rows of its own height.
+    let runs: Vec<(u64, u64)> = (0..450)
+        .map(|_| {
+            let n = [2, 4, 1][r.below(3) as usize];
+            let b = r.below(BLOCKS);
+            (b * ppb + r.below(ppb - n + 1), n)
+        })
+        .collect();
+    let mut d = driver(Level::Raid6, 6, Some(HOLD));
+    let mut latest = no_latest();
+    write_runs(&mut d, &runs, 16, &mut latest);
+    check(&mut d, &latest);
+    d.engine.scheme().check_invariants();
+    let st = d.engine.stats();
+    // 450 writes, four a row: most go as rows.
+    assert!(st.row_writes >= 90, "{st:?}");
+    assert!(st.replicated_block_writes < 90, "{st:?}");
+    d.engine.start_scrub(d.now).expect("scrub");
+    d.settle();
+    assert_eq!(d.engine.stats().parity_rewrites, 0);
+    assert_eq!(d.engine.stats().checksum_errors, 0);
 }
 
 #[test]

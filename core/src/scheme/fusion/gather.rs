@@ -35,14 +35,14 @@ impl FusionScheme {
         data: Data,
         fua: bool,
     ) {
+        let len = data.len();
         let Some(data) = self.hold_for_row(ctx, vol, id, offset, data, fua) else {
-            self.gathering.last_end[vol] = offset + crate::types::PAGE_SIZE;
+            self.gathering.last_end[vol] = offset + len;
             return;
         };
         let Some(hold_ns) = self.cfg.gather_ns else {
             return self.start_write(ctx, vol, id, offset, WriteKind::Data(data), fua);
         };
-        let len = data.len();
         let prev_end = std::mem::replace(&mut self.gathering.last_end[vol], offset + len);
         let v = &self.vols[vol];
         let (bs, dcols) = (v.zone.block_size(), v.zone.dcols() as u64);

@@ -329,17 +329,18 @@ pub struct RowPart {
     pub at: Nanos,
     pub offset: u64,
     pub fua: bool,
-    /// One page, shared with its device write.
+    /// The row's height in pages, shared with its device write.
     pub data: Data,
 }
 
-/// One parity row of a row stripe in flight: part `i` in data column `i` at page `page`,
-/// and the parity pages. Without parts: the zeros that close a stripe early, from `page`
-/// to the end of every column.
+/// One parity row of a row stripe in flight: part `i` in data column `i` at pages
+/// `page..page + pages`, and the parity pages. Without parts: the zeros that close a
+/// stripe early, from `page` to the end of every column.
 pub struct RowJob {
     pub vol: usize,
     pub stripe: u32,
     pub page: u16,
+    pub pages: u16,
     pub parts: Vec<RowPart>,
     pub pending: u32,
     pub failed: bool,

@@ -1,20 +1,22 @@
 //! Parity-row writes: small random writes that arrive together go to disk as one parity
-//! row, a page of each data column of a stripe plus the matching parity pages, instead of
-//! two or three copies each now and a conversion later.
+//! row, the same pages of each data column of a stripe plus the matching parity pages,
+//! instead of two or three copies each now and a conversion later.
 //!
-//! Parity is computed byte by byte down a stripe's columns, so the parity pages of row `r`
-//! depend on the data pages of row `r` only: a stripe can be filled one row at a time and
+//! Parity is computed byte by byte down a stripe's columns, so the parity pages of a row
+//! depend on the data pages of that row only: a stripe can be filled one row at a time and
 //! every row written is as redundant as a full stripe. With `d` data columns and `p` parity
 //! columns a page costs `(d + p) / d` pages written (1.25 for RAID5 4+1) where the
 //! replicated path costs its copies plus the conversion's parity (2.25). Nothing is ever
 //! read to write a row and no written page is written again, as on the replicated path.
 //!
-//! A one-page write is held for at most `FusionConfig::row_ns` while the row fills, and
-//! only when other writes are in flight or the volume's previous row filled: a client
-//! writing one request at a time is never held. A row that does not fill in time sends its
-//! pages down the replicated path, and holds then pause (1 ms doubling to 128 ms) as for
-//! stripe gathering. A held page takes its block's write lock at once, so whatever arrives
-//! later for the block is ordered behind it.
+//! A write of 1 to [`MAX_ROW_PAGES`] pages inside one block is held for at most
+//! `FusionConfig::row_ns` while writes of the same size fill the row (one per data column;
+//! the row is that many pages high; each size fills rows of its own), and only when other
+//! writes are in flight or the volume's previous row of that size filled: a client writing
+//! one request at a time is never held. A row that does not fill in time sends its writes
+//! down the replicated path, and holds of that size then pause (1 ms doubling to 128 ms) as
+//! for stripe gathering. A held write takes its block's
+//! write lock at once, so whatever arrives later for the block is ordered behind it.
 //!
 //! The row stripe stays allocated while it is open or has rows in flight (rows_state.rs).
 //! A stripe closed before its last row (a member failed or turned slow, or a clean stop)
@@ -26,7 +28,7 @@
 use super::FusionScheme;
 use super::degraded::take_least_degraded;
 use super::jobs::{Job, JobId, RowJob, RowPart, WriteJob, WriteKind};
-use super::rows_state::{HeldPage, RowFill};
+use super::rows_state::{HeldWrite, RowFill};
 use super::write_plan::avoid;
 use crate::engine::api::{Data, DevOp, IoResult, SharedBytes};
 use crate::engine::ctx::Ctx;
@@ -39,9 +41,13 @@ use crate::volume::{Loc, sums};
 /// The pause after a row that did not fill (as for stripe gathering).
 use super::gather_state::{MAX_PAUSE_NS, MIN_PAUSE_NS};
 
+/// The largest write a row carries, in pages (a quarter of a 128 KiB block): beyond that,
+/// writes of one size arriving together are rarer, and a stripe takes few such rows.
+pub(super) const MAX_ROW_PAGES: u16 = 8;
+
 impl FusionScheme {
-    /// Hold a one-page write for a parity row (module doc). Gives the payload back when
-    /// the write is not held.
+    /// Hold a small write for a parity row (module doc). Gives the payload back when the
+    /// write is not held.
     pub(super) fn hold_for_row(
         &mut self,
         ctx: &mut Ctx,
@@ -55,33 +61,39 @@ impl FusionScheme {
             return Some(data);
         };
         let v = &self.vols[vol];
-        let dcols = v.zone.dcols();
+        let (dcols, bs, len) = (v.zone.dcols(), v.zone.block_size(), data.len());
+        let pages = (len / PAGE_SIZE) as u16;
         if v.cfg.level.is_mirror()
             || dcols < 2
-            || data.len() != PAGE_SIZE
+            || !len.is_multiple_of(PAGE_SIZE)
+            || !(1..=MAX_ROW_PAGES.min(v.pages_per_block)).contains(&pages)
             || !offset.is_multiple_of(PAGE_SIZE)
+            || offset / bs != (offset + len - 1) / bs
         {
             return Some(data);
         }
-        let joins = self.rowing.fill[vol].is_some();
-        let b = &self.rowing.backoff[vol];
+        let hi = pages as usize - 1;
+        let height = &self.rowing.vols[vol][hi];
+        let joins = height.fill.is_some();
+        let b = &height.backoff;
         let begins = !joins && (v.writes_in_flight > 0 || b.deep) && ctx.now >= b.until;
         let room = v.rows.open.is_some() || v.user_may_take(1);
         if !(joins || begins) || !room {
             return Some(data);
         }
         // A stripe gathering over this block goes first: it arrived first.
-        self.release_overlapping(ctx, vol, offset, PAGE_SIZE);
+        self.release_overlapping(ctx, vol, offset, len);
         let v = &mut self.vols[vol];
-        let ub = offset / v.zone.block_size();
+        let ub = offset / bs;
         if !v.locks.try_acquire(ub, ub + 1) {
             return Some(data);
         }
-        let fill = self.rowing.fill[vol].get_or_insert_with(|| RowFill {
+        let height = &mut self.rowing.vols[vol][hi];
+        let fill = height.fill.get_or_insert_with(|| RowFill {
             held: Vec::with_capacity(dcols),
             deadline: ctx.now + hold_ns,
         });
-        fill.held.push(HeldPage {
+        fill.held.push(HeldWrite {
             id,
             at: ctx.now,
             offset,
@@ -89,39 +101,41 @@ impl FusionScheme {
             fua,
         });
         if fill.held.len() == dcols {
-            let held = self.rowing.fill[vol].take().expect("held").held;
-            let b = &mut self.rowing.backoff[vol];
-            (b.pause, b.deep) = (0, true);
-            self.write_row(ctx, vol, held);
+            let fill = height.fill.take().expect("held");
+            (height.backoff.pause, height.backoff.deep) = (0, true);
+            self.write_row(ctx, vol, pages, fill.held);
         }
         None
     }
 
-    /// Send the held pages whose time is up down the replicated path, and pause holding.
+    /// Send the held writes whose time is up down the replicated path, and pause holding
+    /// writes of their size.
     pub(super) fn release_due_rows(&mut self, ctx: &mut Ctx) {
         for vol in 0..self.vols.len() {
-            if self.rowing.fill[vol]
-                .as_ref()
-                .is_some_and(|f| f.deadline <= ctx.now)
-            {
-                self.release_rows(ctx, vol);
-                let b = &mut self.rowing.backoff[vol];
-                b.pause = (b.pause * 2).clamp(MIN_PAUSE_NS, MAX_PAUSE_NS);
-                b.until = ctx.now + b.pause;
-                b.deep = false;
+            for hi in 0..self.rowing.vols[vol].len() {
+                let height = &mut self.rowing.vols[vol][hi];
+                if height.fill.as_ref().is_some_and(|f| f.deadline <= ctx.now) {
+                    let b = &mut height.backoff;
+                    b.pause = (b.pause * 2).clamp(MIN_PAUSE_NS, MAX_PAUSE_NS);
+                    b.until = ctx.now + b.pause;
+                    b.deep = false;
+                    self.release_rows(ctx, vol, hi);
+                }
             }
         }
     }
 
-    /// Start every held page on its own (a flush, a clean stop, a member failure).
+    /// Start every held write on its own (a flush, a clean stop, a member failure).
     pub(super) fn release_all_rows(&mut self, ctx: &mut Ctx) {
         for vol in 0..self.vols.len() {
-            self.release_rows(ctx, vol);
+            for hi in 0..self.rowing.vols[vol].len() {
+                self.release_rows(ctx, vol, hi);
+            }
         }
     }
 
-    fn release_rows(&mut self, ctx: &mut Ctx, vol: usize) {
-        let Some(fill) = self.rowing.fill[vol].take() else {
+    fn release_rows(&mut self, ctx: &mut Ctx, vol: usize, hi: usize) {
+        let Some(fill) = self.rowing.vols[vol][hi].fill.take() else {
             return;
         };
         for p in fill.held {
@@ -147,12 +161,12 @@ impl FusionScheme {
         self.run_write(ctx, h);
     }
 
-    /// The stripe taking the next row of `vol`: the open one while every member of it
-    /// works and none is steered clear of (a slow member, a read-mode one), else a new
-    /// spare stripe on such members; the open one still when no such stripe is left and
-    /// its members work (closing it would only write zeros). None when no spare stripe may
-    /// be taken.
-    fn row_stripe(&mut self, ctx: &mut Ctx, vol: usize) -> Option<(u32, u16)> {
+    /// The stripe taking the next row of `vol`, `pages` high: the open one while it has
+    /// room for the row, every member of it works and none is steered clear of (a slow
+    /// member, a read-mode one), else a new spare stripe on such members; the open one
+    /// still when no such stripe is left and its members work (closing it would only write
+    /// zeros). None when no spare stripe may be taken.
+    fn row_stripe(&mut self, ctx: &mut Ctx, vol: usize, pages: u16) -> Option<(u32, u16)> {
         let placement = &self.policy.placement;
         let v = &mut self.vols[vol];
         let zone = &v.zone;
@@ -161,7 +175,10 @@ impl FusionScheme {
                 .iter()
                 .all(|&d| !avoid(ctx, placement, d))
         };
-        let open = v.rows.open;
+        let open = v
+            .rows
+            .open
+            .filter(|&(_, page)| page + pages <= v.pages_per_block);
         if let Some((s, page)) = open
             && clear(s)
         {
@@ -186,10 +203,10 @@ impl FusionScheme {
         Some((s, 0))
     }
 
-    /// Write `held` (one page per data column) as the next parity row of `vol`, or each on
-    /// its own when no stripe can take it.
-    fn write_row(&mut self, ctx: &mut Ctx, vol: usize, held: Vec<HeldPage>) {
-        let Some((stripe, page)) = self.row_stripe(ctx, vol) else {
+    /// Write `held` (one write of `pages` pages per data column) as the next parity row of
+    /// `vol`, or each on its own when no stripe can take it.
+    fn write_row(&mut self, ctx: &mut Ctx, vol: usize, pages: u16, held: Vec<HeldWrite>) {
+        let Some((stripe, page)) = self.row_stripe(ctx, vol, pages) else {
             for p in held {
                 self.write_alone(ctx, vol, p.id, p.at, p.offset, p.data, p.fua);
             }
@@ -216,9 +233,9 @@ impl FusionScheme {
                     .into_iter()
                     .map(Data::Bytes),
             ),
-            None => cols.extend((dcols..width).map(|_| Data::Size(PAGE_SIZE))),
+            None => cols.extend((dcols..width).map(|_| Data::Size(pages as u64 * PAGE_SIZE))),
         }
-        let next = page + 1;
+        let next = page + pages;
         v.rows.open = (next < v.pages_per_block).then_some((stripe, next));
         v.rows.issued(stripe);
         v.writes_in_flight += 1;
@@ -226,6 +243,7 @@ impl FusionScheme {
             vol,
             stripe,
             page,
+            pages,
             parts,
             pending: 0,
             failed: false,
@@ -254,6 +272,7 @@ impl FusionScheme {
             vol,
             stripe,
             page,
+            pages: v.pages_per_block - page,
             parts: Vec::new(),
             pending: 0,
             failed: false,
@@ -352,7 +371,7 @@ impl FusionScheme {
         }
     }
 
-    /// Point each page of row `r` at its place: data column `i` holds part `i`.
+    /// Point each write of row `r` at its place: data column `i` holds part `i`.
     fn map_row(&mut self, ctx: &mut Ctx, r: &RowJob) {
         let v = &mut self.vols[r.vol];
         let now = ctx.now;
@@ -376,7 +395,7 @@ impl FusionScheme {
                 }
             }
             let sums = p.data.bytes().map(sums::sums_of);
-            v.map_written(ub, first, 1, loc, r.page, sums, now);
+            v.map_written(ub, first, r.pages, loc, r.page, sums, now);
         }
     }
 

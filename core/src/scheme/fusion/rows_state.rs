@@ -10,9 +10,9 @@ use crate::engine::api::Data;
 use crate::fasthash::FastMap;
 use crate::types::Nanos;
 
-/// A one-page user write held while its row fills. It holds its block's write lock from
-/// the moment it is held, so what arrives later for the block waits behind it.
-pub(super) struct HeldPage {
+/// A small user write held while its row fills. It holds its block's write lock from the
+/// moment it is held, so what arrives later for the block waits behind it.
+pub(super) struct HeldWrite {
     pub id: u64,
     pub at: Nanos,
     pub offset: u64,
@@ -20,30 +20,44 @@ pub(super) struct HeldPage {
     pub fua: bool,
 }
 
-/// The pages one volume holds for its next row, in arrival order.
+/// The writes one volume holds for its next row of one height, in arrival order.
 pub(super) struct RowFill {
-    pub held: Vec<HeldPage>,
+    pub held: Vec<HeldWrite>,
     /// When they go down the replicated path if the row has not filled.
     pub deadline: Nanos,
 }
 
-/// Every volume's held pages and back-off.
+/// What holding writes of one size in one volume keeps: the row filling, and the pause
+/// after rows that did not fill (each size on its own, so that a rare size that never
+/// fills a row does not stop the others).
+#[derive(Default)]
+pub(super) struct Height {
+    pub fill: Option<RowFill>,
+    pub backoff: Backoff,
+}
+
+/// Every volume's held writes and back-offs, by row height (`pages - 1`).
 pub(super) struct Rowing {
-    pub fill: Vec<Option<RowFill>>,
-    pub backoff: Vec<Backoff>,
+    pub vols: Vec<Vec<Height>>,
 }
 
 impl Rowing {
-    pub fn new(volumes: usize) -> Self {
+    pub fn new(volumes: usize, heights: usize) -> Self {
         Rowing {
-            fill: (0..volumes).map(|_| None).collect(),
-            backoff: vec![Backoff::default(); volumes],
+            vols: (0..volumes)
+                .map(|_| (0..heights).map(|_| Height::default()).collect())
+                .collect(),
         }
     }
 
-    /// The earliest time some held page must be started.
+    /// The earliest time some held write must be started.
     pub fn deadline(&self) -> Option<Nanos> {
-        self.fill.iter().flatten().map(|f| f.deadline).min()
+        self.vols
+            .iter()
+            .flatten()
+            .filter_map(|h| h.fill.as_ref())
+            .map(|f| f.deadline)
+            .min()
     }
 }
 
