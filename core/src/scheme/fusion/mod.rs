@@ -287,7 +287,7 @@ impl FusionScheme {
             offload,
             raid_hedges: Default::default(),
             gathering: gather_state::Gathering::new(nvols),
-            rowing: rows_state::Rowing::new(nvols, rows::MAX_ROW_PAGES as usize),
+            rowing: rows_state::Rowing::new(nvols, rows_state::MAX_ROW_PAGES as usize),
         };
         if let (Some(jc), Some(layout)) = (journal_cfg, layout) {
             // A fresh history: its first commit is a checkpoint.

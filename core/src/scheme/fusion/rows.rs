@@ -28,7 +28,7 @@
 use super::FusionScheme;
 use super::degraded::take_least_degraded;
 use super::jobs::{Job, JobId, RowJob, RowPart, WriteJob, WriteKind};
-use super::rows_state::{HeldWrite, RowFill};
+use super::rows_state::{HeldWrite, MAX_ROW_PAGES, RowFill};
 use super::write_plan::avoid;
 use crate::engine::api::{Data, DevOp, IoResult, SharedBytes};
 use crate::engine::ctx::Ctx;
@@ -40,10 +40,6 @@ use crate::volume::{Loc, sums};
 
 /// The pause after a row that did not fill (as for stripe gathering).
 use super::gather_state::{MAX_PAUSE_NS, MIN_PAUSE_NS};
-
-/// The largest write a row carries, in pages (a quarter of a 128 KiB block): beyond that,
-/// writes of one size arriving together are rarer, and a stripe takes few such rows.
-pub(super) const MAX_ROW_PAGES: u16 = 8;
 
 impl FusionScheme {
     /// Hold a small write for a parity row (module doc). Gives the payload back when the

@@ -10,6 +10,10 @@ use crate::engine::api::Data;
 use crate::fasthash::FastMap;
 use crate::types::Nanos;
 
+/// The largest write a row carries, in pages (a quarter of a 128 KiB block): beyond that,
+/// writes of one size arriving together are rarer, and a stripe takes few such rows.
+pub(super) const MAX_ROW_PAGES: u16 = 8;
+
 /// A small user write held while its row fills. It holds its block's write lock from the
 /// moment it is held, so what arrives later for the block waits behind it.
 pub(super) struct HeldWrite {
