@@ -1,0 +1,69 @@
+//! What an operator is told is what the pool keeps: `fail N` answers once the failure is
+//! durable (a kill -9 right after the answer keeps the member failed), a `create` that
+//! fails part way leaves no half-formatted pool behind, and `serve` refuses listen
+//! addresses in use before it touches the members.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+
+const T: Duration = Duration::from_secs(120);
+
+/// A pool file of `n` file members (`m0.img`...) with one RAID5 volume and `metadata`
+/// lines in its `[metadata]` table.
+fn file_pool(dir: &Path, n: usize, metadata: &str) -> PathBuf {
+    let members: Vec<String> = (0..n).map(|i| format!("\"file:m{i}.img\"")).collect();
+    pool_file(
+        dir,
+        &format!(
+            "name = \"ops\"\nmembers = [{}]\nmember_size = \"64M\"\nblock_size = \"64K\"\n\
+             layout = \"permutation\"\n[metadata]\n{metadata}\n{}",
+            members.join(", "),
+            volume("v", "raid5", 4, "16M", false)
+        ),
+    )
+}
+
+/// The state `status --json` gives member `i`.
+fn member_state(s: &Serve, i: usize) -> String {
+    let doc: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+    doc["snapshot"]["members"][i]["state"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no state for member {i} in {doc}"))
+        .to_string()
+}
+
+#[test]
+fn fail_is_durable_when_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Commits every 5 s unless something waits for one: without waiting for the
+    // failure's commit, the answer comes long before the failure is on the members.
+    let p = file_pool(d, 5, "commit_interval_ms = 5000");
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    let mut s = Serve::start(&p, &[]);
+    assert_eq!(member_state(&s, 2), "healthy");
+    let out = run(
+        BIN,
+        &["fail", "2", "--socket", s.status.to_str().unwrap()],
+        T,
+    );
+    assert!(out.status.success(), "fail 2: {}{}", out.stdout, out.stderr);
+    s.signal(libc::SIGKILL);
+
+    let s = Serve::start(&p, &[]);
+    let state = member_state(&s, 2);
+    let status = s.status_text(false);
+    assert_eq!(
+        state, "failed",
+        "member 2 came back after a crash that followed `fail 2`'s answer:\n{status}"
+    );
+    assert!(
+        status.contains("member 2 failed before this start"),
+        "{status}"
+    );
+    s.stop();
+}
