@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod assemble;
 mod control;
 mod create_cmd;
+mod create_undo;
 mod demo;
 mod eval_cmd;
 #[cfg(test)]

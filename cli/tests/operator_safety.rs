@@ -8,6 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::nbdkit::{Export, need_filters};
 use common::*;
 
 const T: Duration = Duration::from_secs(120);
@@ -66,4 +67,59 @@ fn fail_is_durable_when_answered() {
         "{status}"
     );
     s.stop();
+}
+
+#[test]
+fn failed_create_leaves_no_half_formatted_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // members[4] names m0.img again: found only once every superblock is written (two
+    // names for one device can only be told apart by what the device returns).
+    let bad = file_pool(d, 5, "").to_str().unwrap().to_string();
+    let text = std::fs::read_to_string(&bad).unwrap();
+    std::fs::write(&bad, text.replace("\"file:m4.img\"", "\"file:m0.img\"")).unwrap();
+    let out = run(BIN, &["create", &bad], T);
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("`members[0]` (") && out.stderr.contains("m0.img"),
+        "the error names the bad member: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("same device"), "{}", out.stderr);
+
+    // Fixed, the same create succeeds without --force: nothing of the failed one is left.
+    std::fs::write(&bad, text).unwrap();
+    run(BIN, &["create", &bad], T).ok("create after fixing the pool file");
+    let s = Serve::start(Path::new(&bad), &[]);
+    for i in 0..5 {
+        assert_eq!(member_state(&s, i), "healthy");
+    }
+    s.stop();
+}
+
+#[test]
+fn create_failing_on_an_unwritable_member_puts_the_others_back() {
+    if !need_filters("unwritable member", &["error"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // members[4] reads fine but refuses every write: found when its superblock is written,
+    // after members 0 to 3 got theirs.
+    let export = Export::start(d, "bad", "128M", &["error"], &["error-pwrite-rate=100%"]);
+    let p = file_pool(d, 5, "").to_str().unwrap().to_string();
+    let text = std::fs::read_to_string(&p).unwrap();
+    let bad = format!("\"{}\"", export.uri());
+    std::fs::write(&p, text.replace("\"file:m4.img\"", &bad)).unwrap();
+    let out = run(BIN, &["create", &p], T);
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("`members[4]`") && out.stderr.contains("writing the superblock"),
+        "the error names the bad member: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("as they were before"), "{}", out.stderr);
+    // The bad member swapped for a good one, create succeeds without --force.
+    std::fs::write(&p, text).unwrap();
+    run(BIN, &["create", &p], T).ok("create after replacing the bad member");
 }
