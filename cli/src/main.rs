@@ -12,6 +12,7 @@ mod demo;
 mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
+mod listen_reserve;
 mod metadata;
 mod metrics;
 mod missing;

@@ -123,3 +123,79 @@ fn create_failing_on_an_unwritable_member_puts_the_others_back() {
     std::fs::write(&p, text).unwrap();
     run(BIN, &["create", &p], T).ok("create after replacing the bad member");
 }
+
+/// A digest of every member file's bytes.
+fn members_digest(d: &Path, n: usize) -> Vec<u64> {
+    use std::hash::{Hash, Hasher};
+    (0..n)
+        .map(|i| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::fs::read(d.join(format!("m{i}.img")))
+                .unwrap()
+                .hash(&mut h);
+            h.finish()
+        })
+        .collect()
+}
+
+/// `serve POOL` on the usual sockets of `d` plus `extra`, expected to fail; its stderr.
+fn serve_fails(p: &Path, extra: &[&str]) -> String {
+    let d = p.parent().unwrap();
+    let (sock, status) = (d.join("nbd.sock"), d.join("status.sock"));
+    let mut args = vec!["serve", p.to_str().unwrap()];
+    args.extend(["--unix", sock.to_str().unwrap()]);
+    args.extend(["--status", status.to_str().unwrap()]);
+    args.extend(extra);
+    let out = run(BIN, &args, T);
+    assert!(!out.status.success(), "serve started: {}", out.stdout);
+    out.stderr
+}
+
+#[test]
+fn serve_refuses_busy_addresses_before_touching_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = file_pool(d, 5, "");
+    run(BIN, &["create", p.to_str().unwrap()], T).ok("create");
+    // A first serve and a clean stop: the pool as a restart finds it.
+    Serve::start(&p, &[]).stop();
+    let before = members_digest(d, 5);
+
+    // The NBD TCP port is taken.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let err = serve_fails(&p, &["--tcp", &addr]);
+    assert!(err.contains(&format!("binding NBD TCP {addr}")), "{err}");
+    assert_eq!(members_digest(d, 5), before, "the members were written");
+    assert!(
+        !err.contains("recovery:"),
+        "recovered before the check: {err}"
+    );
+    assert!(
+        !d.join("nbd.sock").exists() && !d.join("status.sock").exists(),
+        "sockets left behind"
+    );
+    drop(busy);
+
+    // The status socket is live (another server on it).
+    let other = std::os::unix::net::UnixListener::bind(d.join("status.sock")).unwrap();
+    let err = serve_fails(&p, &[]);
+    assert!(err.contains("binding the status socket"), "{err}");
+    assert!(err.contains("listening there already"), "{err}");
+    assert_eq!(members_digest(d, 5), before, "the members were written");
+    assert!(
+        !err.contains("recovery:"),
+        "recovered before the check: {err}"
+    );
+    assert!(
+        !d.join("nbd.sock").exists(),
+        "the NBD socket was left behind"
+    );
+    drop(other);
+    std::fs::remove_file(d.join("status.sock")).unwrap();
+
+    // Both free again, it serves.
+    let s = Serve::start(&p, &[]);
+    assert_eq!(member_state(&s, 0), "healthy");
+    s.stop();
+}
