@@ -12,6 +12,7 @@ use fusionraid_io::member::uring::ring::RingSlot;
 use fusionraid_io::{Clock, Member, MemberSpec, OpenOptions, Waker};
 use std::sync::Arc;
 
+use crate::create_undo::Undo;
 use crate::pool_config::{PoolFile, Spare};
 use crate::scheme_choice::{build_engine, tolerance};
 use crate::superblock::{SUPERBLOCK_BYTES, SbError, Superblock, Tier, new_uuid, uuid_string};
@@ -189,7 +190,9 @@ fn check_fit(cfg: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
 }
 
 /// Formats every member of `cfg`: checks the pool fits, then writes superblocks. Refuses
-/// members that already belong to a pool unless `force`.
+/// members that already belong to a pool unless `force`. Every member is opened and
+/// checked before anything is written; should a write or the final check still fail, what
+/// was written is put back ([`Undo`]) and the error names the member.
 pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Result<Pool> {
     let specs = cfg.specs()?;
     let mut members = Vec::new();
@@ -220,18 +223,55 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
     // Likewise the spare shares `auto` resolves to.
     let cfg = &cfg.with_spare_resolved(disk_bytes)?;
     let uuid = new_uuid()?;
+    // Every member's superblock area is read before the first one is written: a member
+    // that can not even be read stops the create with nothing written.
+    let mut undo = Undo::default();
+    for (i, m) in members.iter_mut().enumerate() {
+        undo.save(io, i, m.as_mut(), 0, SUPERBLOCK_BYTES)?;
+    }
+    let mut pool = Pool {
+        cfg: cfg.clone(),
+        uuid,
+        disk_bytes,
+        members: members.into_iter().map(Some).collect(),
+        missing: Vec::new(),
+        stored_config: cfg.to_toml(),
+    };
+    match format(&mut pool, io, &mut undo) {
+        Ok(()) => Ok(pool),
+        Err(e) => {
+            let left = undo.restore(io, &mut pool.members);
+            Err(if left.is_empty() {
+                e.context("create failed; the members are as they were before it")
+            } else {
+                e.context(format!(
+                    "create failed, and could not put back what it wrote on {}: wipe their \
+                     first {SUPERBLOCK_BYTES} bytes (or use --force) before creating again",
+                    left.join("; ")
+                ))
+            })
+        }
+    }
+}
+
+/// Writes the superblocks of a new pool, checks each member holds its own, and writes the
+/// first checkpoint; every region it writes is saved in `undo` first.
+fn format(pool: &mut Pool, io: &Io, undo: &mut Undo) -> anyhow::Result<()> {
+    let cfg = &pool.cfg;
+    let count = pool.members.len() as u32;
     let created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    for (i, m) in members.iter_mut().enumerate() {
+    for (i, m) in pool.members.iter_mut().enumerate() {
+        let m = m.as_mut().context("a member missing at create")?;
         let sb = Superblock {
             version: Superblock::version_for(ImageBound::Zone, !cfg.hdd_members.is_empty()),
-            uuid,
+            uuid: pool.uuid,
             index: i as u32,
-            count: specs.len() as u32,
-            disk_bytes,
+            count,
+            disk_bytes: pool.disk_bytes,
             created_unix,
-            config: cfg.to_toml(),
+            config: pool.stored_config.clone(),
             tier: tier_of(cfg, i),
         };
         io.write_sb(m.as_mut(), &sb)
@@ -239,7 +279,8 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
     }
     // One device listed twice (the same path, or two names for it) holds only the superblock
     // written last: refuse the pool here, not at its first `serve`.
-    for (i, m) in members.iter_mut().enumerate() {
+    for (i, m) in pool.members.iter_mut().enumerate() {
+        let m = m.as_mut().context("a member missing at create")?;
         let sb = io
             .read_sb(m.as_mut())
             .map_err(|e| anyhow::anyhow!("`members[{i}]` ({}): {e}", m.name()))?;
@@ -252,18 +293,10 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
             );
         }
     }
-    let mut pool = Pool {
-        cfg: cfg.clone(),
-        uuid,
-        disk_bytes,
-        members: members.into_iter().map(Some).collect(),
-        missing: Vec::new(),
-        stored_config: cfg.to_toml(),
-    };
-    if cfg.metadata.journal {
-        crate::metadata::write_initial(&mut pool, io)?;
+    if pool.cfg.metadata.journal {
+        crate::metadata::write_initial(pool, io, undo)?;
     }
-    Ok(pool)
+    Ok(())
 }
 
 /// Opens the members `file` lists and checks their superblocks: all from one pool, each

@@ -101,6 +101,9 @@ impl Operator {
                 matches!(m.state, MemberState::Failed | MemberState::Missing)
             };
             if s.members.get(i).is_some_and(|m| down(&m)) {
+                // Failed by the engine a moment ago, its record may not be committed yet:
+                // answer once it is, like a failure asked for here.
+                self.driver.fail_member(i).map_err(|e| anyhow::anyhow!(e))?;
                 return Ok(format!("member {i} has already failed"));
             }
             // Failing a member is how an operator takes a device out; it must not be how
@@ -134,9 +137,11 @@ impl Operator {
                 );
             }
         }
-        self.driver.fail_member(i);
+        // Returns once the failure is durable: a crash after this answer keeps it failed.
+        self.driver.fail_member(i).map_err(|e| anyhow::anyhow!(e))?;
         Ok(format!(
-            "member {i} failed; its data is being rebuilt onto the other members"
+            "member {i} failed (recorded in the pool's metadata); its data is being rebuilt \
+             onto the other members"
         ))
     }
 

@@ -7,10 +7,12 @@ use clap::{Parser, Subcommand};
 mod assemble;
 mod control;
 mod create_cmd;
+mod create_undo;
 mod demo;
 mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
+mod listen_reserve;
 mod metadata;
 mod metrics;
 mod missing;

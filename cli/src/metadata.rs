@@ -13,6 +13,7 @@ use fusionraid_core::{Data, DevOp, Engine};
 use fusionraid_io::member::run_sync;
 
 use crate::assemble::{Io, Pool};
+use crate::create_undo::Undo;
 use crate::scheme_choice::engine_config;
 
 const META_TIMEOUT: Duration = Duration::from_secs(60);
@@ -26,8 +27,9 @@ pub fn pool_id(uuid: &[u8; 16]) -> u64 {
     a ^ b.rotate_left(17)
 }
 
-/// Write the empty pool's first checkpoint on every member that holds a copy.
-pub fn write_initial(pool: &mut Pool, io: &Io) -> anyhow::Result<()> {
+/// Write the empty pool's first checkpoint on every member that holds a copy, saving in
+/// `undo` what each write replaces.
+pub fn write_initial(pool: &mut Pool, io: &Io, undo: &mut Undo) -> anyhow::Result<()> {
     let cfg = pool
         .cfg
         .fusion_config(pool.disk_bytes, true, pool_id(&pool.uuid))?;
@@ -36,6 +38,7 @@ pub fn write_initial(pool: &mut Pool, io: &Io) -> anyhow::Result<()> {
         let m = pool.members[disk.index()]
             .as_mut()
             .context("a member missing at create")?;
+        undo.save(io, disk.index(), m.as_mut(), offset, bytes.len() as u64)?;
         let op = DevOp::Write {
             offset,
             data: Data::Bytes(bytes),

@@ -183,7 +183,7 @@ fn mem_pool_round_trip_with_trim_zeroes_flush_and_degraded_reads() {
     assert!(matches!(e, NbdError::InvalidRequest(_)), "{e}");
 
     // One member fails: RAID5 still returns the data.
-    pool.driver().fail_member(2);
+    pool.driver().fail_member(2).unwrap();
     let mut after = vec![0u8; 1 << 20];
     c.read_at(&mut after, 0).unwrap();
     assert!(after[12288..].iter().all(|&b| b == 0xAB));

@@ -4,7 +4,8 @@
 //! READ and WRITE are never split: the exports advertise the engine's request limit as
 //! their maximum payload, and the server rejects anything larger. TRIM and WRITE_ZEROES
 //! carry no payload and may cover up to 4 GiB, so they are cut into pieces of at most the
-//! engine's limit. An engine request's id is `(command << PART_BITS) | part`.
+//! engine's limit. An engine request's id is `(command << PART_BITS) | part`, its top bit clear:
+//! ids with it set are the loop's own requests (`ctl_flush`).
 
 use std::collections::HashMap;
 
@@ -97,7 +98,8 @@ impl Tracker {
             return Vec::new();
         }
         let id = self.next;
-        self.next = (self.next + 1) & ((1u64 << (64 - PART_BITS)) - 1);
+        // The top bit stays clear (`ctl_flush::INTERNAL_BIT`).
+        self.next = (self.next + 1) & ((1u64 << (63 - PART_BITS)) - 1);
         assert!(
             !self.cmds.contains_key(&id),
             "command id reused while in flight"

@@ -27,10 +27,11 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fusionraid_core::{DevError, Engine, IoId, Nanos, Request};
+use fusionraid_core::{Data, DevError, Engine, IoId, Nanos, ReqError, Request};
 use fusionraid_nbd::ErrorCode;
 
 use super::commands::{Class, Finished, Tracker};
+use super::ctl_flush::CtlFlushes;
 use super::devtime::DeviceTimer;
 use super::status::{Latencies, Observed, snapshot};
 use super::usage::VolumeIo;
@@ -177,6 +178,8 @@ pub(crate) struct EventLoop {
     cmd_stash: Option<CmdMsg>,
     held: VecDeque<Request>,
     tracker: Tracker,
+    /// The loop's own flushes, each answering an operator command once it is durable.
+    ctl_flushes: CtlFlushes,
     comps: Vec<Completion>,
     orphans: Vec<Completion>,
     lat: Latencies,
@@ -227,6 +230,7 @@ impl EventLoop {
             cmd_stash: None,
             held: VecDeque::new(),
             tracker: Tracker::default(),
+            ctl_flushes: CtlFlushes::default(),
             comps: Vec::new(),
             orphans: Vec::new(),
             lat: Latencies::default(),
@@ -265,7 +269,9 @@ impl EventLoop {
             }
         }
         while let Ok(c) = self.ctl_rx.try_recv() {
+            // What it asked for (device I/O, a request held for room) goes out next turn.
             self.control(c);
+            progress = true;
         }
         for i in self.watch.members(&self.engine, &self.names, now) {
             if let Some(Some(m)) = self.members.get_mut(i) {
@@ -297,6 +303,8 @@ impl EventLoop {
         }
         self.held.clear();
         self.tracker = Tracker::default();
+        // Their waiters learn that the loop is gone as the senders drop.
+        self.ctl_flushes = CtlFlushes::default();
     }
 
     /// Is a command waiting (keeping it for the next turn)?
@@ -347,6 +355,7 @@ impl EventLoop {
             return false;
         };
         let answered = self.tracker.is_empty()
+            && self.ctl_flushes.is_empty()
             && self.held.is_empty()
             && self
                 .reentrant
@@ -417,9 +426,7 @@ impl EventLoop {
                 if let Err(e) = self.engine.submit(req, now) {
                     // has_room() makes Busy impossible; anything else is answered in-band.
                     tracing::error!("engine refused a request despite room: {e}");
-                    if let Some(f) = self.tracker.on_reply(id, Err(e), now) {
-                        self.record(&f);
-                    }
+                    self.answer(id, Err(e), now);
                 }
                 progress = true;
                 continue;
@@ -483,11 +490,19 @@ impl EventLoop {
         let mut any = false;
         while let Some(r) = self.engine.poll_reply() {
             any = true;
-            if let Some(f) = self.tracker.on_reply(r.id, r.result, now) {
-                self.record(&f);
-            }
+            self.answer(r.id, r.result, now);
         }
         any
+    }
+
+    /// An engine reply to request `id`: the loop's own flush, or part of an NBD command.
+    fn answer(&mut self, id: u64, result: Result<Option<Data>, ReqError>, now: Nanos) {
+        if self.ctl_flushes.on_reply(id, &result) {
+            return;
+        }
+        if let Some(f) = self.tracker.on_reply(id, result, now) {
+            self.record(&f);
+        }
     }
 
     /// A command answered: pool-wide percentiles, and the volume's own counters.
@@ -521,13 +536,27 @@ impl EventLoop {
                 );
                 let _ = reply.try_send(s);
             }
-            Ctl::FailMember(i) => {
-                if i < self.names.len() {
-                    tracing::warn!(member = %self.names[i], "failed by the operator");
-                    let now = self.clock.now();
-                    self.engine
-                        .fail_disk(fusionraid_core::DiskId(i as u32), now);
+            Ctl::FailMember(i, reply) => {
+                if i >= self.names.len() {
+                    let _ = reply.try_send(Err(format!("there is no member {i}")));
+                    return;
                 }
+                tracing::warn!(member = %self.names[i], "failed by the operator");
+                let now = self.clock.now();
+                self.engine
+                    .fail_disk(fusionraid_core::DiskId(i as u32), now);
+                if self.engine.volume_count() == 0 {
+                    // No volume to flush through, and no mapping to keep.
+                    let _ = reply.try_send(Ok(()));
+                    return;
+                }
+                // Answered when a commit holding the failure is durable (see `ctl_flush`).
+                // Ahead of the commands waiting for room, it is submitted at the next
+                // turn that has room, even while draining.
+                let req = self
+                    .ctl_flushes
+                    .request(0, format!("member {i} failed"), reply);
+                self.held.push_front(req);
             }
             Ctl::Scrub(reply) => {
                 let now = self.clock.now();

@@ -13,6 +13,7 @@
 
 mod backend;
 mod commands;
+mod ctl_flush;
 mod devtime;
 mod event_loop;
 pub mod latency;
@@ -76,7 +77,8 @@ pub(crate) struct Inbox {
 
 pub(crate) enum Ctl {
     Status(SyncSender<StatusSnapshot>),
-    FailMember(usize),
+    /// Fail a member; answered once its failure is durable (`ctl_flush`).
+    FailMember(usize, SyncSender<Result<(), String>>),
     /// Start a scrub of every volume.
     Scrub(SyncSender<Result<(), String>>),
     /// An empty device takes the slot of a failed member (the engine decides if it may).
@@ -231,9 +233,26 @@ impl Driver {
         Some(s)
     }
 
-    /// Declares member `index` failed (operator action, or a test).
-    pub fn fail_member(&self, index: usize) {
-        self.ctl(Ctl::FailMember(index));
+    /// Declares member `index` failed (operator action, or a test), and returns once the
+    /// engine has made that durable (a journal commit holding it; at once for schemes that
+    /// journal nothing), so a crash right after cannot bring the member back as healthy.
+    /// Also for a member that had already failed: its record may not have been committed.
+    /// An error when the metadata could not be written or the loop did not answer; the
+    /// member is failed in the running engine all the same.
+    pub fn fail_member(&self, index: usize) -> Result<(), String> {
+        let (tx, rx) = sync_channel(1);
+        if !self.ctl(Ctl::FailMember(index, tx)) {
+            return Err("the engine loop is gone".into());
+        }
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(r) => r,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+                "member {index} failed, but the engine did not make it durable within 30 s"
+            )),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(format!(
+                "member {index} failed, but the engine loop stopped before it was durable"
+            )),
+        }
     }
 
     /// Start a scrub (refused by schemes without checksums, or while one runs).
