@@ -1,41 +1,30 @@
-//! `serve` takes every address it will listen on before it touches the pool: the NBD Unix
+//! `serve` checks every address it will listen on before it touches the pool: the NBD Unix
 //! socket and TCP address, the status and control sockets, the metrics endpoint. A port or
 //! socket in use (another `serve` of the same pool, say) then fails at once with the
 //! address named, before recovery reads the members and before the first commit writes
 //! them; found after recovery, it cost that work and left a new commit on the members of a
 //! pool that was not served.
 //!
-//! The servers that later accept on these addresses bind them themselves, so the addresses
-//! are held (bound, not accepting) while the pool is assembled and let go just before
-//! those servers start. A Unix socket file let go is removed if it is still the one bound
-//! here; the servers replace stale socket files anyway.
+//! Each address is bound and let go at once, not held through recovery: a held socket
+//! file would tell a client waiting for it that the server is up, and the client would
+//! connect into a backlog that is reset when the servers bind for real. An address taken
+//! by someone else during recovery still fails then, when the servers bind it.
 
 use std::net::TcpListener;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 
-/// Addresses held for `serve` until [`Reserved::release`] (or drop).
+/// The addresses `serve` checked: nothing is held (module doc).
 #[derive(Default)]
-pub struct Reserved {
-    tcp: Vec<TcpListener>,
-    unix: Vec<HeldSocket>,
-}
-
-/// A Unix socket bound, and the (device, inode) of the file bound at its path, so that
-/// only that file is removed.
-struct HeldSocket {
-    listener: UnixListener,
-    path: PathBuf,
-    file_id: Option<(u64, u64)>,
-}
+pub struct Reserved;
 
 impl Reserved {
-    /// Hold the Unix socket `path`; `what` names it in errors as its server would ("the
+    /// Check the Unix socket `path`; `what` names it in errors as its server would ("the
     /// NBD socket"). A live socket there (someone accepts on it) is an error; a stale one
-    /// of a run that ended without removing it is replaced, as its server would.
+    /// of a run that ended without removing it is left for its server to replace.
     pub fn unix(&mut self, path: &Path, what: &str) -> anyhow::Result<()> {
         let binding = || format!("binding {what} {}", path.display());
         if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -48,42 +37,22 @@ impl Reserved {
                     binding()
                 );
             }
-            std::fs::remove_file(path)
-                .with_context(|| format!("{}: removing the stale socket", binding()))?;
+            return Ok(());
         }
-        let l = UnixListener::bind(path).with_context(binding)?;
-        self.unix.push(HeldSocket {
-            listener: l,
-            path: path.to_path_buf(),
-            file_id: std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino())),
-        });
+        // Nothing there: a bind shows the directory takes a socket.
+        drop(UnixListener::bind(path).with_context(binding)?);
+        std::fs::remove_file(path).with_context(|| format!("{}: removing the probe", binding()))?;
         Ok(())
     }
 
-    /// Hold TCP address `addr`; `what` names it in errors ("NBD TCP").
+    /// Check TCP address `addr`; `what` names it in errors ("NBD TCP").
     pub fn tcp(&mut self, addr: &str, what: &str) -> anyhow::Result<()> {
-        let l = TcpListener::bind(addr).with_context(|| format!("binding {what} {addr}"))?;
-        self.tcp.push(l);
+        drop(TcpListener::bind(addr).with_context(|| format!("binding {what} {addr}"))?);
         Ok(())
     }
 
-    /// Let every address go, for the servers to bind.
-    pub fn release(self) {
-        drop(self);
-    }
-}
-
-impl Drop for Reserved {
-    fn drop(&mut self) {
-        self.tcp.clear();
-        for h in self.unix.drain(..) {
-            drop(h.listener);
-            let now = std::fs::metadata(&h.path).ok().map(|m| (m.dev(), m.ino()));
-            if now.is_some() && now == h.file_id {
-                let _ = std::fs::remove_file(&h.path);
-            }
-        }
-    }
+    /// The servers bind the addresses now (kept so the order stays visible at the call).
+    pub fn release(self) {}
 }
 
 #[cfg(test)]
@@ -91,7 +60,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn live_addresses_are_refused_and_released_ones_are_free_again() {
+    fn live_addresses_are_refused_and_free_ones_are_left_free() {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("s.sock");
         let busy = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -103,8 +72,11 @@ mod tests {
             "{e:#}"
         );
 
+        // Free: checked, and nothing is left behind to look like a server.
         r.unix(&sock, "the status socket").unwrap();
-        // Held: a second reservation finds it live.
+        assert!(!sock.exists(), "the check left a socket file behind");
+        // Someone listening there: refused.
+        let live = UnixListener::bind(&sock).unwrap();
         let e = Reserved::default()
             .unix(&sock, "the status socket")
             .unwrap_err();
@@ -112,9 +84,12 @@ mod tests {
             format!("{e:#}").contains("listening there already"),
             "{e:#}"
         );
+        // A stale socket file (its server gone) is fine.
+        drop(live);
+        Reserved::default()
+            .unix(&sock, "the status socket")
+            .expect("a stale socket is replaced by its server");
         r.release();
-        assert!(!sock.exists(), "the reserved socket file was left behind");
-        UnixListener::bind(&sock).expect("free again after release");
 
         // A plain file in the way is not taken for a stale socket.
         let file = dir.path().join("f");

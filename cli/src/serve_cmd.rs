@@ -247,7 +247,7 @@ fn durability_note(scheme: &str) -> Option<String> {
     }
 }
 
-/// Where `serve` listens, and each of those addresses taken (listen_reserve.rs) before the
+/// Where `serve` listens, and each of those addresses checked (listen_reserve.rs) before the
 /// members are read or written: an address in use stops it there. The demo's TCP address
 /// is left out: busy, the demo serves on its Unix socket only (`start_nbd`).
 fn reserve(file: &PoolFile, base: &Path, args: &Args) -> anyhow::Result<(ServePaths, Reserved)> {
@@ -294,7 +294,7 @@ struct Exports {
 }
 
 /// Exports every volume over NBD on the Unix socket and the TCP address of `paths`. The
-/// addresses `reserve` took are let go first, for this server and the services to bind.
+/// addresses `reserve` checked are bound for real from here on.
 fn start_nbd(
     driver: &Driver,
     cfg: &PoolFile,

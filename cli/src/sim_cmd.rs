@@ -160,9 +160,10 @@ pub struct Args {
     /// (stripe gathering), e.g. 1ms, or `off` (the default here; `serve` gathers for 1 ms).
     #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
     gather: Option<TimeOrOff>,
-    /// FusionRAID: hold a one-page write up to this long while other small writes arrive
-    /// to fill a parity row (a page of every data column of a stripe plus its parity,
-    /// written instead of two or three copies), e.g. 500us, or `off` (the default here).
+    /// FusionRAID: hold a write of 1 to 8 pages inside a block up to this long while
+    /// writes of its size arrive to fill a parity row (the same pages of every data column
+    /// of a stripe plus their parity, written instead of two or three copies), e.g. 500us,
+    /// or `off` (the default here; `serve` holds for 500 us).
     #[arg(long, value_name = "TIME|off", value_parser = parse_time_or_off)]
     rows: Option<TimeOrOff>,
     /// Members' wear: `report` adds each member's wear and its wear-out time at the run's

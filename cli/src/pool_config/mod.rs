@@ -125,10 +125,11 @@ pub struct PoolFile {
         skip_serializing_if = "is_default_gather_us"
     )]
     pub gather_us: u64,
-    /// Hold a one-page write up to this many microseconds while other small writes arrive
-    /// to fill a parity row: a page of every data column of a stripe plus its parity,
-    /// written instead of two or three copies and a conversion (`fusionraid` scheme); 0
-    /// turns it off. A client writing one request at a time is never held.
+    /// Hold a write of 1 to 8 pages inside a block up to this many microseconds while
+    /// writes of its size arrive to fill a parity row: the same pages of every data column
+    /// of a stripe plus their parity, written instead of two or three copies and a
+    /// conversion (`fusionraid` scheme); 0 turns it off. A client writing one request at a
+    /// time is never held.
     #[serde(default = "default_row_us", skip_serializing_if = "is_default_row_us")]
     pub row_us: u64,
     /// Wear-aware placement (`fusionraid` scheme): keep each member at least this share of

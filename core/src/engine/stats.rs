@@ -28,8 +28,8 @@ pub struct EngineStats {
     /// User writes of a sequential stream held and sent as part of a full-stripe write
     /// (stripe gathering, `FusionConfig::gather_ns`).
     pub gathered_writes: u64,
-    /// Parity rows written (`FusionConfig::row_ns`): each carries one user write per data
-    /// column.
+    /// Parity rows written (`FusionConfig::row_ns`): each carries one small user write per
+    /// data column.
     pub row_writes: u64,
     pub replicated_block_writes: u64,
     /// Replica writes sent to an HDD log instead of a busy SSD (issue 21), and their bytes.

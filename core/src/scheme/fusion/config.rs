@@ -332,9 +332,10 @@ pub struct FusionConfig {
     /// the rest of its stripe arrives, so the stream goes as full-stripe writes
     /// (`gather.rs`); None = off (every write placed as it arrives, the paper's engine).
     pub gather_ns: Option<Nanos>,
-    /// Hold a one-page write up to this long while other small writes arrive to fill a
-    /// parity row, a page of every data column of a stripe plus its parity, written
-    /// instead of two or three copies (`rows.rs`); None = off (the paper's engine).
+    /// Hold a write of 1 to 8 pages inside a block up to this long while writes of its size
+    /// arrive to fill a parity row, the same pages of every data column of a stripe plus
+    /// their parity, written instead of two or three copies (`rows.rs`); None = off (the
+    /// paper's engine).
     pub row_ns: Option<Nanos>,
     /// Blocks of one stripe a write must cover in full to take the RAID path. None = the
     /// break-even point floor(width / copies) (= floor(width/2) for RAID5, paper §4.2).

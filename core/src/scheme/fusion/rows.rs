@@ -56,6 +56,10 @@ impl FusionScheme {
         let Some(hold_ns) = self.cfg.row_ns else {
             return Some(data);
         };
+        if self.stopping() {
+            // A clean stop closed the row stripes: none is opened again.
+            return Some(data);
+        }
         let v = &self.vols[vol];
         let (dcols, bs, len) = (v.zone.dcols(), v.zone.block_size(), data.len());
         let pages = (len / PAGE_SIZE) as u16;
