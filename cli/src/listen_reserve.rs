@@ -65,7 +65,7 @@ mod tests {
         let sock = dir.path().join("s.sock");
         let busy = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = busy.local_addr().unwrap().to_string();
-        let mut r = Reserved::default();
+        let mut r = Reserved;
         let e = r.tcp(&port, "NBD TCP").unwrap_err();
         assert!(
             format!("{e:#}").contains(&format!("binding NBD TCP {port}")),
@@ -77,7 +77,7 @@ mod tests {
         assert!(!sock.exists(), "the check left a socket file behind");
         // Someone listening there: refused.
         let live = UnixListener::bind(&sock).unwrap();
-        let e = Reserved::default()
+        let e = Reserved
             .unix(&sock, "the status socket")
             .unwrap_err();
         assert!(
@@ -86,7 +86,7 @@ mod tests {
         );
         // A stale socket file (its server gone) is fine.
         drop(live);
-        Reserved::default()
+        Reserved
             .unix(&sock, "the status socket")
             .expect("a stale socket is replaced by its server");
         r.release();
@@ -94,7 +94,7 @@ mod tests {
         // A plain file in the way is not taken for a stale socket.
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
-        let e = Reserved::default()
+        let e = Reserved
             .unix(&file, "the NBD socket")
             .unwrap_err();
         assert!(format!("{e:#}").contains("not a socket"), "{e:#}");

@@ -252,7 +252,7 @@ fn durability_note(scheme: &str) -> Option<String> {
 /// is left out: busy, the demo serves on its Unix socket only (`start_nbd`).
 fn reserve(file: &PoolFile, base: &Path, args: &Args) -> anyhow::Result<(ServePaths, Reserved)> {
     let paths = listen_paths(file, base, args);
-    let mut r = Reserved::default();
+    let mut r = Reserved;
     if let Some(u) = &paths.unix {
         r.unix(u, "the NBD socket")?;
     }
