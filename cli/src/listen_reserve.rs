@@ -77,9 +77,7 @@ mod tests {
         assert!(!sock.exists(), "the check left a socket file behind");
         // Someone listening there: refused.
         let live = UnixListener::bind(&sock).unwrap();
-        let e = Reserved
-            .unix(&sock, "the status socket")
-            .unwrap_err();
+        let e = Reserved.unix(&sock, "the status socket").unwrap_err();
         assert!(
             format!("{e:#}").contains("listening there already"),
             "{e:#}"
@@ -94,9 +92,7 @@ mod tests {
         // A plain file in the way is not taken for a stale socket.
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
-        let e = Reserved
-            .unix(&file, "the NBD socket")
-            .unwrap_err();
+        let e = Reserved.unix(&file, "the NBD socket").unwrap_err();
         assert!(format!("{e:#}").contains("not a socket"), "{e:#}");
         assert_eq!(std::fs::read(&file).unwrap(), b"x");
     }

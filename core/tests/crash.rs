@@ -141,7 +141,7 @@ fn config(sc: &Scenario) -> FusionConfig {
     cfg.trim = common::trim_policy(sc.seed);
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.gather_ns = gathers(sc.seed).then_some(150_000);
-    cfg.row_ns = rows(sc.seed).then_some(2_000_000);
+    cfg.row_ns = rows(sc.seed).then_some(8_000_000);
     // The same seeds rebuild reads of RAID blocks stuck on a stalled member.
     cfg.raid_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.conversion.idle_ns = Some(1_000_000);

@@ -155,8 +155,9 @@ fn build(sc: &Scenario) -> (Driver, Vec<u64>) {
     // Hedged writes on a quarter of the seeds (by seed: the rest of the scenario stays).
     cfg.write_hedge_ns = hedges_writes(sc.seed).then_some(200_000);
     cfg.gather_ns = gathers(sc.seed).then_some(150_000);
-    // Requests arrive about 75 us apart here: a row of up to 8 pages needs that long.
-    cfg.row_ns = rows(sc.seed).then_some(2_000_000);
+    // Requests arrive about 75 us apart here, a size of write several times that: rows
+    // of up to 8 of one size are begun only when they fill within half the hold.
+    cfg.row_ns = rows(sc.seed).then_some(8_000_000);
     // Sandook's policies on a third of the seeds (their own generator: the rest of the
     // scenario stays as it was).
     if sc.seed % 3 == 1 {

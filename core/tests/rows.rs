@@ -116,9 +116,10 @@ fn random_pages_kept_deep_go_as_parity_rows() {
         let r = d.engine.stats().clone();
         assert_eq!(p.row_writes, 0);
         assert_eq!(p.replicated_block_writes, 600, "{p:?}");
-        // Four data columns: 150 rows carry all 600 writes, but for the first write (nothing
-        // in flight yet) and the last rows' worth that may not fill.
-        assert!(r.row_writes >= 140, "{level:?}: {r:?}");
+        // Four data columns: 150 rows carry all 600 writes, but for the first few dozen
+        // (the pace of arrivals is not known yet) and the last rows' worth that may not
+        // fill.
+        assert!(r.row_writes >= 130, "{level:?}: {r:?}");
         assert!(r.replicated_block_writes <= 600 - 4 * r.row_writes, "{r:?}");
         // A page costs (4 + parity) / 4 pages in a row against `copies` on the replicated
         // path (before any conversion, which is off here).
@@ -150,9 +151,10 @@ fn writes_of_several_pages_go_as_taller_rows() {
     check(&mut d, &latest);
     d.engine.scheme().check_invariants();
     let st = d.engine.stats();
-    // 450 writes, four a row: most go as rows.
-    assert!(st.row_writes >= 90, "{st:?}");
-    assert!(st.replicated_block_writes < 90, "{st:?}");
+    // 450 writes, four a row: most go as rows (each size's first few dozen go alone
+    // while its pace is not known).
+    assert!(st.row_writes >= 75, "{st:?}");
+    assert!(st.replicated_block_writes < 150, "{st:?}");
     d.engine.start_scrub(d.now).expect("scrub");
     d.settle();
     assert_eq!(d.engine.stats().parity_rewrites, 0);
@@ -198,6 +200,25 @@ fn a_row_that_does_not_fill_goes_when_its_time_is_up_and_holding_pauses() {
         "{held} of {} writes held",
         pages.len()
     );
+}
+
+#[test]
+fn writes_too_sparse_to_fill_a_row_are_never_held() {
+    let mut d = driver(Level::Raid5, 5, Some(HOLD));
+    let mut latest = no_latest();
+    // Two writes in flight at a time, a pair every 2 ms: three more of a row's four would
+    // take 3 ms to come, longer than half the hold, so no row is begun and nothing waits
+    // (without the pace check each pair's first write is held until its time is up).
+    let pages = random_pages(60, 8);
+    let mut worst = 0;
+    for pair in pages.chunks(2) {
+        let lat = write_pages(&mut d, pair, 2, &mut latest);
+        worst = worst.max(*lat.iter().max().unwrap());
+        d.run_until(Some(d.now + 2_000_000));
+    }
+    check(&mut d, &latest);
+    assert_eq!(d.engine.stats().row_writes, 0);
+    assert!(worst < HOLD / 2, "a write waited {worst} ns");
 }
 
 #[test]

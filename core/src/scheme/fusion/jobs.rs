@@ -344,6 +344,18 @@ pub struct RowJob {
     pub parts: Vec<RowPart>,
     pub pending: u32,
     pub failed: bool,
+    pub issued_at: Nanos,
+    /// Columns whose device write has landed (bit per column).
+    pub landed: u64,
+    /// The other placement of the same writes while both are in flight (a hedged row,
+    /// row_hedge.rs): the first to land answers.
+    pub twin: Option<JobId>,
+    /// Lost to its twin: its writes still land, then it ends without mapping anything.
+    pub abandoned: bool,
+    /// Hedged already, or the hedge itself: never hedged (again).
+    pub hedged: bool,
+    /// The second placement of its writes.
+    pub is_hedge: bool,
 }
 
 pub struct FlushJob {

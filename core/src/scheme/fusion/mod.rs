@@ -37,6 +37,7 @@ mod reloc_plan;
 mod reloc_sweep;
 mod relocate;
 mod restore;
+mod row_hedge;
 mod rows;
 mod rows_state;
 pub mod scrub;
@@ -468,6 +469,7 @@ impl Scheme for FusionScheme {
         self.release_due_rows(ctx);
         self.hedge_reads(ctx);
         self.hedge_writes(ctx);
+        self.hedge_rows(ctx);
         self.kick_background(ctx);
         self.kick_trims(ctx);
         self.after_event(ctx);

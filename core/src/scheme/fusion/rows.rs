@@ -15,8 +15,11 @@
 //! writes are in flight or the volume's previous row of that size filled: a client writing
 //! one request at a time is never held. A row that does not fill in time sends its writes
 //! down the replicated path, and holds of that size then pause (1 ms doubling to 128 ms) as
-//! for stripe gathering. A held write takes its block's
-//! write lock at once, so whatever arrives later for the block is ordered behind it.
+//! for stripe gathering. A row is begun only while writes of its size arrive fast enough to
+//! fill it within half the hold (a moving average of the time between them), so a lightly
+//! loaded volume never waits. A held write takes its block's write lock at once, so
+//! whatever arrives later for the block is ordered behind it. Rows are hedged
+//! (row_hedge.rs).
 //!
 //! The row stripe stays allocated while it is open or has rows in flight (rows_state.rs).
 //! A stripe closed before its last row (a member failed or turned slow, or a clean stop)
@@ -35,7 +38,7 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::parity;
 use crate::space::StripeState;
-use crate::types::PAGE_SIZE;
+use crate::types::{DiskId, PAGE_SIZE};
 use crate::volume::{Loc, sums};
 
 /// The pause after a row that did not fill (as for stripe gathering).
@@ -73,10 +76,15 @@ impl FusionScheme {
             return Some(data);
         }
         let hi = pages as usize - 1;
-        let height = &self.rowing.vols[vol][hi];
+        let height = &mut self.rowing.vols[vol][hi];
+        height.arrival(ctx.now);
         let joins = height.fill.is_some();
         let b = &height.backoff;
-        let begins = !joins && (v.writes_in_flight > 0 || b.deep) && ctx.now >= b.until;
+        // A row is begun only where writes of this size come fast enough to fill it.
+        let begins = !joins
+            && (v.writes_in_flight > 0 || b.deep)
+            && ctx.now >= b.until
+            && height.fills_within(dcols as u64 - 1, hold_ns);
         let room = v.rows.open.is_some() || v.user_may_take(1);
         if !(joins || begins) || !room {
             return Some(data);
@@ -166,14 +174,21 @@ impl FusionScheme {
     /// member, a read-mode one), else a new spare stripe on such members; the open one
     /// still when no such stripe is left and its members work (closing it would only write
     /// zeros). None when no spare stripe may be taken.
-    fn row_stripe(&mut self, ctx: &mut Ctx, vol: usize, pages: u16) -> Option<(u32, u16)> {
+    /// A hedge's twin row also keeps off `slow`, the members its first placement waits on.
+    fn row_stripe(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        pages: u16,
+        slow: &[DiskId],
+    ) -> Option<(u32, u16)> {
         let placement = &self.policy.placement;
         let v = &mut self.vols[vol];
         let zone = &v.zone;
         let clear = |s: u32| {
             zone.stripe_disk_list(s)
                 .iter()
-                .all(|&d| !avoid(ctx, placement, d))
+                .all(|&d| !avoid(ctx, placement, d) && !slow.contains(&d))
         };
         let open = v
             .rows
@@ -206,15 +221,7 @@ impl FusionScheme {
     /// Write `held` (one write of `pages` pages per data column) as the next parity row of
     /// `vol`, or each on its own when no stripe can take it.
     fn write_row(&mut self, ctx: &mut Ctx, vol: usize, pages: u16, held: Vec<HeldWrite>) {
-        let Some((stripe, page)) = self.row_stripe(ctx, vol, pages) else {
-            for p in held {
-                self.write_alone(ctx, vol, p.id, p.at, p.offset, p.data, p.fua);
-            }
-            return;
-        };
-        let v = &mut self.vols[vol];
-        let (width, dcols) = (v.zone.width(), v.zone.dcols());
-        debug_assert_eq!(held.len(), dcols);
+        debug_assert_eq!(held.len(), self.vols[vol].zone.dcols());
         let parts: Vec<RowPart> = held
             .into_iter()
             .map(|p| RowPart {
@@ -225,6 +232,29 @@ impl FusionScheme {
                 data: share(p.data),
             })
             .collect();
+        if let Err(parts) = self.launch_row(ctx, vol, pages, parts, None, &[]) {
+            for p in parts {
+                self.write_alone(ctx, vol, p.id, p.at, p.offset, p.data, p.fua);
+            }
+        }
+    }
+
+    /// Write `parts` as the next row of `vol` (`twin`: the row it hedges, waiting on the
+    /// members `slow`). Gives the parts back when no stripe can take it.
+    pub(super) fn launch_row(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        pages: u16,
+        parts: Vec<RowPart>,
+        twin: Option<JobId>,
+        slow: &[DiskId],
+    ) -> Result<JobId, Vec<RowPart>> {
+        let Some((stripe, page)) = self.row_stripe(ctx, vol, pages, slow) else {
+            return Err(parts);
+        };
+        let v = &mut self.vols[vol];
+        let (width, dcols) = (v.zone.width(), v.zone.dcols());
         let mut cols: Vec<Data> = parts.iter().map(|p| same_bytes(&p.data)).collect();
         let bytes: Option<Vec<&[u8]>> = parts.iter().map(|p| p.data.bytes()).collect();
         match bytes {
@@ -247,6 +277,12 @@ impl FusionScheme {
             parts,
             pending: 0,
             failed: false,
+            issued_at: ctx.now,
+            landed: 0,
+            twin,
+            abandoned: false,
+            hedged: twin.is_some(),
+            is_hedge: twin.is_some(),
         }));
         // Under a journal the commit flushes the rows before a FUA write is answered.
         let fua = self.durable().is_none() && self.row_job(h).parts.iter().any(|p| p.fua);
@@ -256,6 +292,7 @@ impl FusionScheme {
         if n == 0 {
             self.row_done(ctx, h);
         }
+        Ok(h)
     }
 
     /// Close `vol`'s open row stripe before its last row: its unwritten rows are written as
@@ -276,6 +313,12 @@ impl FusionScheme {
             parts: Vec::new(),
             pending: 0,
             failed: false,
+            issued_at: ctx.now,
+            landed: 0,
+            twin: None,
+            abandoned: false,
+            hedged: true,
+            is_hedge: false,
         }));
         let zeros = (!ctx.size_only).then(|| SharedBytes::new(vec![0u8; len as usize]));
         let cols = (0..width)
@@ -337,6 +380,7 @@ impl FusionScheme {
         let r = self.row_job(h);
         r.pending -= 1;
         r.failed |= result.is_err();
+        r.landed |= 1 << tag.part;
         if r.pending == 0 {
             self.row_done(ctx, h);
         }
@@ -351,12 +395,26 @@ impl FusionScheme {
         let (vol, stripe) = (r.vol, r.stripe);
         if !r.parts.is_empty() {
             self.vols[vol].writes_in_flight -= 1;
-            if r.failed {
+            let twin = r.twin.filter(|&t| self.jobs.get(t).is_some());
+            if r.abandoned {
+                // Its twin answered: nothing of this row is mapped.
+            } else if let Some(t) = twin
+                && r.failed
+            {
+                // The twin carries the writes alone now.
+                self.row_job(t).twin = None;
+            } else if r.failed {
                 ctx.stats.write_retries += r.parts.len() as u64;
                 for p in r.parts {
                     self.write_alone(ctx, vol, p.id, p.at, p.offset, p.data, p.fua);
                 }
             } else {
+                if let Some(t) = twin {
+                    // This placement landed first: the other one's rows are never mapped.
+                    let other = self.row_job(t);
+                    (other.abandoned, other.twin) = (true, None);
+                    ctx.stats.hedged_writes_won += u64::from(r.is_hedge);
+                }
                 self.map_row(ctx, &r);
                 self.answer_row(ctx, r);
             }

@@ -31,6 +31,9 @@ pub(super) struct RowFill {
     pub deadline: Nanos,
 }
 
+/// The time between writes of one size assumed before any has been seen.
+const UNKNOWN_GAP_NS: Nanos = 10_000_000;
+
 /// What holding writes of one size in one volume keeps: the row filling, and the pause
 /// after rows that did not fill (each size on its own, so that a rare size that never
 /// fills a row does not stop the others).
@@ -38,6 +41,31 @@ pub(super) struct RowFill {
 pub(super) struct Height {
     pub fill: Option<RowFill>,
     pub backoff: Backoff,
+    /// When the latest write of this size arrived, and the mean time between such writes
+    /// (moving average, 1/8 weight to the newest): a row of them is held for only when it
+    /// can be expected to fill well within the hold.
+    pub last_at: Nanos,
+    pub gap: Nanos,
+}
+
+impl Height {
+    /// A write of this size arrives at `now`.
+    pub fn arrival(&mut self, now: Nanos) {
+        self.gap = if self.last_at == 0 && self.gap == 0 {
+            // No pace known yet: taken as slow, until a few dozen writes say otherwise.
+            UNKNOWN_GAP_NS
+        } else {
+            let gap = now.saturating_sub(self.last_at);
+            self.gap - self.gap / 8 + gap / 8
+        };
+        self.last_at = now;
+    }
+
+    /// Do `more` further writes of this size come within half of `hold`, at the recent
+    /// pace?
+    pub fn fills_within(&self, more: u64, hold: Nanos) -> bool {
+        self.gap.saturating_mul(more) <= hold / 2
+    }
 }
 
 /// Every volume's held writes and back-offs, by row height (`pages - 1`).
