@@ -622,15 +622,10 @@ fn map_moved(v: &mut super::vol::Vol, j: &RelocJob, now: Nanos) -> u64 {
         }
         let mut counted = 0u64; // target columns this block already owns
         for g in j.segments.iter().filter(|g| g.ub == *ub) {
-            // One more owner of the target block: the first makes it live, the rest share it.
             let to = v.zone.flbn(j.stripe, g.col);
             if counted & (1 << g.col) == 0 {
                 counted |= 1 << g.col;
-                if v.stripes.valid(j.stripe) & (1 << g.col) == 0 {
-                    v.raid_block_live(j.stripe, g.col);
-                } else {
-                    *v.raid_extra.entry(to).or_insert(0) += 1;
-                }
+                v.add_raid_owner(j.stripe, g.col);
             }
             v.map_patch(*ub, g.first, g.count, Loc::Raid(to), g.at, now);
         }

@@ -11,7 +11,6 @@
 
 use super::FusionScheme;
 use super::jobs::{Job, JobId, RowJob, RowPart};
-use crate::engine::api::Data;
 use crate::engine::ctx::Ctx;
 use crate::types::{DiskId, Nanos};
 
@@ -23,7 +22,8 @@ pub(super) const ROW_HEDGE_NS: Nanos = 400_000;
 impl FusionScheme {
     /// Write a second time every row stuck on an unresponsive member long enough.
     pub(super) fn hedge_rows(&mut self, ctx: &mut Ctx) {
-        if self.cfg.row_ns.is_none() {
+        // No row in flight (the usual case at light load): no scan of the jobs.
+        if self.cfg.row_ns.is_none() || self.vols.iter().all(|v| v.rows.inflight.is_empty()) {
             return;
         }
         let delay = self.cfg.write_hedge_ns.unwrap_or(ROW_HEDGE_NS);
@@ -57,21 +57,7 @@ impl FusionScheme {
         };
         r.hedged = true;
         let (vol, pages, stripe, landed) = (r.vol, r.pages, r.stripe, r.landed);
-        let parts: Vec<RowPart> = r
-            .parts
-            .iter()
-            .map(|p| RowPart {
-                id: p.id,
-                at: p.at,
-                offset: p.offset,
-                fua: p.fua,
-                data: match &p.data {
-                    Data::Shared(s) => Data::Shared(s.clone()),
-                    Data::Size(n) => Data::Size(*n),
-                    Data::Bytes(b) => Data::Bytes(b.clone()),
-                },
-            })
-            .collect();
+        let parts: Vec<RowPart> = r.parts.iter().map(RowPart::again).collect();
         // The open stripe is the stuck one, or clear of the unresponsive members: only a
         // different stripe can help.
         if self.vols[vol].rows.open.is_some_and(|(s, _)| s == stripe) {

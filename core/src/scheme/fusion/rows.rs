@@ -441,16 +441,9 @@ impl FusionScheme {
         for (col, p) in r.parts.iter().enumerate() {
             let ub = p.offset / bs;
             let first = ((p.offset % bs) / PAGE_SIZE) as u16;
-            let f = v.zone.flbn(r.stripe, col);
-            let loc = Loc::Raid(f);
-            // One more owner of the column's block: the first makes it live, the rest
-            // share it (as a relocation's target blocks are shared).
+            let loc = Loc::Raid(v.zone.flbn(r.stripe, col));
             if !v.references(ub, loc) {
-                if v.stripes.valid(r.stripe) & (1 << col) == 0 {
-                    v.raid_block_live(r.stripe, col);
-                } else {
-                    *v.raid_extra.entry(f).or_insert(0) += 1;
-                }
+                v.add_raid_owner(r.stripe, col);
             }
             let sums = p.data.bytes().map(sums::sums_of);
             v.map_written(ub, first, r.pages, loc, r.page, sums, now);
@@ -467,6 +460,16 @@ impl FusionScheme {
         for p in &r.parts {
             let ub = p.offset / bs;
             self.unlock(ctx, r.vol, ub, ub + 1);
+        }
+    }
+}
+
+impl RowPart {
+    /// The same write again, its payload shared (a hedged row's twin).
+    pub(super) fn again(&self) -> RowPart {
+        RowPart {
+            data: same_bytes(&self.data),
+            ..*self
         }
     }
 }

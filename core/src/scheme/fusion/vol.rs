@@ -650,6 +650,19 @@ impl Vol {
     }
 
     /// Count a newly live RAID data block.
+    /// One more user block owns RAID block (`stripe`, `col`): the first makes it live, the
+    /// rest share it (`raid_extra`).
+    pub fn add_raid_owner(&mut self, stripe: u32, col: usize) {
+        if self.stripes.valid(stripe) & (1 << col) == 0 {
+            self.raid_block_live(stripe, col);
+        } else {
+            *self
+                .raid_extra
+                .entry(self.zone.flbn(stripe, col))
+                .or_insert(0) += 1;
+        }
+    }
+
     pub fn raid_block_live(&mut self, stripe: u32, col: usize) {
         assert!(
             self.stripes.valid(stripe) & (1 << col) == 0,
