@@ -12,7 +12,7 @@ mod demo;
 mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
-mod listen_reserve;
+mod listen_check;
 mod metadata;
 mod metrics;
 mod missing;

@@ -18,7 +18,7 @@ use fusionraid_nbd::{Server, ServerConfig, ServerHandle};
 
 use crate::assemble::{Io, Pool, PoolIdentity, assemble, create};
 use crate::control::{Operator, control_path, serve_control};
-use crate::listen_reserve::Reserved;
+use crate::listen_check;
 use crate::metadata::recover_engine;
 use crate::metrics::{MetricsServer, PoolFacts};
 use crate::pool_config::{PoolFile, ServePaths};
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let file = PoolFile::load(&pool_path)?;
     let base = crate::create_cmd::base_dir(&pool_path)?;
-    let (paths, reserved) = reserve(&file, &base, &args)?;
+    let paths = check_addresses(&file, &base, &args)?;
     let io = Io::new()?;
     let mut pool = if file.is_ephemeral() || demo_fresh {
         // In-memory members keep nothing between runs, and a demo pool whose files are
@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } = pool;
     let driver = start_driver(started.engine, members, &io, &cfg, started.journaled)?;
     let names: Vec<String> = cfg.volumes.iter().map(|v| v.name.clone()).collect();
-    let exports = start_nbd(&driver, &cfg, &names, &paths, reserved, &args)?;
+    let exports = start_nbd(&driver, &cfg, &names, &paths, &args)?;
     let driver = Arc::new(driver);
     let doc = StatusDoc {
         pool: cfg.name.clone(),
@@ -247,26 +247,25 @@ fn durability_note(scheme: &str) -> Option<String> {
     }
 }
 
-/// Where `serve` listens, and each of those addresses checked (listen_reserve.rs) before the
+/// Where `serve` listens, each of those addresses checked (listen_check.rs) before the
 /// members are read or written: an address in use stops it there. The demo's TCP address
 /// is left out: busy, the demo serves on its Unix socket only (`start_nbd`).
-fn reserve(file: &PoolFile, base: &Path, args: &Args) -> anyhow::Result<(ServePaths, Reserved)> {
+fn check_addresses(file: &PoolFile, base: &Path, args: &Args) -> anyhow::Result<ServePaths> {
     let paths = listen_paths(file, base, args);
-    let mut r = Reserved;
     if let Some(u) = &paths.unix {
-        r.unix(u, "the NBD socket")?;
+        listen_check::unix(u, "the NBD socket")?;
     }
     if let Some(t) = &paths.tcp
         && args.pool.is_some()
     {
-        r.tcp(t, "NBD TCP")?;
+        listen_check::tcp(t, "NBD TCP")?;
     }
-    r.unix(&paths.status, "the status socket")?;
-    r.unix(&control_path(&paths.status), "the control socket")?;
+    listen_check::unix(&paths.status, "the status socket")?;
+    listen_check::unix(&control_path(&paths.status), "the control socket")?;
     if let Some(m) = args.metrics.as_ref().or(file.serve.metrics.as_ref()) {
-        r.tcp(m, "the metrics endpoint")?;
+        listen_check::tcp(m, "the metrics endpoint")?;
     }
-    Ok((paths, r))
+    Ok(paths)
 }
 
 /// Where to listen: the pool file's `[serve]` paths, overridden by the command line.
@@ -293,17 +292,14 @@ struct Exports {
     uris: Vec<String>,
 }
 
-/// Exports every volume over NBD on the Unix socket and the TCP address of `paths`. The
-/// addresses `reserve` checked are bound for real from here on.
+/// Exports every volume over NBD on the Unix socket and the TCP address of `paths`.
 fn start_nbd(
     driver: &Driver,
     cfg: &PoolFile,
     names: &[String],
     paths: &ServePaths,
-    reserved: Reserved,
     args: &Args,
 ) -> anyhow::Result<Exports> {
-    reserved.release();
     let backend = driver.backend(&ExportOptions {
         preferred_bytes: cfg.block_size.0 as u32,
         names: names.to_vec(),

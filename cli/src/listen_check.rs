@@ -17,42 +17,33 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 
-/// The addresses `serve` checked: nothing is held (module doc).
-#[derive(Default)]
-pub struct Reserved;
-
-impl Reserved {
-    /// Check the Unix socket `path`; `what` names it in errors as its server would ("the
-    /// NBD socket"). A live socket there (someone accepts on it) is an error; a stale one
-    /// of a run that ended without removing it is left for its server to replace.
-    pub fn unix(&mut self, path: &Path, what: &str) -> anyhow::Result<()> {
-        let binding = || format!("binding {what} {}", path.display());
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_socket() {
-                bail!("{}: the path exists and is not a socket", binding());
-            }
-            if UnixStream::connect(path).is_ok() {
-                bail!(
-                    "{}: something is listening there already (another `fusionraid serve`?)",
-                    binding()
-                );
-            }
-            return Ok(());
+/// Check the Unix socket `path`; `what` names it in errors as its server would ("the NBD
+/// socket"). A live socket there (someone accepts on it) is an error; a stale one of a run
+/// that ended without removing it is left for its server to replace.
+pub fn unix(path: &Path, what: &str) -> anyhow::Result<()> {
+    let binding = || format!("binding {what} {}", path.display());
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            bail!("{}: the path exists and is not a socket", binding());
         }
-        // Nothing there: a bind shows the directory takes a socket.
-        drop(UnixListener::bind(path).with_context(binding)?);
-        std::fs::remove_file(path).with_context(|| format!("{}: removing the probe", binding()))?;
-        Ok(())
+        if UnixStream::connect(path).is_ok() {
+            bail!(
+                "{}: something is listening there already (another `fusionraid serve`?)",
+                binding()
+            );
+        }
+        return Ok(());
     }
+    // Nothing there: a bind shows the directory takes a socket.
+    drop(UnixListener::bind(path).with_context(binding)?);
+    std::fs::remove_file(path).with_context(|| format!("{}: removing the probe", binding()))?;
+    Ok(())
+}
 
-    /// Check TCP address `addr`; `what` names it in errors ("NBD TCP").
-    pub fn tcp(&mut self, addr: &str, what: &str) -> anyhow::Result<()> {
-        drop(TcpListener::bind(addr).with_context(|| format!("binding {what} {addr}"))?);
-        Ok(())
-    }
-
-    /// The servers bind the addresses now (kept so the order stays visible at the call).
-    pub fn release(self) {}
+/// Check TCP address `addr`; `what` names it in errors ("NBD TCP").
+pub fn tcp(addr: &str, what: &str) -> anyhow::Result<()> {
+    drop(TcpListener::bind(addr).with_context(|| format!("binding {what} {addr}"))?);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -65,34 +56,30 @@ mod tests {
         let sock = dir.path().join("s.sock");
         let busy = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = busy.local_addr().unwrap().to_string();
-        let mut r = Reserved;
-        let e = r.tcp(&port, "NBD TCP").unwrap_err();
+        let e = tcp(&port, "NBD TCP").unwrap_err();
         assert!(
             format!("{e:#}").contains(&format!("binding NBD TCP {port}")),
             "{e:#}"
         );
 
         // Free: checked, and nothing is left behind to look like a server.
-        r.unix(&sock, "the status socket").unwrap();
+        unix(&sock, "the status socket").unwrap();
         assert!(!sock.exists(), "the check left a socket file behind");
         // Someone listening there: refused.
         let live = UnixListener::bind(&sock).unwrap();
-        let e = Reserved.unix(&sock, "the status socket").unwrap_err();
+        let e = unix(&sock, "the status socket").unwrap_err();
         assert!(
             format!("{e:#}").contains("listening there already"),
             "{e:#}"
         );
         // A stale socket file (its server gone) is fine.
         drop(live);
-        Reserved
-            .unix(&sock, "the status socket")
-            .expect("a stale socket is replaced by its server");
-        r.release();
+        unix(&sock, "the status socket").expect("a stale socket is replaced by its server");
 
         // A plain file in the way is not taken for a stale socket.
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
-        let e = Reserved.unix(&file, "the NBD socket").unwrap_err();
+        let e = unix(&file, "the NBD socket").unwrap_err();
         assert!(format!("{e:#}").contains("not a socket"), "{e:#}");
         assert_eq!(std::fs::read(&file).unwrap(), b"x");
     }
