@@ -70,13 +70,15 @@ impl Io {
 
     /// Open `spec` as a new device for slot `index` of `pool` (files are created with the
     /// pool's member size), refuse it if it already belongs to a pool, and write its
-    /// superblock. The device is then ready to take the slot of a failed member.
+    /// superblock with the slot's next `generation`. The device is then ready to take the
+    /// slot of a failed member.
     pub fn prepare_replacement(
         &self,
         pool: &PoolIdentity,
         index: usize,
         spec: &str,
         base: &Path,
+        generation: u32,
     ) -> anyhow::Result<Box<dyn Member>> {
         let spec = MemberSpec::parse(spec).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?;
         let mut m = fusionraid_io::open_member(&spec, &self.options(&pool.cfg, index, base, true))
@@ -117,6 +119,7 @@ impl Io {
                 .map_or(0, |d| d.as_secs()),
             config: pool.stored_config.clone(),
             tier: tier_of(&pool.cfg, index),
+            generation,
         };
         self.write_sb(m.as_mut(), &sb)?;
         Ok(m)
@@ -160,6 +163,8 @@ pub struct Pool {
     pub members: Vec<Option<Box<dyn Member>>>,
     /// Why each missing member is missing.
     pub missing: Vec<(usize, String)>,
+    /// Slot i's device's generation, from its superblock (0 for a missing one).
+    pub generations: Vec<u32>,
     /// The pool file as the superblocks store it (written into replacements' superblocks).
     pub stored_config: String,
 }
@@ -233,6 +238,7 @@ pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Resu
         cfg: cfg.clone(),
         uuid,
         disk_bytes,
+        generations: vec![0; members.len()],
         members: members.into_iter().map(Some).collect(),
         missing: Vec::new(),
         stored_config: cfg.to_toml(),
@@ -273,6 +279,7 @@ fn format(pool: &mut Pool, io: &Io, undo: &mut Undo) -> anyhow::Result<()> {
             created_unix,
             config: pool.stored_config.clone(),
             tier: tier_of(cfg, i),
+            generation: 0,
         };
         io.write_sb(m.as_mut(), &sb)
             .with_context(|| format!("`members[{i}]` ({})", m.name()))?;
@@ -325,7 +332,11 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
     let file = &as_stored(file, &reference)?;
     check_tiers(&found, file)?;
     let in_order = found.iter().all(|f| f.listed == f.sb.index as usize);
-    let Placed { slots, too_small } = place_members(found, specs.len(), &reference)?;
+    let Placed {
+        slots,
+        too_small,
+        generations,
+    } = place_members(found, specs.len(), &reference)?;
     let empty: Vec<usize> = (0..specs.len())
         .filter(|&i| slots[i].is_none() && !too_small.iter().any(|(j, _)| *j == i))
         .collect();
@@ -350,6 +361,7 @@ pub fn assemble(file: &PoolFile, base: &Path, io: &Io) -> anyhow::Result<Pool> {
         disk_bytes: reference.disk_bytes,
         members: slots,
         missing,
+        generations,
         stored_config: reference.config.clone(),
     })
 }
@@ -533,6 +545,8 @@ struct Placed {
     slots: Vec<Option<Box<dyn Member>>>,
     /// Members left out for holding less than the pool uses, by slot, and why.
     too_small: Vec<(usize, String)>,
+    /// Each slot's device's generation (0 for an empty slot).
+    generations: Vec<u32>,
 }
 
 /// Puts each member found in the slot its superblock names; slots of `n` members nobody
@@ -543,6 +557,7 @@ struct Placed {
 fn place_members(found: Vec<Found>, n: usize, reference: &Superblock) -> anyhow::Result<Placed> {
     let mut slots: Vec<Option<Box<dyn Member>>> = (0..n).map(|_| None).collect();
     let mut too_small = Vec::new();
+    let mut generations = vec![0; n];
     let mut names: Vec<Option<String>> = vec![None; n];
     for Found {
         listed: i,
@@ -574,7 +589,12 @@ fn place_members(found: Vec<Found>, n: usize, reference: &Superblock) -> anyhow:
             tracing::info!(member = m.name(), "listed at position {i}, is member {idx}");
         }
         names[idx] = Some(m.name().to_string());
+        generations[idx] = sb.generation;
         slots[idx] = Some(m);
     }
-    Ok(Placed { slots, too_small })
+    Ok(Placed {
+        slots,
+        too_small,
+        generations,
+    })
 }

@@ -163,11 +163,16 @@ impl Operator {
             )
         });
         let spec = wrapped.as_deref().unwrap_or(spec);
+        // A number no device that held the slot before carries (docs/FORMAT.md): the
+        // metadata records it with the replacement, so a restart that finds a device
+        // taken out of the slot, even one a pool file still names, knows it is stale.
+        let generation = new_generation()?;
         let m = self
             .io
-            .prepare_replacement(&self.pool, i, spec, &self.base)?;
+            .prepare_replacement(&self.pool, i, spec, &self.base, generation)?;
+        // Answered once the replacement is durable: a crash after it keeps the new device.
         self.driver
-            .replace_member(i, m)
+            .replace_member(i, m, generation)
             .map_err(|e| anyhow::anyhow!(e))?;
         members[i] = spec.to_string();
         let note = match update_pool_file(&self.pool_file, &current, spec) {
@@ -213,6 +218,18 @@ impl Operator {
                     tracing::warn!(member = m.index, spare = %spec, "hot spare not used: {e:#}")
                 }
             }
+        }
+    }
+}
+
+/// A random slot generation for a new device: never 0, which the devices of `create` and of
+/// builds before generations carry.
+fn new_generation() -> anyhow::Result<u32> {
+    loop {
+        let u = crate::superblock::new_uuid()?;
+        let g = u32::from_le_bytes(u[..4].try_into().expect("4 bytes"));
+        if g != 0 {
+            return Ok(g);
         }
     }
 }

@@ -113,6 +113,7 @@ fn check_accepted(p: &PoolFile) {
         created_unix: 0,
         config: stored.clone(),
         tier: crate::superblock::Tier::Ssd,
+        generation: 0,
     };
     let back = Superblock::decode(&sb.encode().expect("an accepted pool fits a superblock"));
     let again = PoolFile::parse(&back.expect("round trip").config)

@@ -75,13 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = crate::create_cmd::base_dir(&pool_path)?;
     let paths = check_addresses(&file, &base, &args)?;
     let io = Io::new()?;
-    let mut pool = if file.is_ephemeral() || demo_fresh {
-        // In-memory members keep nothing between runs, and a demo pool whose files are
-        // missing is new: format them now.
-        create(&file, &base, demo_fresh, &io)?
-    } else {
-        assemble(&file, &base, &io)?
-    };
+    let mut pool = open_pool(&file, &base, demo_fresh, &io)?;
     let scheme = args.scheme.clone().unwrap_or_else(|| file.scheme.clone());
     let started = start_engine(&mut pool, &scheme, &io)?;
     let Pool {
@@ -91,6 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         missing,
         disk_bytes,
         stored_config,
+        ..
     } = pool;
     let driver = start_driver(started.engine, members, &io, &cfg, started.journaled)?;
     let names: Vec<String> = cfg.volumes.iter().map(|v| v.name.clone()).collect();
@@ -149,6 +144,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Err(_) => tracing::warn!("status still referenced the driver at shutdown"),
     }
     Ok(())
+}
+
+/// The pool `file` lists: in-memory members keep nothing between runs, and a demo pool
+/// whose files are missing is new, so those are formatted now; any other is assembled from
+/// its members.
+fn open_pool(file: &PoolFile, base: &Path, demo_fresh: bool, io: &Io) -> anyhow::Result<Pool> {
+    if file.is_ephemeral() || demo_fresh {
+        create(file, base, demo_fresh, io)
+    } else {
+        assemble(file, base, io)
+    }
 }
 
 /// Starts the engine's loop on the members; a journaled pool serves only once its first
@@ -223,6 +229,13 @@ fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Starte
             engine.fail_disk(DiskId(i as u32), 0);
         }
     }
+    if let Some(r) = &recovery {
+        for why in taken_out(pool, r, failed_earlier) {
+            eprintln!("fusionraid: {}", why.1);
+            engine.fail_disk(DiskId(why.0 as u32), 0);
+            notes.push(why.1);
+        }
+    }
     if pool.cfg.is_ephemeral() {
         notes.push("members are in memory: their contents are lost at exit".into());
     }
@@ -232,6 +245,35 @@ fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Starte
         recovery,
         notes,
     })
+}
+
+/// Members whose device is not the one the metadata says holds their slot (its superblock's
+/// slot generation differs, docs/FORMAT.md): a device taken out by `replace` that a pool
+/// file names again, or one a crash stopped `replace` from putting in. Either missed writes
+/// (or never held any), so it must not serve as it is. Members already held failed are left
+/// out. By slot, with what `status` says.
+fn taken_out(pool: &Pool, r: &RecoveryReport, failed_earlier: &[u16]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, m) in pool.members.iter().enumerate() {
+        let Some(m) = m else { continue };
+        let expected = r.slot_generations.get(&(i as u16)).copied().unwrap_or(0);
+        let found = pool.generations[i];
+        if found == expected || failed_earlier.contains(&(i as u16)) {
+            continue;
+        }
+        out.push((
+            i,
+            format!(
+                "member {i} ({}) is not the device the pool's metadata has in slot {i} (slot \
+                 generation {found:#x}, expected {expected:#x}): it was replaced, or its \
+                 replacement never completed, and holds stale data: serving degraded until \
+                 `fusionraid replace {i} SPEC` (the same device may be given again), or list \
+                 the slot's current device in the pool file",
+                m.name()
+            ),
+        ));
+    }
+    out
 }
 
 /// What a scheme run without the journal does not keep across a restart, if anything.

@@ -15,7 +15,13 @@
 //!  56  pool config length        u32
 //!  60  member tier               u32: 0 SSD, 1 HDD (version 3; reserved, 0, before)
 //!  64  pool config (TOML)        the geometry and policies `create` was given
+//!  65532  slot generation        u32: how many devices took this member's slot before
+//!                                this one (0 for `create`'s; every version, 0 before)
 //! ```
+//! The slot generation tells a device taken out of its slot from the one in it now: the
+//! pool's metadata counts each replacement (`MemberReplaced`, docs/FORMAT.md), and a device
+//! of an older generation holds stale data even if a pool file names it. It sits at the
+//! end, where older builds wrote zeros and ignore what is there (the checksum covers it).
 //! The region between the superblock and `data_offset` holds the durable mapping metadata
 //! (core::meta; docs/FORMAT.md).
 
@@ -37,7 +43,9 @@ const SSD_ONLY: u32 = 2;
 const OLDEST: u32 = 1;
 const HEADER: usize = 64;
 /// The longest pool configuration a superblock holds.
-pub const MAX_CONFIG_BYTES: usize = SUPERBLOCK_BYTES as usize - HEADER;
+pub const MAX_CONFIG_BYTES: usize = GENERATION_AT - HEADER;
+/// Where the slot generation lives: the superblock's last 4 bytes.
+const GENERATION_AT: usize = SUPERBLOCK_BYTES as usize - 4;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Superblock {
@@ -50,6 +58,8 @@ pub struct Superblock {
     pub config: String,
     /// This member's tier (version 3; always SSD before).
     pub tier: Tier,
+    /// How many devices took this member's slot before this one (see the module doc).
+    pub generation: u32,
 }
 
 /// What kind of device a member is: SSDs hold the volumes' stripes, HDDs only write logs.
@@ -119,11 +129,11 @@ impl Superblock {
 
     pub fn encode(&self) -> anyhow::Result<Vec<u8>> {
         let cfg = self.config.as_bytes();
-        if cfg.len() > SUPERBLOCK_BYTES as usize - HEADER {
+        if cfg.len() > MAX_CONFIG_BYTES {
             bail!(
-                "the pool configuration is {} bytes; the superblock holds at most {}",
+                "the pool configuration is {} bytes; the superblock holds at most \
+                 {MAX_CONFIG_BYTES}",
                 cfg.len(),
-                SUPERBLOCK_BYTES as usize - HEADER
             );
         }
         let mut b = vec![0u8; SUPERBLOCK_BYTES as usize];
@@ -146,6 +156,7 @@ impl Superblock {
         };
         b[60..64].copy_from_slice(&tier.to_le_bytes());
         b[HEADER..HEADER + cfg.len()].copy_from_slice(cfg);
+        b[GENERATION_AT..].copy_from_slice(&self.generation.to_le_bytes());
         let crc = crc32c::crc32c(&b);
         b[12..16].copy_from_slice(&crc.to_le_bytes());
         // Check what we are about to write, as it will be checked when read back.
@@ -192,6 +203,13 @@ impl Superblock {
                 (..3, _) | (_, 0) => Tier::Ssd,
                 (_, 1) => Tier::Hdd,
                 (_, t) => return Err(SbError::Corrupt(format!("member tier {t}"))),
+            },
+            // A configuration reaching into the field (written before it existed) leaves
+            // the generation at 0.
+            generation: if HEADER + len <= GENERATION_AT {
+                u32_at(GENERATION_AT)
+            } else {
+                0
             },
         };
         if sb.count == 0 || sb.index >= sb.count {
@@ -244,7 +262,56 @@ mod tests {
             created_unix: 1_700_000_000,
             config: "name = \"t\"\n".into(),
             tier: Tier::Ssd,
+            generation: 0,
         }
+    }
+
+    /// Re-seal `b` after an edit, as a build that wrote it would have.
+    fn reseal(b: &mut [u8]) {
+        b[12..16].fill(0);
+        let crc = crc32c::crc32c(b);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    #[test]
+    fn the_slot_generation_sits_at_the_end_and_reads_0_where_older_builds_wrote_nothing() {
+        let s = Superblock {
+            generation: 5,
+            ..sample()
+        };
+        let b = s.encode().unwrap();
+        assert_eq!(b[GENERATION_AT..], 5u32.to_le_bytes());
+        assert_eq!(Superblock::decode(&b).unwrap(), s);
+        // Any version carries it: older builds wrote zeros there and never read it.
+        for version in [1, 2] {
+            let old = Superblock {
+                version,
+                ..s.clone()
+            };
+            assert_eq!(
+                Superblock::decode(&old.encode().unwrap())
+                    .unwrap()
+                    .generation,
+                5
+            );
+        }
+        let mut older = sample().encode().unwrap();
+        assert_eq!(Superblock::decode(&older).unwrap().generation, 0);
+        // A configuration an older build let run into those bytes is configuration.
+        let long = "x".repeat(SUPERBLOCK_BYTES as usize - HEADER);
+        older[56..60].copy_from_slice(&(long.len() as u32).to_le_bytes());
+        older[HEADER..].copy_from_slice(long.as_bytes());
+        reseal(&mut older);
+        let back = Superblock::decode(&older).unwrap();
+        assert_eq!((back.config.len(), back.generation), (long.len(), 0));
+        assert!(
+            Superblock {
+                config: long,
+                ..sample()
+            }
+            .encode()
+            .is_err()
+        );
     }
 
     #[test]

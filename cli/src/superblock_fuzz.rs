@@ -18,18 +18,21 @@ fn valid() -> impl Strategy<Value = Superblock> {
         any::<u64>(),
         any::<u64>(),
         "\\PC{0,200}",
-        1u32..=2,
+        (1u32..=2, any::<u32>()),
     )
         .prop_map(
-            |(uuid, count, index, disk_bytes, created_unix, config, version)| Superblock {
-                version,
-                uuid,
-                index: index % count,
-                count,
-                disk_bytes,
-                created_unix,
-                config,
-                tier: crate::superblock::Tier::Ssd,
+            |(uuid, count, index, disk_bytes, created_unix, config, (version, generation))| {
+                Superblock {
+                    version,
+                    uuid,
+                    index: index % count,
+                    count,
+                    disk_bytes,
+                    created_unix,
+                    config,
+                    tier: crate::superblock::Tier::Ssd,
+                    generation,
+                }
             },
         )
 }

@@ -372,3 +372,51 @@ fn a_slot_replaced_twice_is_listed_with_its_last_device() {
     assert!(st.contains(" 0 checksum errors"), "{st}");
     s.stop();
 }
+
+/// A device `replace` took out of its slot, named again by a pool file (an old copy of the
+/// file, a configuration tool): the slot generation in its superblock is not the one the
+/// pool's metadata recorded with the replacement, so `serve` holds it failed instead of
+/// serving the writes it missed, and says why. The same device may then be put back. (It
+/// used to come back healthy, every block it missed a checksum error.)
+#[test]
+fn a_device_replaced_out_stays_out_when_a_pool_file_names_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let p = file_pool(d, "back", 5, "32M", &volume("v", "raid5", 4, "4M", false));
+    let before_replace = std::fs::read_to_string(&p).unwrap();
+    let s = Serve::start(&p, &[]);
+    write_all(&s.uri("v"), &pattern(1, 4 << 20));
+    ctl(&s, &["fail", "1"]).ok("fail 1");
+    replace_when_allowed(&s, "1", "file:new1.img");
+    wait_for("the rebuild", T, || {
+        s.status_text(false).contains("rebuild: done")
+    });
+    let data = pattern(2, 4 << 20);
+    write_all(&s.uri("v"), &data);
+    s.stop();
+
+    // The pool file as it was: it names d1.img, which missed `data`.
+    std::fs::write(&p, &before_replace).unwrap();
+    let s = Serve::start(&p, &[]);
+    let st = s.status_text(false);
+    assert!(member_line(&st, "d1.img").contains("failed"), "{st}");
+    assert!(
+        st.contains("not the device the pool's metadata has in slot 1"),
+        "{st}"
+    );
+    read_check(&s.uri("v"), &data, "the device taken out held failed");
+    let st = s.status_text(false);
+    assert!(st.contains(" 0 checksum errors"), "{st}");
+    // Put back, it is rebuilt and the next start takes it as the slot's device.
+    replace_when_allowed(&s, "1", "file:d1.img");
+    wait_for("the rebuild onto d1.img", T, || {
+        s.status_text(false).contains("rebuild: done")
+    });
+    s.stop();
+    let s = Serve::start(&p, &[]);
+    let st = s.status_text(false);
+    assert!(member_line(&st, "d1.img").contains("healthy"), "{st}");
+    read_check(&s.uri("v"), &data, "after d1.img was put back");
+    assert!(s.status_text(false).contains(" 0 checksum errors"), "{st}");
+    s.stop();
+}

@@ -187,6 +187,7 @@ fn a_failed_member_stays_failed_across_a_restart_until_replaced() {
     flush(&mut d, id);
     let report = recovered(&d, &cfg);
     assert_eq!(report.members_failed, vec![1], "{report}");
+    assert!(report.slot_generations.is_empty(), "{report}");
     assert!(
         report.to_string().contains("members failed earlier [1]"),
         "{report}"
@@ -197,7 +198,7 @@ fn a_failed_member_stays_failed_across_a_restart_until_replaced() {
     for _ in 0..4000 {
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
-        if d.engine.replace_disk(DiskId(1), d.now).is_ok() {
+        if d.engine.replace_disk_as(DiskId(1), d.now, 0x5eed).is_ok() {
             replaced = true;
             break;
         }
@@ -213,6 +214,11 @@ fn a_failed_member_stays_failed_across_a_restart_until_replaced() {
     d.settle();
     let report = recovered(&d, &cfg);
     assert!(report.members_failed.is_empty(), "{report}");
+    // A device of an earlier generation in slot 1 is now known to be stale.
+    assert_eq!(
+        report.slot_generations.into_iter().collect::<Vec<_>>(),
+        [(1, 0x5eed)]
+    );
 }
 
 fn remaps(d: &Driver) -> usize {
@@ -250,7 +256,7 @@ fn a_rebalance_cut_short_by_a_restart_carries_on() {
             .engine
             .volume_status(0)
             .is_some_and(|s| s.rebuild_phase == Some(RebuildPhase::Done));
-        if done && d.engine.replace_disk(DiskId(2), d.now).is_ok() {
+        if done && d.engine.replace_disk_as(DiskId(2), d.now, 41).is_ok() {
             replaced = true;
             break;
         }
@@ -276,6 +282,11 @@ fn a_rebalance_cut_short_by_a_restart_carries_on() {
         .collect();
     let (scheme, report) = FusionScheme::recover(cfg.clone(), &regions, d.now).expect("recovery");
     assert!(report.members_failed.is_empty(), "{report}");
+    assert_eq!(
+        report.slot_generations.iter().collect::<Vec<_>>(),
+        [(&2, &41)],
+        "{report}"
+    );
     let now = d.now;
     let disk_bytes = d.disks[0].bytes.len() as u64;
     let mut e = Driver::new(

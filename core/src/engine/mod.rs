@@ -261,6 +261,18 @@ impl Engine {
     /// there any more (its rebuild moved everything off) or it rebuilds what it held onto
     /// the new device (`Scheme::replaces_in_place`).
     pub fn replace_disk(&mut self, disk: DiskId, now: Nanos) -> Result<(), String> {
+        self.replace_disk_as(disk, now, 0)
+    }
+
+    /// `replace_disk` for a device whose superblock carries slot `generation` (a journaled
+    /// scheme records it, so a restart tells the device from the ones the slot held
+    /// before: `meta::image`).
+    pub fn replace_disk_as(
+        &mut self,
+        disk: DiskId,
+        now: Nanos,
+        generation: u32,
+    ) -> Result<(), String> {
         if disk.index() >= self.disks.len() {
             return Err(format!("there is no member {}", disk.index()));
         }
@@ -306,7 +318,7 @@ impl Engine {
         self.now = self.now.max(now);
         self.disks.replace(disk, self.cfg.detector, self.now);
         let (mut ctx, scheme) = self.ctx_parts(now);
-        scheme.on_disk_replaced(&mut ctx, disk);
+        scheme.on_disk_replaced(&mut ctx, disk, generation);
         Ok(())
     }
 

@@ -123,8 +123,9 @@ pub trait Scheme {
             self.name()
         ))
     }
-    /// An empty device took the slot of failed member `disk`.
-    fn on_disk_replaced(&mut self, _ctx: &mut Ctx, _disk: DiskId) {}
+    /// An empty device, whose superblock carries slot generation `generation` (0: none),
+    /// took the slot of failed member `disk`.
+    fn on_disk_replaced(&mut self, _ctx: &mut Ctx, _disk: DiskId, _generation: u32) {}
     /// The scheme reads member space it never wrote as user data (unwritten blocks of an
     /// in-place array, and the parity over them), so it relies on members that read zeros
     /// until written, like md `--assume-clean` on erased SSDs. A driver that models member

@@ -30,6 +30,8 @@ pub struct RecoveryReport {
     /// Members the metadata says failed and were not replaced since: stale, whatever
     /// they hold (`serve` fails them again at start).
     pub members_failed: Vec<u16>,
+    /// Each replaced slot's generation (`meta::image`); a slot not listed is at 0.
+    pub slot_generations: std::collections::BTreeMap<u16, u32>,
     /// The checkpoint recovered from is flagged as a clean shutdown's last write.
     pub checkpoint_clean: bool,
 }
@@ -150,6 +152,7 @@ pub fn recover_image(
     let mut image = newest_checkpoint(pool, layout, &regions, shapes, &mut report)?;
     replay_journal(pool, layout, &regions, &mut image, &mut report)?;
     report.members_failed = image.failed.iter().copied().collect();
+    report.slot_generations = image.generations.clone();
     Ok((image, report))
 }
 

@@ -6,7 +6,8 @@
 //! after the answer bring the member back as healthy, with the writes that skipped it since
 //! missing from it. An engine FLUSH is answered once a journal commit sealed after it is
 //! durable (`Scheme` FLUSH semantics), so the loop submits one after failing the member and
-//! answers the operator with the flush's reply.
+//! answers the operator with the flush's reply. `fusionraid replace N` is answered the same
+//! way: a crash after its answer keeps the new device in the slot.
 //!
 //! These requests carry ids with [`INTERNAL_BIT`] set; NBD commands' ids never do
 //! (`commands::Tracker`), so a reply is routed by its id alone.

@@ -569,23 +569,37 @@ impl EventLoop {
             Ctl::ReplaceMember {
                 index,
                 member,
+                generation,
                 reply,
             } => {
                 let now = self.clock.now();
                 let r = if index < self.names.len() {
-                    self.engine
-                        .replace_disk(fusionraid_core::DiskId(index as u32), now)
+                    self.engine.replace_disk_as(
+                        fusionraid_core::DiskId(index as u32),
+                        now,
+                        generation,
+                    )
                 } else {
                     Err(format!("there is no member {index}"))
                 };
-                if r.is_ok() {
-                    tracing::warn!(old = %self.names[index], new = member.name(), "member replaced");
-                    self.names[index] = member.name().to_string();
-                    self.members[index] = Some(member);
-                    self.devices.reset(index);
-                    self.watch.reset(index);
+                if let Err(e) = r {
+                    let _ = reply.try_send(Err(e));
+                    return;
                 }
-                let _ = reply.try_send(r);
+                tracing::warn!(old = %self.names[index], new = member.name(), "member replaced");
+                self.names[index] = member.name().to_string();
+                self.members[index] = Some(member);
+                self.devices.reset(index);
+                self.watch.reset(index);
+                if self.engine.volume_count() == 0 {
+                    let _ = reply.try_send(Ok(()));
+                    return;
+                }
+                // Answered once the commit holding the replacement is durable, like `fail`.
+                let req = self
+                    .ctl_flushes
+                    .request(0, format!("member {index} replaced"), reply);
+                self.held.push_front(req);
             }
             Ctl::Shutdown(grace) => {
                 self.leave_by.get_or_insert(Instant::now() + grace);

@@ -81,10 +81,12 @@ pub(crate) enum Ctl {
     FailMember(usize, SyncSender<Result<(), String>>),
     /// Start a scrub of every volume.
     Scrub(SyncSender<Result<(), String>>),
-    /// An empty device takes the slot of a failed member (the engine decides if it may).
+    /// An empty device, its superblock carrying slot `generation`, takes the slot of a
+    /// failed member (the engine decides if it may); answered once that is durable.
     ReplaceMember {
         index: usize,
         member: Box<dyn Member>,
+        generation: u32,
         reply: SyncSender<Result<(), String>>,
     },
     Shutdown(Duration),
@@ -265,13 +267,20 @@ impl Driver {
             .map_err(|_| "the engine loop did not answer".to_string())?
     }
 
-    /// Put `member` (empty, its superblock written) in the slot of failed member `index`.
-    /// Refused while the scheme still has data there (rebuild not finished).
-    pub fn replace_member(&self, index: usize, member: Box<dyn Member>) -> Result<(), String> {
+    /// Put `member` (empty, its superblock written with slot `generation`) in the slot of
+    /// failed member `index`. Refused while the scheme still has data there (rebuild not
+    /// finished); answered once the replacement is durable.
+    pub fn replace_member(
+        &self,
+        index: usize,
+        member: Box<dyn Member>,
+        generation: u32,
+    ) -> Result<(), String> {
         let (tx, rx) = sync_channel(1);
         self.ctl(Ctl::ReplaceMember {
             index,
             member,
+            generation,
             reply: tx,
         });
         rx.recv_timeout(Duration::from_secs(30))

@@ -4,7 +4,7 @@
 //! are derived from these on recovery (`scheme::fusion::durable`).
 //!
 //! ```text
-//! image:  magic "FRIMAGE7" | volumes u32 | volume...
+//! image:  magic "FRIMAGE8" | volumes u32 | volume...
 //! volume: blocks u64 | pages per block u16 | BMT (5 bytes per block)
 //!         | patched blocks u64 | (ub u64, nodes u16, node u64 x nodes)...
 //!         | sets u32 | (copies u8, stripe u32 x copies, slots u16, column u8 x copies x slots)...
@@ -14,7 +14,13 @@
 //! then per volume: log extents u32 | (stripe u32, slot u16, copy u8, at u16, count u16,
 //!                                     hdd u16, pos u64, offset u64)...
 //! then per volume: stale stripes u32 | (stripe u32, column mask u32)...
+//! then: replaced slots u16 | (member u16, generation u32)...
 //! ```
+//! A slot's generation is the one the device in it carries in its superblock: a random
+//! number `replace` draws for each new device (0 for `create`'s, and for devices older
+//! builds put in), so a device taken out of its slot, whose generation differs, is known
+//! to hold stale data whatever the pool file says. Slots at 0 are left out; a "FRIMAGE7"
+//! image (before generations) has none.
 //! The stale columns are those a rebuild in place has not restored yet (`space/stale.rs`);
 //! a "FRIMAGE6" image (before rebuilds in place) is read as one with none.
 //! The failed members are those a `MemberFailed` record named and no `MemberReplaced` since:
@@ -33,7 +39,9 @@ use super::le_reader::{LeReader, Truncated};
 use super::record::{LogExtent, Record};
 use crate::volume::{Bmt, Entry, Loc, PageSums, PatchNode, PatchTable};
 
-const MAGIC: [u8; 8] = *b"FRIMAGE7";
+const MAGIC: [u8; 8] = *b"FRIMAGE8";
+/// The image before slot generations: no replaced-slot section.
+const MAGIC_V7: [u8; 8] = *b"FRIMAGE7";
 /// The image before rebuilds in place: no stale-column sections.
 const MAGIC_V6: [u8; 8] = *b"FRIMAGE6";
 /// The image before write offload was journaled: no log-extent sections.
@@ -270,6 +278,8 @@ pub struct Image {
     pub vols: Vec<VolImage>,
     /// Members that failed and were not replaced since (their contents are stale).
     pub failed: BTreeSet<u16>,
+    /// Each replaced slot's generation: how many devices took it since `create`.
+    pub generations: BTreeMap<u16, u32>,
 }
 
 /// Append one volume's durable state to a checkpoint image.
@@ -355,6 +365,25 @@ pub fn encode_failed(out: &mut Vec<u8>, failed: &BTreeSet<u16>) {
     }
 }
 
+/// Slot `member` now holds a device of `generation` (0: one that carries none).
+pub fn set_generation(generations: &mut BTreeMap<u16, u32>, member: u16, generation: u32) {
+    if generation == 0 {
+        generations.remove(&member);
+    } else {
+        generations.insert(member, generation);
+    }
+}
+
+/// End an image with each replaced slot's generation (after `encode_stale`).
+pub fn encode_generations(out: &mut Vec<u8>, generations: &BTreeMap<u16, u32>) {
+    let replaced: Vec<_> = generations.iter().filter(|&(_, &g)| g > 0).collect();
+    out.extend_from_slice(&(replaced.len() as u16).to_le_bytes());
+    for (m, g) in replaced {
+        out.extend_from_slice(&m.to_le_bytes());
+        out.extend_from_slice(&g.to_le_bytes());
+    }
+}
+
 /// In a checkpoint image, running out of bytes names the byte it happened at (`?` on the
 /// reader's results says so).
 impl From<Truncated> for String {
@@ -369,6 +398,7 @@ impl Image {
         Image {
             vols: shapes.iter().map(|&(b, p)| VolImage::new(b, p)).collect(),
             failed: BTreeSet::new(),
+            generations: BTreeMap::new(),
         }
     }
 
@@ -407,6 +437,7 @@ impl Image {
             .map(|v| v.stale.iter().map(|(&s, &m)| (s, m)).collect())
             .collect();
         encode_stale(&mut out, &stale);
+        encode_generations(&mut out, &self.generations);
         out
     }
 
@@ -414,13 +445,14 @@ impl Image {
     pub fn decode(b: &[u8], shapes: &[(u64, u16)]) -> Result<Image, String> {
         let mut c = LeReader::new(b);
         let magic = c.take(8)?;
-        let has_stale = magic == MAGIC;
+        let has_generations = magic == MAGIC;
+        let has_stale = has_generations || magic == MAGIC_V7;
         let has_offload = has_stale || magic == MAGIC_V6;
         let has_failed = has_offload || magic == MAGIC_V5 || magic == MAGIC_V4;
         let has_remaps = has_failed || magic == MAGIC_V3;
         if !has_remaps && magic != MAGIC_V2 {
             return Err(
-                "checkpoint image has no FRIMAGE7 (or FRIMAGE6, 5, 4, 3, 2) magic (a pool \
+                "checkpoint image has no FRIMAGE8 (or FRIMAGE7, 6, 5, 4, 3, 2) magic (a pool \
                  created by an older fusionraid must be created again; one written by a \
                  newer one needs that version)"
                     .into(),
@@ -460,13 +492,28 @@ impl Image {
                 }
             }
         }
+        let mut generations = BTreeMap::new();
+        if has_generations {
+            for _ in 0..c.u16()? {
+                let (member, g) = (c.u16()?, c.u32()?);
+                if g == 0 || generations.insert(member, g).is_some() {
+                    return Err(format!(
+                        "the generation of member {member}'s slot is listed twice or is 0"
+                    ));
+                }
+            }
+        }
         if !c.is_empty() {
             return Err(format!(
                 "{} bytes after the checkpoint image",
                 b.len() - c.at()
             ));
         }
-        Ok(Image { vols, failed })
+        Ok(Image {
+            vols,
+            failed,
+            generations,
+        })
     }
 
     pub fn apply(&mut self, r: &Record) -> Result<(), String> {
@@ -475,8 +522,9 @@ impl Image {
                 self.failed.insert(member);
                 return Ok(());
             }
-            Record::MemberReplaced { member } => {
+            Record::MemberReplaced { member, generation } => {
                 self.failed.remove(&member);
+                set_generation(&mut self.generations, member, generation);
                 return Ok(());
             }
             _ => r.vol().expect("a volume's record") as usize,

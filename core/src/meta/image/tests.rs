@@ -104,8 +104,9 @@ fn image_round_trips_through_records() {
     // An image of the builds before replacements in place (no stale columns, the last 4
     // bytes per volume), before offload was journaled (no log extents either, 4 more) and
     // before pages could move reads the same.
-    for (magic, cut) in [(MAGIC_V6, 4), (MAGIC_V5, 8), (MAGIC_V4, 8)] {
-        let mut old = bytes[..bytes.len() - cut * shapes.len()].to_vec();
+    // Each also ends before the slot generations (2 bytes: none replaced).
+    for (magic, cut) in [(MAGIC_V7, 0), (MAGIC_V6, 4), (MAGIC_V5, 8), (MAGIC_V4, 8)] {
+        let mut old = bytes[..bytes.len() - 2 - cut * shapes.len()].to_vec();
         old[..8].copy_from_slice(&magic);
         assert_eq!(Image::decode(&old, &shapes).unwrap().encode(), bytes);
     }
@@ -130,7 +131,8 @@ fn image_round_trips_through_records() {
     );
     let mut dup = st.encode();
     let n = dup.len();
-    dup[n - 4..].copy_from_slice(&0u32.to_le_bytes()); // stripe 6's mask: empty
+    // Stripe 6's mask (before the 2 bytes of slot generations): empty.
+    dup[n - 6..n - 2].copy_from_slice(&0u32.to_le_bytes());
     assert!(Image::decode(&dup, &shapes).is_err(), "an empty stale mask");
     // A copy in an HDD log belongs to its set, checkpointed with it, gone with it.
     let off = |stripe, slot| Record::Offloaded {
@@ -198,4 +200,54 @@ fn image_round_trips_through_records() {
         })
         .is_err()
     );
+}
+
+/// A slot's generation is its last `MemberReplaced`'s, goes into the checkpoint (slots at 0
+/// left out), and an image from before generations reads as none.
+#[test]
+fn slot_generations_count_replacements_and_round_trip() {
+    let shapes = [(8u64, 4u16)];
+    let mut img = Image::empty(&shapes);
+    for r in [
+        Record::MemberFailed { member: 3 },
+        Record::MemberReplaced {
+            member: 3,
+            generation: 0xdead,
+        },
+        Record::MemberFailed { member: 3 },
+        Record::MemberReplaced {
+            member: 3,
+            generation: 0xbeef,
+        },
+        Record::MemberFailed { member: 1 },
+        Record::MemberFailed { member: 2 },
+        Record::MemberReplaced {
+            member: 2,
+            generation: 9,
+        },
+        // A device of an older build (no generation) in slot 2 again.
+        Record::MemberFailed { member: 2 },
+        Record::MemberReplaced {
+            member: 2,
+            generation: 0,
+        },
+    ] {
+        img.apply(&r).unwrap();
+    }
+    assert_eq!(img.generations.iter().collect::<Vec<_>>(), [(&3, &0xbeef)]);
+    assert_eq!(img.failed.iter().collect::<Vec<_>>(), [&1]);
+    let bytes = img.encode();
+    let back = Image::decode(&bytes, &shapes).unwrap();
+    assert_eq!(back.generations, img.generations);
+    assert_eq!(back.encode(), bytes);
+    // A generation of 0 is never written: one read back is damage.
+    let mut zero = bytes.clone();
+    let n = zero.len();
+    zero[n - 4..].copy_from_slice(&0u32.to_le_bytes());
+    assert!(Image::decode(&zero, &shapes).is_err());
+    // Before generations: the same image without the section, under the old magic.
+    let mut old = Image::empty(&shapes).encode();
+    old.truncate(old.len() - 2);
+    old[..8].copy_from_slice(&MAGIC_V7);
+    assert!(Image::decode(&old, &shapes).unwrap().generations.is_empty());
 }

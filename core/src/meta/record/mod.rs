@@ -19,7 +19,8 @@
 //!               and it must never serve again as it is, even if it reads back after a
 //!               restart (`serve` fails it again until `replace` puts a device in its slot)
 //!   9 MemberReplaced  member u16 (volume byte 0)
-//!               a new device took the member's slot
+//!               a new device took the member's slot (one of slot generation 0: written
+//!               so only for that generation, as builds before generations did)
 //!  10 PatchAt   ub u64, loc u40, first u16, count u16, at u16
 //!               pages [first, first+count) now live at pages [at, at+count) of the block
 //!               at loc (the cleaner moved them; a `Patch` whose pages sit at their own
@@ -37,6 +38,10 @@
 //!               rebuild in place: the columns in mask `cols` of the stripe are no longer
 //!               stale (rebuilt and written in place, remapped to a rebuilt donor, or the
 //!               stripe was freed); see `space/stale.rs`
+//!  14 MemberReplaced  member u16, generation u32 (volume byte 0)
+//!               a new device took the member's slot; its superblock carries
+//!               `generation`, which tells it from every device that held the slot
+//!               before (`meta::image`)
 //! ```
 //! A `Written` record carries its checksums in the same record as the mapping change, so
 //! recovery never applies one without the other.
@@ -111,9 +116,11 @@ pub enum Record {
     MemberFailed {
         member: u16,
     },
-    /// Pool-wide: a new device took member `member`'s slot.
+    /// Pool-wide: a new device, of slot generation `generation`, took member `member`'s
+    /// slot.
     MemberReplaced {
         member: u16,
+        generation: u32,
     },
 }
 
@@ -305,9 +312,12 @@ impl Record {
                 out.extend_from_slice(&[8, 0]);
                 out.extend_from_slice(&member.to_le_bytes());
             }
-            Record::MemberReplaced { member } => {
-                out.extend_from_slice(&[9, 0]);
+            Record::MemberReplaced { member, generation } => {
+                out.extend_from_slice(&[if *generation == 0 { 9 } else { 14 }, 0]);
                 out.extend_from_slice(&member.to_le_bytes());
+                if *generation != 0 {
+                    out.extend_from_slice(&generation.to_le_bytes());
+                }
             }
         }
     }
@@ -349,7 +359,14 @@ impl Record {
             Record::Unremap { .. } => 7,
             Record::Offloaded { .. } => 2 + LogExtent::ENCODED_LEN,
             Record::Restored { .. } => 10,
-            Record::MemberFailed { .. } | Record::MemberReplaced { .. } => 4,
+            Record::MemberFailed { .. } => 4,
+            Record::MemberReplaced { generation, .. } => {
+                if *generation == 0 {
+                    4
+                } else {
+                    8
+                }
+            }
         }
     }
 
@@ -537,7 +554,7 @@ impl<'a> Reader<'a> {
                 stripe: self.u32()?,
                 cols: self.u32()?,
             },
-            8 | 9 if vol != 0 => {
+            8 | 9 | 14 if vol != 0 => {
                 return Err(self.malformed("member record with a volume byte"));
             }
             8 => Record::MemberFailed {
@@ -545,7 +562,15 @@ impl<'a> Reader<'a> {
             },
             9 => Record::MemberReplaced {
                 member: self.u16()?,
+                generation: 0,
             },
+            14 => {
+                let member = self.u16()?;
+                match self.u32()? {
+                    0 => return Err(self.malformed("member replaced with generation 0")),
+                    generation => Record::MemberReplaced { member, generation },
+                }
+            }
             _ => {
                 return Err(self.malformed("unknown record tag"));
             }

@@ -119,7 +119,8 @@ fn record() -> impl Strategy<Value = Record> {
         (any::<u8>(), any::<u32>(), any::<u32>())
             .prop_map(|(vol, stripe, cols)| Record::Restored { vol, stripe, cols }),
         any::<u16>().prop_map(|member| Record::MemberFailed { member }),
-        any::<u16>().prop_map(|member| Record::MemberReplaced { member }),
+        (any::<u16>(), prop_oneof![Just(0u32), any::<u32>()])
+            .prop_map(|(member, generation)| Record::MemberReplaced { member, generation }),
         offloaded(),
     ]
 }
@@ -130,7 +131,11 @@ fn record() -> impl Strategy<Value = Record> {
 fn a_truncated_record_names_where_it_began() {
     let mut b = Vec::new();
     Record::MemberFailed { member: 1 }.encode(&mut b);
-    Record::MemberReplaced { member: 1 }.encode(&mut b);
+    Record::MemberReplaced {
+        member: 1,
+        generation: 0,
+    }
+    .encode(&mut b);
     let whole = b.len();
     assert_eq!(Record::decode_all(&b).map(|r| r.len()), Ok(2));
     assert_eq!(
@@ -158,4 +163,26 @@ proptest! {
     fn garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = Record::decode_all(&b);
     }
+}
+
+/// A replacement of generation 0 is the record builds before generations wrote (tag 9, so
+/// they read it); any other generation needs tag 14, which never carries 0.
+#[test]
+fn replacements_keep_tag_9_for_generation_0() {
+    let mut b = Vec::new();
+    Record::MemberReplaced {
+        member: 2,
+        generation: 0,
+    }
+    .encode(&mut b);
+    assert_eq!(b, [9, 0, 2, 0]);
+    b.clear();
+    Record::MemberReplaced {
+        member: 2,
+        generation: 7,
+    }
+    .encode(&mut b);
+    assert_eq!(b, [14, 0, 2, 0, 7, 0, 0, 0]);
+    b[4] = 0;
+    assert!(Record::decode_all(&b).is_err(), "generation 0 under tag 14");
 }

@@ -28,7 +28,8 @@ use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::meta::Record;
 use crate::meta::image::{
-    encode_failed, encode_header, encode_offloaded, encode_stale, encode_vol,
+    encode_failed, encode_generations, encode_header, encode_offloaded, encode_stale, encode_vol,
+    set_generation,
 };
 use crate::meta::{Journal, RecoveryError, RecoveryReport, recover_image};
 use crate::types::{DiskId, Nanos};
@@ -60,7 +61,10 @@ impl FusionScheme {
     pub(super) fn record_member(&mut self, r: Record) {
         match r {
             Record::MemberFailed { member } => self.failed_members.insert(member),
-            Record::MemberReplaced { member } => self.failed_members.remove(&member),
+            Record::MemberReplaced { member, generation } => {
+                set_generation(&mut self.slot_generations, member, generation);
+                self.failed_members.remove(&member)
+            }
             _ => unreachable!("a member record"),
         };
         if self.durable.is_some() {
@@ -222,6 +226,7 @@ impl FusionScheme {
             .map(|v| v.stripes.stale_columns().sorted())
             .collect();
         encode_stale(&mut out, &stale);
+        encode_generations(&mut out, &self.slot_generations);
         out
     }
 
@@ -447,6 +452,7 @@ impl FusionScheme {
             .collect();
         let (image, report) = recover_image(jcfg.pool_id, &layout, regions, &shapes)?;
         scheme.failed_members = image.failed;
+        scheme.slot_generations = image.generations;
         let mut in_logs = Vec::new();
         for (v, mut img) in scheme.vols.iter_mut().zip(image.vols) {
             let extents = std::mem::take(&mut img.offloaded);

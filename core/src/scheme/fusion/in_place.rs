@@ -19,12 +19,13 @@ impl FusionScheme {
     /// there: mark every column of a stripe in use on it stale and restart the rebuild.
     ///
     /// No `MemberReplaced` record is written: the checkpoint forced next holds the stale
-    /// columns and the failed members without `disk` together. A crash before it is durable
+    /// columns, the failed members without `disk` and its new slot `generation` together. A crash before it is durable
     /// recovers the member as failed (the device must be put in again); a record alone
     /// would bring it back healthy with no stale columns, and reads would trust the blank
     /// device.
-    pub(super) fn replace_in_place(&mut self, ctx: &mut Ctx, disk: DiskId) {
+    pub(super) fn replace_in_place(&mut self, ctx: &mut Ctx, disk: DiskId, generation: u32) {
         self.failed_members.remove(&(disk.0 as u16));
+        crate::meta::image::set_generation(&mut self.slot_generations, disk.0 as u16, generation);
         for v in &mut self.vols {
             for s in 0..v.zone.stripes() as u32 {
                 // A free stripe holds nothing; a donor's lent columns are the stale columns

@@ -99,6 +99,10 @@ pub struct FusionScheme {
     /// and checkpointed: their contents go stale as writes skip them, so a restart must not
     /// take them back as healthy even when they read fine again.
     failed_members: std::collections::BTreeSet<u16>,
+    /// Each replaced slot's generation (what the device in it carries in its superblock),
+    /// journaled with each `MemberReplaced` and checkpointed: a device that carries another
+    /// one was taken out of the slot and is stale (`meta::image`).
+    slot_generations: std::collections::BTreeMap<u16, u32>,
     /// Bad copies already counted in `checksum_errors`: (volume, user block, location,
     /// copy). A bad copy is one error however often it is read before its block is moved
     /// off it (the scrub or a read finds it, then the repair's own read meets it again).
@@ -282,6 +286,7 @@ impl FusionScheme {
             maintenance_begun: false,
             cleared: std::cell::Cell::new(None),
             failed_members: Default::default(),
+            slot_generations: Default::default(),
             counted_bad: Default::default(),
             steering,
             trim: Default::default(),
@@ -570,12 +575,13 @@ impl Scheme for FusionScheme {
         self.cfg.wear_gap
     }
 
-    fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId) {
+    fn on_disk_replaced(&mut self, ctx: &mut Ctx, disk: DiskId, generation: u32) {
         if self.stored_on(disk) {
-            self.replace_in_place(ctx, disk);
+            self.replace_in_place(ctx, disk, generation);
         } else {
             self.record_member(Record::MemberReplaced {
                 member: disk.0 as u16,
+                generation,
             });
         }
         // Metadata copies that lived on the old device are gone: write a full set again.
