@@ -49,6 +49,7 @@ mod trim;
 mod trim_state;
 pub mod vol;
 mod vol_check;
+mod vol_lost;
 mod write;
 pub mod write_cost;
 mod write_hedge;
