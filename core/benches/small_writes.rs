@@ -22,6 +22,10 @@
 //! measures what segregation costs the engine. The last line says how many writes were
 //! steered and how many members ended in write mode.
 
+/// The allocator the `fusionraid` binary runs with (cli/src/main.rs).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Instant;
 
 use fusionraid_core::meta::JournalConfig;
