@@ -13,7 +13,10 @@
 //! In half the seeds a member fails during one cycle: the rebuild (columns reconstructed into
 //! spare space, replicas moved) runs under the workload and across power cuts; in a later
 //! cycle, once the rebuild is done and durable, a blank device takes the member's slot and
-//! the rebalance copies columns home, again under load and power cuts.
+//! the rebalance copies columns home, again under load and power cuts. Each new device has a
+//! slot generation of its own: every recovery must find each slot at the generation of the
+//! device in it or, for a replacement not yet durable, of the one before it (the member is
+//! then held failed, as `serve` holds a device whose generation is not the metadata's).
 //!
 //! Seeds: `FUSIONRAID_CRASH_SEEDS=N` runs seeds 0..N (default 100); `FUSIONRAID_CRASH_SEED=S`
 //! replays one.
@@ -33,14 +36,16 @@ use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Nanos, Op, PAGE_SIZE, 
 use scenario::{Scenario, config, gathers, hedges_writes, rows, scenario};
 
 /// Bring a pool up from members' bytes, as `serve` does; member `failed` is missing. A
-/// member the metadata still names failed (its replacement was not durable yet) is failed
-/// again, as `serve` does; `failed` then names it.
+/// member the metadata still names failed (its replacement was not durable yet), or whose
+/// slot generation is not the one of the device in its slot (`gens`: each slot's device's
+/// and the one before it), is failed again, as `serve` does; `failed` then names it.
 fn boot(
     sc: &Scenario,
     cfg: &FusionConfig,
     disks: Vec<Vec<u8>>,
     now: Nanos,
     failed: &mut Option<usize>,
+    gens: &[(u32, u32)],
 ) -> Driver {
     let layout = meta_layout(cfg).expect("journaled");
     let (off, len) = region(&layout);
@@ -59,6 +64,27 @@ fn boot(
     );
     if let Some(&m) = report.members_failed.first() {
         *failed = Some(m as usize);
+    }
+    for (i, &(device, before)) in gens.iter().enumerate() {
+        let recorded = report
+            .slot_generations
+            .get(&(i as u16))
+            .copied()
+            .unwrap_or(0);
+        // The replacement's record (or checkpoint) is durable, or it is not: no third value.
+        assert!(
+            recorded == device || recorded == before,
+            "{sc:?}: slot {i} recovered at generation {recorded}, its devices carry {device} \
+             (and {before} before)"
+        );
+        if recorded != device {
+            // A replacement cut short: the device in the slot is not the metadata's.
+            assert!(
+                failed.is_none_or(|f| f == i),
+                "{sc:?}: a second member held failed"
+            );
+            *failed = Some(i);
+        }
     }
     scheme.check_invariants();
     let mut ecfg = EngineConfig::new(sc.members());
@@ -105,9 +131,13 @@ fn boot(
 /// Put a blank device in member `x`'s slot: at once (what is still on it is rebuilt in place
 /// under the workload and power cuts), or once the rebuild is done and durable, waiting with
 /// no load. Returns false when it never was.
-fn replace_member(d: &mut Driver, x: usize, at_once: bool) -> bool {
+fn replace_member(d: &mut Driver, x: usize, at_once: bool, generation: u32) -> bool {
     for _ in 0..4000 {
-        if at_once && d.engine.replace_disk(DiskId(x as u32), d.now).is_ok() {
+        if at_once
+            && d.engine
+                .replace_disk_as(DiskId(x as u32), d.now, generation)
+                .is_ok()
+        {
             d.blank_disk(x, 0x5A);
             d.pump();
             return true;
@@ -115,7 +145,9 @@ fn replace_member(d: &mut Driver, x: usize, at_once: bool) -> bool {
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
         if d.engine.inflight_requests() == 0
-            && d.engine.replace_disk(DiskId(x as u32), d.now).is_ok()
+            && d.engine
+                .replace_disk_as(DiskId(x as u32), d.now, generation)
+                .is_ok()
         {
             d.blank_disk(x, 0x5A);
             d.pump();
@@ -195,6 +227,8 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
     let mut last_end = vec![0u64; sizes.len()];
     let bs = sc.block_size;
     let mut failed: Option<usize> = None;
+    // Each slot's device's generation, and the one before it.
+    let mut gens = vec![(0u32, 0u32); sc.members()];
     let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
     let mut gathered = 0;
     let mut rowed = 0;
@@ -202,15 +236,18 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
     // stay as they were).
     let mut stalls = Rng::new(sc.seed ^ 0x0057_A115);
     for cycle in 0..sc.cycles {
-        let mut d = boot(sc, &cfg, disks, now, &mut failed);
+        let mut d = boot(sc, &cfg, disks, now, &mut failed, &gens);
         verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, cycle);
         // Half the seeds replace at once, the rebuild still running or stalled (chosen
         // apart from the seeds that hedge, a quarter: some do both).
+        // Each new device's slot generation: never 0, never one the slot had.
+        let g = (sc.seed as u32) << 8 | cycle as u32 + 1;
         if let Some(x) = failed
-            && replace_member(&mut d, x, (sc.seed / 4).is_multiple_of(2))
+            && replace_member(&mut d, x, (sc.seed / 4).is_multiple_of(2), g)
         {
             failed = None;
             replaced += 1;
+            gens[x] = (g, gens[x].0);
         }
         let mut pending: HashMap<u64, Pending> = HashMap::new();
         let cut_after = r.below(sc.ops as u64) as usize;
@@ -366,7 +403,7 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
         rowed += d.engine.stats().row_writes;
         disks = d.power_cut(&mut r);
     }
-    let mut d = boot(sc, &cfg, disks, now, &mut failed);
+    let mut d = boot(sc, &cfg, disks, now, &mut failed, &gens);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
     (
         (rebuilt, in_place),
