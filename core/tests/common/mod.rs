@@ -11,6 +11,7 @@ use fusionraid_core::scheme::fusion::FusionConfig;
 use fusionraid_core::{Data, DevError, DevOp, Engine, IoId, IoResult, Nanos, Op, Reply, Request};
 
 pub mod fusion_pool;
+pub mod seeds;
 
 /// One device command as the driver saw it (for tests that check what the engine issued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,12 +28,13 @@ mod scenario;
 use std::collections::HashMap;
 
 use common::Driver;
+use common::seeds::{gathers, hedges_writes, rows};
 use fusionraid_core::meta::recover::region;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::fusion::durable::meta_layout;
 use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme};
 use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Nanos, Op, PAGE_SIZE, Request};
-use scenario::{Scenario, config, gathers, hedges_writes, rows, scenario};
+use scenario::{Scenario, config, scenario};
 
 /// Bring a pool up from members' bytes, as `serve` does; member `failed` is missing. A
 /// member the metadata still names failed (its replacement was not durable yet), or whose
@@ -132,25 +133,24 @@ fn boot(
 /// under the workload and power cuts), or once the rebuild is done and durable, waiting with
 /// no load. Returns false when it never was.
 fn replace_member(d: &mut Driver, x: usize, at_once: bool, generation: u32) -> bool {
-    for _ in 0..4000 {
-        if at_once
-            && d.engine
-                .replace_disk_as(DiskId(x as u32), d.now, generation)
-                .is_ok()
-        {
+    let replace = |d: &mut Driver| {
+        let ok = d
+            .engine
+            .replace_disk_as(DiskId(x as u32), d.now, generation)
+            .is_ok();
+        if ok {
             d.blank_disk(x, 0x5A);
             d.pump();
+        }
+        ok
+    };
+    for _ in 0..4000 {
+        if at_once && replace(d) {
             return true;
         }
         let t = d.now + 5_000_000;
         d.run_until(Some(t));
-        if d.engine.inflight_requests() == 0
-            && d.engine
-                .replace_disk_as(DiskId(x as u32), d.now, generation)
-                .is_ok()
-        {
-            d.blank_disk(x, 0x5A);
-            d.pump();
+        if d.engine.inflight_requests() == 0 && replace(d) {
             return true;
         }
     }
@@ -241,7 +241,7 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
         // Half the seeds replace at once, the rebuild still running or stalled (chosen
         // apart from the seeds that hedge, a quarter: some do both).
         // Each new device's slot generation: never 0, never one the slot had.
-        let g = (sc.seed as u32) << 8 | cycle as u32 + 1;
+        let g = ((sc.seed as u32) << 8) | (cycle as u32 + 1);
         if let Some(x) = failed
             && replace_member(&mut d, x, (sc.seed / 4).is_multiple_of(2), g)
         {

@@ -1,8 +1,9 @@
 //! What a crash seed runs: its pool, volumes, workload shape and the failure it injects,
-//! and which of the engine's optional paths (hedged writes, stripe gathering, parity rows)
-//! it turns on.
+//! with the engine's optional paths (hedged writes, stripe gathering, parity rows) on for
+//! the seeds `common::seeds` picks.
 
 use crate::common;
+use crate::common::seeds::{gathers, hedges_writes, rows};
 use fusionraid_core::meta::JournalConfig;
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::fusion::durable::meta_layout;
@@ -156,21 +157,4 @@ pub fn config(sc: &Scenario) -> FusionConfig {
         .blocks_per_disk();
     cfg.pool.disk_bytes = cfg.pool.data_offset + (zones + 2) * sc.block_size;
     cfg
-}
-
-/// Whether a seed runs with hedged writes and member stalls (a quarter of them).
-pub fn hedges_writes(seed: u64) -> bool {
-    seed % 4 == 3
-}
-
-/// Whether a seed gathers sequential writes into full stripes (a seventh of them): three
-/// in four of its requests then continue the volume's previous write, a block or two long.
-pub fn gathers(seed: u64) -> bool {
-    seed % 7 == 2
-}
-
-/// Whether a seed writes parity rows (a fifth of them); three in four of its writes are
-/// then 1, 2 or 4 pages inside a block, at least 16 in flight.
-pub fn rows(seed: u64) -> bool {
-    seed % 5 == 3
 }

@@ -12,10 +12,11 @@ mod common;
 mod scenario;
 
 use common::Driver;
+use common::seeds::{gathers, hedges_writes, rows};
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::fusion::{FusionConfig, FusionScheme, PoolGeometry, VolumeConfig};
 use fusionraid_core::{Data, DiskId, Engine, EngineConfig, Op, PAGE_SIZE, Request};
-use scenario::{Scenario, gathers, hedges_writes, rows, scenario};
+use scenario::{Scenario, scenario};
 
 /// What the seeds made the engine do, summed to check every mechanism was reached.
 #[derive(Default)]

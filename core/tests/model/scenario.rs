@@ -1,6 +1,5 @@
-//! What a model seed runs: its pool, volumes, request mix, injected spikes and failures,
-//! and which of the engine's optional paths (hedged writes, stripe gathering, parity rows)
-//! it turns on.
+//! What a model seed runs: its pool, volumes, request mix, injected spikes and failures
+//! (the seeds that turn on the engine's optional paths: `common::seeds`).
 
 use fusionraid_core::rng::Rng;
 use fusionraid_core::scheme::fusion::{LayoutKind, Level};
@@ -82,22 +81,4 @@ pub fn scenario(seed: u64) -> Scenario {
         replicated_fraction: [0.05, 0.1, 0.3][r.below(3) as usize],
         hdds: if hybrid { 2 } else { 0 },
     }
-}
-
-/// Whether a seed runs with hedged writes (a quarter of them).
-pub fn hedges_writes(seed: u64) -> bool {
-    seed % 4 == 3
-}
-
-/// Whether a seed gathers sequential writes into full stripes (a seventh of them); half of
-/// three in four of its writes then continue the volume's previous one, a block or two long.
-pub fn gathers(seed: u64) -> bool {
-    seed % 7 == 2
-}
-
-/// Whether a seed writes parity rows (a fifth of them); three in four of its reads and
-/// writes are then writes of 1, 2 or 4 pages inside a block at random places, the writes
-/// rows carry, at least 16 in flight.
-pub fn rows(seed: u64) -> bool {
-    seed % 5 == 3
 }
