@@ -16,7 +16,8 @@
 //! the rebalance copies columns home, again under load and power cuts. Each new device has a
 //! slot generation of its own: every recovery must find each slot at the generation of the
 //! device in it or, for a replacement not yet durable, of the one before it (the member is
-//! then held failed, as `serve` holds a device whose generation is not the metadata's).
+//! then held failed, as `serve` holds a device whose generation is not the metadata's). A
+//! third of the seeds cut the power right after a replacement, so that case is reached.
 //!
 //! Seeds: `FUSIONRAID_CRASH_SEEDS=N` runs seeds 0..N (default 100); `FUSIONRAID_CRASH_SEED=S`
 //! replays one.
@@ -38,15 +39,16 @@ use scenario::{Scenario, config, scenario};
 
 /// Bring a pool up from members' bytes, as `serve` does; member `failed` is missing. A
 /// member the metadata still names failed (its replacement was not durable yet), or whose
-/// slot generation is not the one of the device in its slot (`gens`: each slot's device's
-/// and the one before it), is failed again, as `serve` does; `failed` then names it.
+/// slot generation is not the one of the device in its slot (`gens`: each slot's device's,
+/// and the one the last recovery found, updated here), is failed again, as `serve` does;
+/// `failed` then names it.
 fn boot(
     sc: &Scenario,
     cfg: &FusionConfig,
     disks: Vec<Vec<u8>>,
     now: Nanos,
     failed: &mut Option<usize>,
-    gens: &[(u32, u32)],
+    gens: &mut [(u32, u32)],
 ) -> Driver {
     let layout = meta_layout(cfg).expect("journaled");
     let (off, len) = region(&layout);
@@ -66,18 +68,21 @@ fn boot(
     if let Some(&m) = report.members_failed.first() {
         *failed = Some(m as usize);
     }
-    for (i, &(device, before)) in gens.iter().enumerate() {
+    for (i, (device, recovered)) in gens.iter_mut().enumerate() {
+        let (device, before) = (*device, *recovered);
         let recorded = report
             .slot_generations
             .get(&(i as u16))
             .copied()
             .unwrap_or(0);
-        // The replacement's record (or checkpoint) is durable, or it is not: no third value.
+        // The last replacement's record (or checkpoint) is durable, or the slot is still at
+        // the generation the last recovery found: no third value.
         assert!(
             recorded == device || recorded == before,
-            "{sc:?}: slot {i} recovered at generation {recorded}, its devices carry {device} \
-             (and {before} before)"
+            "{sc:?}: slot {i} recovered at generation {recorded}; its device carries {device}, \
+             the last recovery found {before}"
         );
+        *recovered = recorded;
         if recorded != device {
             // A replacement cut short: the device in the slot is not the metadata's.
             assert!(
@@ -193,9 +198,35 @@ struct Pending {
     at: Nanos,
 }
 
-/// Returns the columns rebuilt (into spare space, in place), members replaced, copies
-/// offloaded, and writes hedged and gathered into full stripes.
-fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
+/// What the seeds made the engine do, summed to check that each path was reached.
+#[derive(Default)]
+struct Reached {
+    /// Columns rebuilt into spare space, and in place.
+    rebuilt: u64,
+    in_place: u64,
+    /// Members replaced, and restarts that found a replacement cut short.
+    replaced: u64,
+    cut_short: u64,
+    offloaded: u64,
+    hedged: u64,
+    gathered: u64,
+    rows: u64,
+}
+
+impl Reached {
+    fn add(&mut self, o: &Reached) {
+        self.rebuilt += o.rebuilt;
+        self.in_place += o.in_place;
+        self.replaced += o.replaced;
+        self.cut_short += o.cut_short;
+        self.offloaded += o.offloaded;
+        self.hedged += o.hedged;
+        self.gathered += o.gathered;
+        self.rows += o.rows;
+    }
+}
+
+fn run(sc: &Scenario) -> Reached {
     let cfg = config(sc);
     let disk_bytes = cfg.pool.disk_bytes;
     // `create`: blank members plus the initial (empty) checkpoint.
@@ -227,30 +258,39 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
     let mut last_end = vec![0u64; sizes.len()];
     let bs = sc.block_size;
     let mut failed: Option<usize> = None;
-    // Each slot's device's generation, and the one before it.
+    // Each slot's device's generation, and the one the last recovery found for the slot.
     let mut gens = vec![(0u32, 0u32); sc.members()];
-    let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
-    let mut gathered = 0;
-    let mut rowed = 0;
+    let mut reached = Reached::default();
     // Stalls for the seeds with hedged writes (their own generator: the other seeds' runs
     // stay as they were).
     let mut stalls = Rng::new(sc.seed ^ 0x0057_A115);
     for cycle in 0..sc.cycles {
-        let mut d = boot(sc, &cfg, disks, now, &mut failed, &gens);
+        let mut d = boot(sc, &cfg, disks, now, &mut failed, &mut gens);
+        reached.cut_short += gens.iter().filter(|(device, rec)| device != rec).count() as u64;
         verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, cycle);
         // Half the seeds replace at once, the rebuild still running or stalled (chosen
         // apart from the seeds that hedge, a quarter: some do both).
         // Each new device's slot generation: never 0, never one the slot had.
         let g = ((sc.seed as u32) << 8) | (cycle as u32 + 1);
+        let mut just_replaced = false;
         if let Some(x) = failed
             && replace_member(&mut d, x, (sc.seed / 4).is_multiple_of(2), g)
         {
             failed = None;
-            replaced += 1;
-            gens[x] = (g, gens[x].0);
+            reached.replaced += 1;
+            gens[x].0 = g;
+            just_replaced = true;
         }
         let mut pending: HashMap<u64, Pending> = HashMap::new();
         let cut_after = r.below(sc.ops as u64) as usize;
+        // A third of the seeds cut the power right after a replacement, before its
+        // checkpoint can be durable: the next start finds the new device's generation
+        // unrecorded and must hold it failed (then it is put in again).
+        let cut_after = if just_replaced && sc.seed % 3 == 1 {
+            0
+        } else {
+            cut_after
+        };
         let fail_at = match sc.failure {
             Some((c, x)) if c == cycle => Some((cut_after / 2, x)),
             _ => None,
@@ -395,22 +435,18 @@ fn run(sc: &Scenario) -> ((u64, u64), u64, u64, (u64, u64, u64)) {
         d.run_until(Some(d.now + r.below(5_000_000)));
         settle(&mut d, &mut pending, &mut pages);
         now = d.now + 1;
-        rebuilt += d.engine.stats().rebuilt_columns;
-        in_place += d.engine.stats().rebuilt_in_place;
-        offloaded += d.engine.stats().offloaded_writes;
-        hedged += d.engine.stats().hedged_writes;
-        gathered += d.engine.stats().gathered_writes;
-        rowed += d.engine.stats().row_writes;
+        let st = d.engine.stats();
+        reached.rebuilt += st.rebuilt_columns;
+        reached.in_place += st.rebuilt_in_place;
+        reached.offloaded += st.offloaded_writes;
+        reached.hedged += st.hedged_writes;
+        reached.gathered += st.gathered_writes;
+        reached.rows += st.row_writes;
         disks = d.power_cut(&mut r);
     }
-    let mut d = boot(sc, &cfg, disks, now, &mut failed, &gens);
+    let mut d = boot(sc, &cfg, disks, now, &mut failed, &mut gens);
     verify_after_recovery(sc, &mut d, &mut pages, &sizes, &mut next_id, sc.cycles);
-    (
-        (rebuilt, in_place),
-        replaced,
-        offloaded,
-        (hedged, gathered, rowed),
-    )
+    reached
 }
 
 /// Apply replies to the page histories.
@@ -545,21 +581,11 @@ fn verify_after_recovery(
 #[test]
 fn power_cuts_lose_nothing_acknowledged() {
     let seeds = common::seeds("FUSIONRAID_CRASH_SEED", "FUSIONRAID_CRASH_SEEDS", 100);
-    let (mut rebuilt, mut in_place, mut replaced, mut offloaded, mut hedged) = (0, 0, 0, 0, 0);
-    let mut gathered = 0;
-    let mut rowed = 0;
+    let mut all = Reached::default();
     for &seed in &seeds {
         let sc = scenario(seed);
         match std::panic::catch_unwind(|| run(&sc)) {
-            Ok(((c, p), m, o, (h, g, w))) => {
-                rebuilt += c;
-                in_place += p;
-                replaced += m;
-                offloaded += o;
-                hedged += h;
-                gathered += g;
-                rowed += w;
-            }
+            Ok(r) => all.add(&r),
             Err(e) => {
                 eprintln!(
                     "FAILED seed {seed}: replay with FUSIONRAID_CRASH_SEED={seed} cargo test -p fusionraid-core --test crash\nscenario: {sc:?}"
@@ -569,22 +595,37 @@ fn power_cuts_lose_nothing_acknowledged() {
         }
     }
     eprintln!(
-        "crash test: {} seeds passed; {rebuilt} columns rebuilt into spare space, {in_place} \
-         in place, {replaced} \
-         members replaced, {offloaded} replica writes offloaded to HDD logs, {hedged} writes \
-         hedged, {gathered} sequential writes gathered into full stripes, {rowed} parity rows",
-        seeds.len()
+        "crash test: {} seeds passed; {} columns rebuilt into spare space, {} in place, {} \
+         members replaced ({} found cut short at a restart), {} replica writes offloaded to \
+         HDD logs, {} writes hedged, {} sequential writes gathered into full stripes, {} \
+         parity rows",
+        seeds.len(),
+        all.rebuilt,
+        all.in_place,
+        all.replaced,
+        all.cut_short,
+        all.offloaded,
+        all.hedged,
+        all.gathered,
+        all.rows
     );
     if seeds.len() >= 50 {
         assert!(
-            rebuilt > 0 && replaced > 0,
+            all.rebuilt > 0 && all.replaced > 0,
             "no seed rebuilt a column or replaced a member"
         );
-        assert!(in_place > 0, "no seed rebuilt a column in place");
-        assert!(offloaded > 0, "no hybrid seed offloaded a write");
-        assert!(hedged > 0, "no seed hedged a write");
-        assert!(gathered > 0, "no seed gathered a write into a full stripe");
-        assert!(rowed > 0, "no seed wrote a parity row");
+        assert!(all.in_place > 0, "no seed rebuilt a column in place");
+        assert!(
+            all.cut_short > 0,
+            "no power cut caught a replacement before it was durable"
+        );
+        assert!(all.offloaded > 0, "no hybrid seed offloaded a write");
+        assert!(all.hedged > 0, "no seed hedged a write");
+        assert!(
+            all.gathered > 0,
+            "no seed gathered a write into a full stripe"
+        );
+        assert!(all.rows > 0, "no seed wrote a parity row");
     }
 }
 
