@@ -230,10 +230,10 @@ fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Starte
         }
     }
     if let Some(r) = &recovery {
-        for why in taken_out(pool, r, failed_earlier) {
-            eprintln!("fusionraid: {}", why.1);
-            engine.fail_disk(DiskId(why.0 as u32), 0);
-            notes.push(why.1);
+        for (i, why) in taken_out(pool, r, failed_earlier) {
+            eprintln!("fusionraid: {why}");
+            engine.fail_disk(DiskId(i as u32), 0);
+            notes.push(why);
         }
     }
     if pool.cfg.is_ephemeral() {

@@ -23,7 +23,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -545,18 +545,7 @@ impl EventLoop {
                 let now = self.clock.now();
                 self.engine
                     .fail_disk(fusionraid_core::DiskId(i as u32), now);
-                if self.engine.volume_count() == 0 {
-                    // No volume to flush through, and no mapping to keep.
-                    let _ = reply.try_send(Ok(()));
-                    return;
-                }
-                // Answered when a commit holding the failure is durable (see `ctl_flush`).
-                // Ahead of the commands waiting for room, it is submitted at the next
-                // turn that has room, even while draining.
-                let req = self
-                    .ctl_flushes
-                    .request(0, format!("member {i} failed"), reply);
-                self.held.push_front(req);
+                self.answer_when_durable(format!("member {i} failed"), reply);
             }
             Ctl::Scrub(reply) => {
                 let now = self.clock.now();
@@ -591,20 +580,25 @@ impl EventLoop {
                 self.members[index] = Some(member);
                 self.devices.reset(index);
                 self.watch.reset(index);
-                if self.engine.volume_count() == 0 {
-                    let _ = reply.try_send(Ok(()));
-                    return;
-                }
-                // Answered once the commit holding the replacement is durable, like `fail`.
-                let req = self
-                    .ctl_flushes
-                    .request(0, format!("member {index} replaced"), reply);
-                self.held.push_front(req);
+                self.answer_when_durable(format!("member {index} replaced"), reply);
             }
             Ctl::Shutdown(grace) => {
                 self.leave_by.get_or_insert(Instant::now() + grace);
             }
         }
+    }
+
+    /// Answers an operator command (`what` it changed) once a commit holding the change is
+    /// durable (see `ctl_flush`): a FLUSH of the loop's own, ahead of the commands waiting
+    /// for room, submitted at the next turn that has room, even while draining.
+    fn answer_when_durable(&mut self, what: String, reply: SyncSender<Result<(), String>>) {
+        if self.engine.volume_count() == 0 {
+            // No volume to flush through, and no mapping to keep.
+            let _ = reply.try_send(Ok(()));
+            return;
+        }
+        let req = self.ctl_flushes.request(0, what, reply);
+        self.held.push_front(req);
     }
 
     /// Prepares the loop thread's sleep: `None` if work turned up after all, else how long
