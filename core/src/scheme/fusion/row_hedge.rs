@@ -5,9 +5,10 @@
 //! needs a few slow completions first. So a row whose columns have all landed but one
 //! (RAID6: two) is written a second time, as a *twin* row in a stripe clear of the members
 //! it waits on, once it has waited `FusionConfig::write_hedge_ns` (or [`ROW_HEDGE_NS`]
-//! without hedged writes): the classic hedged request, on the time alone. Whichever row lands first maps its pages
-//! and answers; the other is abandoned, its writes land in rows no mapping names (its
-//! stripe stays allocated until they have), as for hedged writes (write_hedge.rs).
+//! without hedged writes): the classic hedged request, on the time alone. Whichever row
+//! lands first maps its pages and answers; the other is abandoned, its writes land in rows
+//! no mapping names (its stripe stays allocated until they have), as for hedged writes
+//! (write_hedge.rs).
 
 use super::FusionScheme;
 use super::jobs::{Job, JobId, RowJob, RowPart};
@@ -33,7 +34,7 @@ impl FusionScheme {
             .into_iter()
             .filter(|&h| match self.jobs.get(h) {
                 Some(Job::Row(r)) => {
-                    r.issued_at + delay <= ctx.now && may_hedge(r) && self.stuck(ctx, r)
+                    r.issued_at + delay <= ctx.now && may_hedge(r) && self.stuck(r)
                 }
                 _ => false,
             })
@@ -45,7 +46,7 @@ impl FusionScheme {
 
     /// At most parity-many columns of `r` still outstanding: the rest landed long ago, so
     /// those members are slow now (the detector may not have seen it yet).
-    fn stuck(&self, _ctx: &Ctx, r: &RowJob) -> bool {
+    fn stuck(&self, r: &RowJob) -> bool {
         let zone = &self.vols[r.vol].zone;
         let outstanding = zone.width() as u32 - r.landed.count_ones();
         (1..=zone.nparity() as u32).contains(&outstanding)
