@@ -9,7 +9,7 @@
 
 use crate::fasthash::FastMap;
 
-use super::loc::Loc;
+use super::loc::{FLBN_BITS, Loc};
 
 /// One patch: pages `[first, first + count)` of a block live at `loc`, from page `at` of the
 /// block there on. A sub-block write into a pack takes the pack's next free pages; a write
@@ -22,6 +22,11 @@ use super::loc::Loc;
 /// what it meant then). A node split in two keeps its shift, so trimming never recomputes it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PatchNode(u64);
+
+/// The bits of a `PatchNode` that hold its location.
+const LOC_MASK: u64 = (1 << 40) - 1;
+/// `Loc::Unmapped` packed.
+const UNMAPPED_BITS: u64 = (1 << FLBN_BITS) - 1;
 
 impl PatchNode {
     /// Pages at their own positions in `loc`'s block.
@@ -53,7 +58,17 @@ impl PatchNode {
         ((self.0 >> 48) & 0xff) as u16 + 1
     }
     pub fn loc(self) -> Loc {
-        Loc::unpack(self.0 & ((1 << 40) - 1))
+        Loc::unpack(self.loc_bits())
+    }
+    /// The location in its packed form. Nodes only ever hold the canonical packing
+    /// (`Loc::pack`; `from_raw` canonicalises), so comparing these bits compares
+    /// locations without unpacking either side: the lists' hot loops do little else.
+    fn loc_bits(self) -> u64 {
+        self.0 & LOC_MASK
+    }
+    /// Is this node's location `packed` (a `Loc::pack` value)?
+    fn at_loc(self, packed: u64) -> bool {
+        self.loc_bits() == packed
     }
     /// The page of `loc`'s block that holds page `first`.
     pub fn at(self) -> u16 {
@@ -72,14 +87,15 @@ impl PatchNode {
     /// A node from its packed form, if every field is in range.
     pub fn from_raw(v: u64) -> Option<PatchNode> {
         let n = PatchNode(v);
-        ((v >> 39) & 1 == 0 && n.end() <= 256 && n.at() + n.count() <= 256).then_some(n)
+        ((v >> 39) & 1 == 0 && n.end() <= 256 && n.at() + n.count() <= 256)
+            .then(|| PatchNode(v & !LOC_MASK | n.loc().pack()))
     }
     /// Can `n` follow this node as one run (same location, next pages at the next places)?
     /// The same shift is not enough: it is kept modulo 256, so in a block of 256 pages a
     /// node ending at the last page and one placed at page 0 share it without being
     /// adjacent, and their merge would run past the block's end.
     fn continued_by(self, n: PatchNode) -> bool {
-        self.loc() == n.loc()
+        self.loc_bits() == n.loc_bits()
             && self.end() == n.first()
             && self.shift() == n.shift()
             && self.at() + self.count() == n.at()
@@ -115,9 +131,13 @@ impl List {
     }
     /// Pages the list maps (its nodes at a location).
     fn mapped_pages(&self) -> u32 {
-        self.as_slice()
+        List::pages_of(self.as_slice())
+    }
+    /// Pages `nodes` map (their nodes at a location).
+    fn pages_of(nodes: &[PatchNode]) -> u32 {
+        nodes
             .iter()
-            .filter(|n| n.loc() != Loc::Unmapped)
+            .filter(|n| !n.at_loc(UNMAPPED_BITS))
             .map(|n| n.count() as u32)
             .sum()
     }
@@ -225,7 +245,7 @@ impl PatchTable {
     fn insert_general(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
         let (first, end) = (node.first(), node.end());
         let list = self.get(ub);
-        let before: Vec<Loc> = list.iter().map(|n| n.loc()).collect();
+        let before: Vec<PatchNode> = list.to_vec();
         let mut out: Vec<PatchNode> = Vec::with_capacity(list.len() + 2);
         for &n in list {
             if n.end() <= first || n.first() >= end {
@@ -250,7 +270,7 @@ impl PatchTable {
                 _ => merged.push(n),
             }
         }
-        self.store(ub, before.into_iter(), &merged)
+        self.store(ub, node, &before, &merged)
     }
 
     /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays (the same steps
@@ -297,7 +317,7 @@ impl PatchTable {
                 }
             }
         }
-        self.store(ub, before[..nb].iter().map(|node| node.loc()), &merged[..m])
+        self.store(ub, node, &before[..nb], &merged[..m])
     }
 
     /// Do the nodes of `ub` cover every page of the block (its base serves nothing)?
@@ -311,7 +331,8 @@ impl PatchTable {
     fn store(
         &mut self,
         ub: u64,
-        before: impl Iterator<Item = Loc>,
+        node: PatchNode,
+        before: &[PatchNode],
         merged: &[PatchNode],
     ) -> Vec<Loc> {
         assert!(
@@ -321,11 +342,27 @@ impl PatchTable {
         for w in merged.windows(2) {
             assert!(w[0].end() <= w[1].first(), "patch nodes overlap");
         }
+        // Only a node the new one covers whole can leave its location unreferenced: every
+        // other keeps a piece, under its location, in `merged`.
         let mut gone: Vec<Loc> = Vec::new();
-        for l in before {
-            if !merged.iter().any(|n| n.loc() == l) && !gone.contains(&l) {
-                gone.push(l);
+        for old in before {
+            if old.first() < node.first() || old.end() > node.end() {
+                continue;
             }
+            let (bits, loc) = (old.loc_bits(), old.loc());
+            if !merged.iter().any(|n| n.at_loc(bits)) && !gone.contains(&loc) {
+                gone.push(loc);
+            }
+        }
+        if let Some(List::Many(nodes)) = self.lists.get_mut(&ub)
+            && nodes.len() == merged.len()
+        {
+            // As many nodes as before (a page rewritten in a fragmented block, the
+            // cleaner's usual case): in place, without a new array.
+            let before = List::pages_of(nodes);
+            nodes.copy_from_slice(merged);
+            self.last_pages = (before, List::pages_of(merged));
+            return gone;
         }
         let list = match merged {
             [] => unreachable!("the new node is in the list"),
@@ -340,8 +377,9 @@ impl PatchTable {
     pub fn clear(&mut self, ub: u64) -> Vec<Loc> {
         let mut locs: Vec<Loc> = Vec::new();
         if let Some(list) = self.take(ub) {
-            for n in list.as_slice() {
-                if !locs.contains(&n.loc()) {
+            let nodes = list.as_slice();
+            for (i, n) in nodes.iter().enumerate() {
+                if !nodes[..i].iter().any(|o| o.at_loc(n.loc_bits())) {
                     locs.push(n.loc());
                 }
             }
@@ -359,9 +397,9 @@ impl PatchTable {
             List::One(n) => std::slice::from_mut(n),
             List::Many(v) => v,
         };
-        let mut changed = false;
+        let (mut changed, from) = (false, from.pack());
         for n in nodes.iter_mut() {
-            if n.loc() == from {
+            if n.at_loc(from) {
                 *n = PatchNode::placed(n.first(), n.count(), to, n.at());
                 changed = true;
             }
@@ -404,7 +442,8 @@ impl PatchTable {
     }
 
     pub fn references(&self, ub: u64, loc: Loc) -> bool {
-        self.get(ub).iter().any(|n| n.loc() == loc)
+        let bits = loc.pack();
+        self.get(ub).iter().any(|n| n.at_loc(bits))
     }
 
     /// Every patched block and its list (in no particular order).
@@ -476,6 +515,41 @@ pub fn segments(base: Loc, nodes: &[PatchNode], first: u16, count: u16) -> Vec<S
             }),
         }
         p = run_end;
+    }
+    out
+}
+
+/// The runs of a whole block (`ppb` pages) that `loc` serves: what `segments(base, nodes,
+/// 0, ppb)` gives for `loc`, in the same order, without building the other locations'
+/// runs (the cleaner asks this of every block it moves, and blocks it cleans are the most
+/// fragmented ones).
+pub fn segments_at(base: Loc, nodes: &[PatchNode], ppb: u16, loc: Loc) -> Vec<Seg> {
+    let bits = loc.pack();
+    let from_base = base == loc;
+    let mut out: Vec<Seg> = Vec::new();
+    let push = |out: &mut Vec<Seg>, first: u16, count: u16, at: u16| match out.last_mut() {
+        Some(last) if last.first + last.count == first && last.at + last.count == at => {
+            last.count += count
+        }
+        _ => out.push(Seg {
+            first,
+            count,
+            loc,
+            at,
+        }),
+    };
+    let mut p = 0;
+    for n in nodes {
+        if from_base && n.first() > p {
+            push(&mut out, p, n.first() - p, p);
+        }
+        if n.at_loc(bits) {
+            push(&mut out, n.first(), n.count(), n.at());
+        }
+        p = n.end();
+    }
+    if from_base && p < ppb {
+        push(&mut out, p, ppb - p, p);
     }
     out
 }

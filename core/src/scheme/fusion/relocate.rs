@@ -15,7 +15,7 @@ use crate::fasthash::FastSet;
 use crate::policy::WritePlacement;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
-use crate::volume::patch::{Seg, segments};
+use crate::volume::patch::{Seg, segments_at};
 use crate::volume::{Entry, Loc, PatchNode};
 
 /// Why blocks move.
@@ -106,7 +106,7 @@ impl FusionScheme {
                     }
                     Ready::Go => {}
                 }
-                if lay_out(v, 0, &batch.items).segments.is_empty() {
+                if !moves_anything(v, &batch.items) {
                     // Every item changed since the plan (a split item's tail whose head
                     // did not move): nothing left to move.
                     continue;
@@ -488,34 +488,32 @@ fn pin_sources(
     picked: &[u64],
     owners: &[(u64, Entry, Vec<PatchNode>)],
 ) -> (Vec<(Entry, Vec<PatchNode>)>, Vec<u32>) {
-    let mut snapshot = Vec::with_capacity(picked.len());
     let mut pins = Vec::new();
-    let every = picked
+    let snapshot: Vec<(Entry, Vec<PatchNode>)> = picked
         .iter()
-        .map(|&ub| (ub, v.bmt.get(ub), v.patches.get(ub).to_vec()))
-        .chain(owners.iter().cloned());
-    for (i, (ub, e, nodes)) in every.enumerate() {
+        .map(|&ub| (v.bmt.get(ub), v.patches.get(ub).to_vec()))
+        .collect();
+    let blocks = snapshot.iter().map(|(e, n)| (e, n.as_slice()));
+    for (e, nodes) in blocks.chain(owners.iter().map(|(_, e, n)| (e, n.as_slice()))) {
         for loc in std::iter::once(e.base).chain(nodes.iter().map(|n| n.loc())) {
-            let stripes: Vec<u32> = match loc {
-                Loc::Unmapped => vec![],
-                Loc::Raid(f) => vec![v.zone.split(f).0],
+            match loc {
+                Loc::Unmapped => {}
+                Loc::Raid(f) => pins.push(v.zone.split(f).0),
                 Loc::Rep(k) => {
                     let r = v
                         .pairs
                         .lookup(&v.zone, k)
                         .expect("replica key without a set");
-                    v.pairs.set(r.set).distinct_stripes().to_vec()
+                    pins.extend_from_slice(v.pairs.set(r.set).distinct_stripes());
                 }
-            };
-            for s in stripes {
-                v.stripes.pin(s);
-                pins.push(s);
             }
         }
-        if i < picked.len() {
-            debug_assert_eq!(ub, picked[i]);
-            snapshot.push((e, nodes));
-        }
+    }
+    // One pin per stripe: the blocks a cleaner moves share their source stripes.
+    pins.sort_unstable();
+    pins.dedup();
+    for &s in &pins {
+        v.stripes.pin(s);
     }
     (snapshot, pins)
 }
@@ -531,30 +529,16 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
     let mut runs: Vec<(u64, Seg)> = Vec::new();
     let mut room = (v.zone.dcols() - whole) * ppb as usize;
     for it in items {
-        let e = v.bmt.get(it.ub);
-        let nodes = v.patches.get(it.ub);
-        let mut mine: Vec<Seg> = segments(e.base, nodes, 0, ppb)
-            .into_iter()
-            .filter(|g| g.loc == Loc::Raid(it.from))
-            .collect();
-        let mut pages: usize = mine.iter().map(|g| g.count as usize).sum();
-        // A head moves the first pages only, when the rest is still there to follow.
-        let head = it.head && pages > it.pages as usize;
-        if head {
-            pages = first_pages(&mut mine, it.pages);
-        }
-        // More pages than planned: the block was rewritten into a new stripe that reuses
-        // the planned block's place, and this move is stale.
-        if pages == 0 || pages > it.pages as usize || pages > room {
+        let Some((mine, pages, head)) = item_runs(v, it, room) else {
             continue;
-        }
+        };
         room -= pages;
         if !head {
             leaving.push(it.from);
         }
         runs.extend(mine.into_iter().map(|g| (it.ub, g)));
         if !owners.iter().any(|o| o.0 == it.ub) {
-            owners.push((it.ub, e, nodes.to_vec()));
+            owners.push((it.ub, v.bmt.get(it.ub), v.patches.get(it.ub).to_vec()));
         }
     }
     let is_whole = |g: &Seg| g.first == 0 && g.count == ppb && g.at == 0;
@@ -597,6 +581,34 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
         owners,
         leaving,
     }
+}
+
+/// What item `it` moves as the mappings stand, if it still moves anything and fits in
+/// `room` pages: its runs, their pages, and whether it is a head (its first pages only,
+/// the rest still there to follow).
+fn item_runs(
+    v: &super::vol::Vol,
+    it: &reloc_plan::Item,
+    room: usize,
+) -> Option<(Vec<Seg>, usize, bool)> {
+    let e = v.bmt.get(it.ub);
+    let nodes = v.patches.get(it.ub);
+    let mut mine = segments_at(e.base, nodes, v.pages_per_block, Loc::Raid(it.from));
+    let mut pages: usize = mine.iter().map(|g| g.count as usize).sum();
+    let head = it.head && pages > it.pages as usize;
+    if head {
+        pages = first_pages(&mut mine, it.pages);
+    }
+    // More pages than planned: the block was rewritten into a new stripe that reuses the
+    // planned block's place, and this move is stale.
+    (pages > 0 && pages <= it.pages as usize && pages <= room).then_some((mine, pages, head))
+}
+
+/// Would `lay_out(v, 0, items)` move anything? (Its first item that still moves something
+/// always fits: a batch holds at most a stripe of pages.)
+fn moves_anything(v: &super::vol::Vol, items: &[reloc_plan::Item]) -> bool {
+    let room = v.zone.dcols() * v.pages_per_block as usize;
+    items.iter().any(|it| item_runs(v, it, room).is_some())
 }
 
 /// Cuts `segs` to their first `n` pages (in order); returns how many that is.

@@ -105,7 +105,13 @@ fn small_insert_matches_the_general_one() {
             let ub = rng.below(8);
             let first = rng.below(ppb as u64) as u16;
             let count = 1 + rng.below((ppb - first).min(8) as u64) as u16;
-            let loc = Loc::Rep(rng.below(12));
+            // Now and then a trim (an unmapped node), which counts no pages.
+            let loc = match rng.below(12) {
+                0 => Loc::Unmapped,
+                k => Loc::Rep(k),
+            };
+            let pages_before = List::pages_of(a.get(ub));
+            let list_before = a.get(ub).to_vec();
             let small = if a.get(ub).is_empty() || a.get(ub).len() > SMALL_LIST {
                 a.insert(ub, PatchNode::new(first, count, loc))
             } else {
@@ -117,7 +123,28 @@ fn small_insert_matches_the_general_one() {
                 b.insert_general(ub, PatchNode::new(first, count, loc))
             };
             assert_eq!(small, general);
+            // Gone: each location of the old list the new one no longer has, once, in
+            // the old list's order.
+            let mut want: Vec<Loc> = Vec::new();
+            for n in &list_before {
+                if !a.get(ub).iter().any(|m| m.loc() == n.loc()) && !want.contains(&n.loc()) {
+                    want.push(n.loc());
+                }
+            }
+            assert_eq!(small, want);
             assert_eq!(a.get(ub), b.get(ub));
+            // The counts kept on the side (lists changed in place or replaced) match a
+            // count from the lists themselves.
+            assert_eq!(a.last_pages(), (pages_before, List::pages_of(a.get(ub))));
+            let nodes: u64 = a
+                .iter()
+                .map(|(_, l)| l.len() as u64)
+                .filter(|&n| n > 1)
+                .sum();
+            assert_eq!(
+                a.memory_bytes(),
+                a.patched_blocks() as u64 * (8 + std::mem::size_of::<List>() as u64) + nodes * 8
+            );
             if rng.below(50) == 0 {
                 assert_eq!(a.clear(ub), b.clear(ub));
             }
@@ -235,4 +262,53 @@ fn places_survive_the_packed_form() {
     // A place that would run off the block is refused.
     let bad = (PatchNode::new(0, 16, Loc::Raid(1)).raw() & !(0xff << 56)) | 250 << 56;
     assert_eq!(PatchNode::from_raw(bad), None);
+    // "Unmapped" with the replicated bit set unpacks as unmapped too; read back, it takes
+    // the one packing the lists compare by.
+    let trimmed = PatchNode::new(4, 2, Loc::Unmapped);
+    let odd = PatchNode::from_raw(trimmed.raw() | 1 << FLBN_BITS).expect("in range");
+    assert_eq!(odd, trimmed);
+    let mut t = PatchTable::new(16);
+    t.set_list(1, vec![odd]).expect("valid list");
+    assert!(t.references(1, Loc::Unmapped));
+}
+
+/// `segments_at` gives exactly the runs of the whole block that `segments` gives for that
+/// location: the base's gaps, nodes at it (merged where they continue each other), nodes
+/// elsewhere and trimmed pages left out.
+#[test]
+fn segments_at_is_segments_of_one_location() {
+    let mut rng = crate::rng::Rng::new(23);
+    for ppb in [1u16, 16, 64] {
+        let mut t = PatchTable::new(ppb);
+        for _ in 0..5_000 {
+            let ub = rng.below(4);
+            let first = rng.below(ppb as u64) as u16;
+            let count = 1 + rng.below((ppb - first).min(9) as u64) as u16;
+            // Often at its own positions, so runs can continue the base's.
+            let at = if rng.below(2) == 0 {
+                first
+            } else {
+                rng.below((ppb - count + 1) as u64) as u16
+            };
+            let loc = match rng.below(4) {
+                0 => Loc::Unmapped,
+                1 => Loc::Rep(rng.below(3)),
+                _ => Loc::Raid(rng.below(3)),
+            };
+            t.insert(ub, PatchNode::placed(first, count, loc, at));
+            let nodes = t.get(ub);
+            let base = Loc::Raid(rng.below(3));
+            for want_loc in [Loc::Raid(0), Loc::Raid(1), Loc::Raid(2), Loc::Rep(1)] {
+                let want: Vec<Seg> = segments(base, nodes, 0, ppb)
+                    .into_iter()
+                    .filter(|g| g.loc == want_loc)
+                    .collect();
+                assert_eq!(
+                    segments_at(base, nodes, ppb, want_loc),
+                    want,
+                    "{want_loc:?} in {nodes:?} over {base:?}"
+                );
+            }
+        }
+    }
 }
