@@ -494,24 +494,30 @@ fn pin_sources(
         .map(|&ub| (v.bmt.get(ub), v.patches.get(ub).to_vec()))
         .collect();
     let blocks = snapshot.iter().map(|(e, n)| (e, n.as_slice()));
+    // A stripe once per run of locations in it (a sort to pin each only once cost more
+    // than the pins it saved).
+    let pin = |pins: &mut Vec<u32>, s: u32| {
+        if pins.last() != Some(&s) {
+            pins.push(s);
+        }
+    };
     for (e, nodes) in blocks.chain(owners.iter().map(|(_, e, n)| (e, n.as_slice()))) {
         for loc in std::iter::once(e.base).chain(nodes.iter().map(|n| n.loc())) {
             match loc {
                 Loc::Unmapped => {}
-                Loc::Raid(f) => pins.push(v.zone.split(f).0),
+                Loc::Raid(f) => pin(&mut pins, v.zone.split(f).0),
                 Loc::Rep(k) => {
                     let r = v
                         .pairs
                         .lookup(&v.zone, k)
                         .expect("replica key without a set");
-                    pins.extend_from_slice(v.pairs.set(r.set).distinct_stripes());
+                    for &s in v.pairs.set(r.set).distinct_stripes() {
+                        pin(&mut pins, s);
+                    }
                 }
             }
         }
     }
-    // One pin per stripe: the blocks a cleaner moves share their source stripes.
-    pins.sort_unstable();
-    pins.dedup();
     for &s in &pins {
         v.stripes.pin(s);
     }
