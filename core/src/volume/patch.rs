@@ -273,49 +273,46 @@ impl PatchTable {
         self.store(ub, node, &before, &merged)
     }
 
-    /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays (the same steps
-    /// and the same stable sort, without the four `Vec`s per call: sub-block writes into
-    /// already patched blocks are frequent).
+    /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays and without a
+    /// sort: the list is sorted and its nodes do not overlap, so the ones the new node
+    /// overlaps are one run, found by two binary searches; the nodes before and after it
+    /// stay as they are, and only the run's first and last node can leave a piece. The
+    /// same list as `insert_general` (sub-block writes into patched blocks are frequent,
+    /// and the cleaner's moves are all of them).
     fn insert_small(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
         let (first, end) = (node.first(), node.end());
         let mut before = [PatchNode(0); SMALL_LIST];
         let list = self.get(ub);
         let nb = list.len();
         before[..nb].copy_from_slice(list);
-        // Each old node leaves at most two pieces, one on each side of the new range, and
-        // only one old node can straddle the whole range.
-        let mut out = [PatchNode(0); SMALL_LIST + 2];
-        let mut n = 0;
-        for &old in &before[..nb] {
-            if old.end() <= first || old.first() >= end {
-                out[n] = old;
-                n += 1;
-                continue;
-            }
-            if old.first() < first {
-                out[n] = old.piece(old.first(), first - old.first());
-                n += 1;
-            }
-            if old.end() > end {
-                out[n] = old.piece(end, old.end() - end);
-                n += 1;
-            }
-        }
-        out[n] = node;
-        n += 1;
-        out[..n].sort_by_key(|node| node.first());
+        let old = &before[..nb];
+        // Ends are sorted too, since the nodes do not overlap.
+        let lo = old.partition_point(|n| n.end() <= first);
+        let hi = old.partition_point(|n| n.first() < end);
         let mut merged = [PatchNode(0); SMALL_LIST + 2];
-        let mut m = 0;
-        for &node in &out[..n] {
-            match merged[..m].last_mut() {
-                Some(last) if last.continued_by(node) => {
-                    *last = last.piece(last.first(), last.count() + node.count())
-                }
-                _ => {
-                    merged[m] = node;
-                    m += 1;
-                }
+        merged[..lo].copy_from_slice(&old[..lo]);
+        let mut m = lo;
+        let mut push = |merged: &mut [PatchNode], n: PatchNode| match m.checked_sub(1) {
+            Some(l) if merged[l].continued_by(n) => {
+                merged[l] = merged[l].piece(merged[l].first(), merged[l].count() + n.count())
             }
+            _ => {
+                merged[m] = n;
+                m += 1;
+            }
+        };
+        if lo < hi && old[lo].first() < first {
+            push(
+                &mut merged,
+                old[lo].piece(old[lo].first(), first - old[lo].first()),
+            );
+        }
+        push(&mut merged, node);
+        if lo < hi && old[hi - 1].end() > end {
+            push(&mut merged, old[hi - 1].piece(end, old[hi - 1].end() - end));
+        }
+        for &n in &old[hi..] {
+            push(&mut merged, n);
         }
         self.store(ub, node, &before[..nb], &merged[..m])
     }

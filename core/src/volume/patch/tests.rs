@@ -110,17 +110,24 @@ fn small_insert_matches_the_general_one() {
                 0 => Loc::Unmapped,
                 k => Loc::Rep(k),
             };
+            // Mostly at their own positions (so neighbours merge), sometimes moved.
+            let node = if rng.below(4) == 0 {
+                let at = rng.below((ppb - count + 1) as u64) as u16;
+                PatchNode::placed(first, count, loc, at)
+            } else {
+                PatchNode::new(first, count, loc)
+            };
             let pages_before = List::pages_of(a.get(ub));
             let list_before = a.get(ub).to_vec();
             let small = if a.get(ub).is_empty() || a.get(ub).len() > SMALL_LIST {
-                a.insert(ub, PatchNode::new(first, count, loc))
+                a.insert(ub, node)
             } else {
-                a.insert_small(ub, PatchNode::new(first, count, loc))
+                a.insert_small(ub, node)
             };
             let general = if b.get(ub).is_empty() {
-                b.insert(ub, PatchNode::new(first, count, loc))
+                b.insert(ub, node)
             } else {
-                b.insert_general(ub, PatchNode::new(first, count, loc))
+                b.insert_general(ub, node)
             };
             assert_eq!(small, general);
             // Gone: each location of the old list the new one no longer has, once, in
