@@ -7,8 +7,6 @@
 
 use std::collections::VecDeque;
 
-use crate::fasthash::FastMap;
-
 use super::StaleColumns;
 
 use crate::rng::Rng;
@@ -35,7 +33,12 @@ pub struct StripeTable {
     state: Vec<StripeState>,
     valid: Vec<u32>,
     spare: VecDeque<u32>,
-    pins: FastMap<u32, u32>,
+    /// Pins per stripe: reads, scrubs, moves and discards in flight on it, which keep it
+    /// from being handed out. A count per stripe, not a map of the pinned ones: a move pins
+    /// every stripe its blocks have pages in, hundreds once blocks are fragmented.
+    pins: Vec<u32>,
+    /// Stripes both free and pinned (`pinned_free`), kept as pins and states change.
+    pinned_free: u64,
     counts: [u64; 5],
     /// Durable-metadata mode: the journal commit generation that will record frees made now.
     /// A stripe freed while this is set is *held* (state Free, not in the spare list) until
@@ -69,7 +72,8 @@ impl StripeTable {
             state: vec![StripeState::Free; n],
             valid: vec![0; n],
             spare: (0..stripes as u32).collect(),
-            pins: FastMap::default(),
+            pins: vec![0; n],
+            pinned_free: 0,
             counts: [stripes, 0, 0, 0, 0],
             hold_gen: None,
             held: VecDeque::new(),
@@ -89,10 +93,11 @@ impl StripeTable {
             .filter(|&s| states[s as usize] == StripeState::Free)
             .collect();
         StripeTable {
+            pins: vec![0; states.len()],
+            pinned_free: 0,
             state: states,
             valid,
             spare,
-            pins: FastMap::default(),
             counts,
             hold_gen: None,
             held: VecDeque::new(),
@@ -154,6 +159,14 @@ impl StripeTable {
         self.counts[old as usize] -= 1;
         self.counts[st as usize] += 1;
         self.state[s as usize] = st;
+        if self.pins[s as usize] > 0 {
+            if old == StripeState::Free {
+                self.pinned_free -= 1;
+            }
+            if st == StripeState::Free {
+                self.pinned_free += 1;
+            }
+        }
         if old == StripeState::Free
             && let Some(t) = self.trim.as_mut()
         {
@@ -216,7 +229,7 @@ impl StripeTable {
                 continue; // taken since it was queued
             }
             debug_assert_eq!(self.state[s as usize], StripeState::Free);
-            if self.pins.contains_key(&s) {
+            if self.pins[s as usize] > 0 {
                 t.queue.push_back(s);
                 continue;
             }
@@ -266,30 +279,28 @@ impl StripeTable {
     }
 
     pub fn pin(&mut self, s: u32) {
-        *self.pins.entry(s).or_insert(0) += 1;
-    }
-    pub fn unpin(&mut self, s: u32) {
-        let c = self
-            .pins
-            .get_mut(&s)
-            .expect("unpin of a stripe that is not pinned");
-        *c -= 1;
-        if *c == 0 {
-            self.pins.remove(&s);
+        let c = &mut self.pins[s as usize];
+        *c += 1;
+        if *c == 1 && self.state[s as usize] == StripeState::Free {
+            self.pinned_free += 1;
         }
     }
-    /// No hashing when nothing is pinned (the usual case: a random draw for a pair set
-    /// may test dozens of stripes).
+    pub fn unpin(&mut self, s: u32) {
+        let c = &mut self.pins[s as usize];
+        assert!(*c > 0, "unpin of a stripe that is not pinned");
+        *c -= 1;
+        if *c == 0 && self.state[s as usize] == StripeState::Free {
+            self.pinned_free -= 1;
+        }
+    }
     pub fn is_pinned(&self, s: u32) -> bool {
-        !self.pins.is_empty() && self.pins.contains_key(&s)
+        self.pins[s as usize] > 0
     }
     /// Is a free stripe pinned (a read or scrub in flight on a stripe freed since)? It
     /// becomes spare again when that I/O completes, so writes waiting for room need not
     /// give up yet.
     pub fn pinned_free(&self) -> bool {
-        self.pins
-            .keys()
-            .any(|&s| self.state[s as usize] == StripeState::Free)
+        self.pinned_free > 0
     }
 
     /// Take the first spare stripe that `ok` accepts, walking the list in order; skipped
@@ -336,6 +347,9 @@ impl StripeTable {
         self.counts[StripeState::Busy as usize] -= 1;
         self.counts[StripeState::Free as usize] += 1;
         self.state[s as usize] = StripeState::Free;
+        if self.pins[s as usize] > 0 {
+            self.pinned_free += 1;
+        }
         self.valid[s as usize] = 0;
         self.stale.on_freed(s);
         self.spare.push_front(s);
@@ -349,7 +363,7 @@ impl StripeTable {
         (self.state.len()
             + self.valid.len() * 4
             + self.spare.capacity() * 4
-            + self.pins.len() * 16
+            + self.pins.len() * 4
             + trim) as u64
             + self.stale.memory_bytes()
     }
@@ -448,5 +462,43 @@ mod tests {
         t.release_held(6);
         assert_eq!(t.drop_trim_backlog(), 1);
         assert_eq!(t.next_trim(), None);
+    }
+
+    /// `pinned_free` follows pins, unpins, state changes and untakes: after every step it
+    /// says what a look at every stripe says.
+    #[test]
+    fn pinned_free_is_kept_as_pins_and_states_change() {
+        let mut rng = Rng::new(3);
+        let mut t = StripeTable::new(6);
+        let mut pins: Vec<u32> = Vec::new();
+        for _ in 0..20_000 {
+            let s = rng.below(6) as u32;
+            match rng.below(5) {
+                0 => {
+                    t.pin(s);
+                    pins.push(s);
+                }
+                1 if !pins.is_empty() => {
+                    let i = rng.below(pins.len() as u64) as usize;
+                    t.unpin(pins.swap_remove(i));
+                }
+                2 if t.state(s) == StripeState::Free => t.set_state(s, StripeState::Raid),
+                3 if t.state(s) != StripeState::Free => t.set_state(s, StripeState::Free),
+                4 => {
+                    if let Some((b, _)) = t.take_spare(|_| true) {
+                        assert!(!t.is_pinned(b), "a pinned stripe handed out");
+                        if rng.below(2) == 0 {
+                            // A read of it started meanwhile.
+                            t.pin(b);
+                            pins.push(b);
+                        }
+                        t.untake(b);
+                    }
+                }
+                _ => {}
+            }
+            let want = (0..6).any(|x| t.state(x) == StripeState::Free && t.is_pinned(x));
+            assert_eq!(t.pinned_free(), want);
+        }
     }
 }
