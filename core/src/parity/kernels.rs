@@ -16,14 +16,62 @@ fn load(b: &[u8]) -> u64 {
     u64::from_ne_bytes(b.try_into().expect("8-byte chunk"))
 }
 
-/// `dst ^= src`, byte by byte as written: the compiler turns this plain loop into vector
-/// instructions (16 bytes each), half the instructions of the word-at-a-time loop it
-/// replaced (RAID5 parity is nothing but this).
+/// `dst ^= src` (RAID5 parity is nothing but this). The plain loop below, which the
+/// compiler turns into vector instructions: 32 bytes at a time where the CPU has AVX2
+/// (checked once and cached by the standard library), 16 otherwise, the baseline x86-64
+/// build's width.
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "xor_into: length mismatch");
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { xor_bytes_avx2(dst, src) };
+    }
+    xor_bytes(dst, src)
+}
+
+#[inline(always)]
+fn xor_bytes(dst: &mut [u8], src: &[u8]) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d ^= *s;
     }
+}
+
+/// `xor_bytes` compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn xor_bytes_avx2(dst: &mut [u8], src: &[u8]) {
+    xor_bytes(dst, src)
+}
+
+/// `a ^ b` as a new buffer, written as it is computed (no copy of either first); vectors
+/// as wide as `xor_into`'s.
+pub(super) fn xor_of(a: &[u8], b: &[u8]) -> Vec<u8> {
+    assert_eq!(a.len(), b.len(), "xor_of: length mismatch");
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { xor_of_avx2(a, b) };
+    }
+    xor_of_bytes(a, b)
+}
+
+#[inline(always)]
+fn xor_of_bytes(a: &[u8], b: &[u8]) -> Vec<u8> {
+    a.iter().zip(b).map(|(x, y)| x ^ y).collect()
+}
+
+/// `xor_of_bytes` compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn xor_of_avx2(a: &[u8], b: &[u8]) -> Vec<u8> {
+    xor_of_bytes(a, b)
+}
+
+/// `xor_bytes` itself, whatever the CPU (tests compare the two).
+#[cfg(test)]
+pub(super) fn xor_into_plain(dst: &mut [u8], src: &[u8]) {
+    xor_bytes(dst, src)
 }
 
 /// `q = g*q ^ src` and, if given, `p ^= src`: one Horner step of the Q syndrome.

@@ -63,11 +63,7 @@ pub fn new_parity(data: &[&[u8]], nparity: usize) -> Vec<Vec<u8>> {
         assert_eq!(data[n - 1].len(), data[n - 2].len(), "length mismatch");
         // P alone starts as the XOR of the last two columns, written as it is computed
         // (no copy of a column first), then takes the others in.
-        let mut p: Vec<u8> = data[n - 1]
-            .iter()
-            .zip(data[n - 2])
-            .map(|(a, b)| a ^ b)
-            .collect();
+        let mut p = kernels::xor_of(data[n - 1], data[n - 2]);
         kernels::fold_below_top(&data[..n - 1], Some(&mut p), None);
         return vec![p];
     }

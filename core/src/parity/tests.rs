@@ -201,12 +201,16 @@ proptest! {
     }
 
     #[test]
-    fn xor_into_matches_bytes(a in prop::collection::vec(any::<u8>(), 0..100), seed: u8) {
+    fn xor_into_matches_bytes(a in prop::collection::vec(any::<u8>(), 0..5000), seed: u8) {
+        // Up to more than a page: the vector loops' bodies and every tail length.
         let b: Vec<u8> = a.iter().map(|x| x.wrapping_mul(seed) ^ 0x5a).collect();
         let mut d = a.clone();
         xor_into(&mut d, &b);
         let want: Vec<u8> = a.iter().zip(&b).map(|(x, y)| x ^ y).collect();
-        prop_assert_eq!(d, want);
+        prop_assert_eq!(&d, &want);
+        let mut plain = a.clone();
+        super::kernels::xor_into_plain(&mut plain, &b);
+        prop_assert_eq!(plain, want);
     }
 
     /// Every single and every pair of lost columns (data, P, Q in any mix) comes back.
