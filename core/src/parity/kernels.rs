@@ -1,29 +1,23 @@
-//! Bulk kernels: XOR and the P/Q syndrome, eight bytes at a time.
+//! Bulk kernels: XOR and the P/Q syndrome.
 //!
-//! Work is done on native-endian `u64` words (every operation here acts on each byte on its
-//! own, so byte order does not matter) and the compiler vectorises the word loops further.
+//! Every kernel is a plain loop over bytes that the compiler turns into vector code (each
+//! operation acts on each byte on its own), compiled twice: for the baseline x86-64 build
+//! (16-byte vectors) and for AVX2 (32 bytes), picked at run time where the CPU has AVX2
+//! (checked once and cached by the standard library), so the build itself stays portable.
 //! The syndrome walks the columns in blocks of [`CHUNK`] bytes so P, Q and the current data
 //! chunk stay in L1 while every column is folded in.
 
-use super::gf256::{mul2, mul2_word};
+use super::gf256::mul2;
 
 /// Bytes processed per pass over all columns: small enough that P, Q and one data chunk fit
 /// in a 32 KiB L1 cache.
 const CHUNK: usize = 4096;
 
-#[inline(always)]
-fn load(b: &[u8]) -> u64 {
-    u64::from_ne_bytes(b.try_into().expect("8-byte chunk"))
-}
-
-/// `dst ^= src` (RAID5 parity is nothing but this). The plain loop below, which the
-/// compiler turns into vector instructions: 32 bytes at a time where the CPU has AVX2
-/// (checked once and cached by the standard library), 16 otherwise, the baseline x86-64
-/// build's width.
+/// `dst ^= src` (RAID5 parity is nothing but this).
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "xor_into: length mismatch");
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if avx2() {
         // SAFETY: the CPU has AVX2, checked just above.
         return unsafe { xor_bytes_avx2(dst, src) };
     }
@@ -49,7 +43,7 @@ fn xor_bytes_avx2(dst: &mut [u8], src: &[u8]) {
 pub(super) fn xor_of(a: &[u8], b: &[u8]) -> Vec<u8> {
     assert_eq!(a.len(), b.len(), "xor_of: length mismatch");
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if avx2() {
         // SAFETY: the CPU has AVX2, checked just above.
         return unsafe { xor_of_avx2(a, b) };
     }
@@ -68,55 +62,60 @@ fn xor_of_avx2(a: &[u8], b: &[u8]) -> Vec<u8> {
     xor_of_bytes(a, b)
 }
 
+/// `g*a ^ b` as a new buffer: Q of the top two columns of a stripe, `a` the higher.
+pub(super) fn q_of_pair(a: &[u8], b: &[u8]) -> Vec<u8> {
+    assert_eq!(a.len(), b.len(), "q_of_pair: length mismatch");
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { q_of_pair_avx2(a, b) };
+    }
+    q_of_pair_bytes(a, b)
+}
+
+#[inline(always)]
+fn q_of_pair_bytes(a: &[u8], b: &[u8]) -> Vec<u8> {
+    a.iter().zip(b).map(|(x, y)| mul2(*x) ^ y).collect()
+}
+
+/// `q_of_pair_bytes` compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn q_of_pair_avx2(a: &[u8], b: &[u8]) -> Vec<u8> {
+    q_of_pair_bytes(a, b)
+}
+
 /// `xor_bytes` itself, whatever the CPU (tests compare the two).
 #[cfg(test)]
 pub(super) fn xor_into_plain(dst: &mut [u8], src: &[u8]) {
     xor_bytes(dst, src)
 }
 
+/// Whether the AVX2 builds of the kernels may run on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
 /// `q = g*q ^ src` and, if given, `p ^= src`: one Horner step of the Q syndrome.
+#[inline(always)]
 fn fold_column(q: Option<&mut [u8]>, p: Option<&mut [u8]>, src: Option<&[u8]>) {
     match (q, p, src) {
         (Some(q), Some(p), Some(src)) => {
-            let mut qc = q.chunks_exact_mut(8);
-            let mut pc = p.chunks_exact_mut(8);
-            let mut sc = src.chunks_exact(8);
-            for ((qw, pw), sw) in (&mut qc).zip(&mut pc).zip(&mut sc) {
-                let s = load(sw);
-                qw.copy_from_slice(&(mul2_word(load(qw)) ^ s).to_ne_bytes());
-                pw.copy_from_slice(&(load(pw) ^ s).to_ne_bytes());
-            }
-            let tail = qc
-                .into_remainder()
-                .iter_mut()
-                .zip(pc.into_remainder())
-                .zip(sc.remainder());
-            for ((qb, pb), sb) in tail {
+            for ((qb, pb), sb) in q.iter_mut().zip(p.iter_mut()).zip(src) {
                 *qb = mul2(*qb) ^ sb;
                 *pb ^= sb;
             }
         }
-        (Some(q), _, None) => {
-            // A column treated as zero: Q still advances one power of g.
-            let mut qc = q.chunks_exact_mut(8);
-            for qw in &mut qc {
-                qw.copy_from_slice(&mul2_word(load(qw)).to_ne_bytes());
-            }
-            for qb in qc.into_remainder() {
-                *qb = mul2(*qb);
-            }
-        }
+        // A column treated as zero: Q still advances one power of g.
+        (Some(q), _, None) => q.iter_mut().for_each(|qb| *qb = mul2(*qb)),
         (Some(q), None, Some(src)) => {
-            let mut qc = q.chunks_exact_mut(8);
-            let mut sc = src.chunks_exact(8);
-            for (qw, sw) in (&mut qc).zip(&mut sc) {
-                qw.copy_from_slice(&(mul2_word(load(qw)) ^ load(sw)).to_ne_bytes());
-            }
-            for (qb, sb) in qc.into_remainder().iter_mut().zip(sc.remainder()) {
+            for (qb, sb) in q.iter_mut().zip(src) {
                 *qb = mul2(*qb) ^ sb;
             }
         }
-        (None, Some(p), Some(src)) => xor_into(p, src),
+        (None, Some(p), Some(src)) => xor_bytes(p, src),
         (None, _, _) => {}
     }
 }
@@ -128,8 +127,8 @@ pub(super) fn syndrome<S: AsRef<[u8]>>(
     data: &[S],
     skip: impl Fn(usize) -> bool,
     len: usize,
-    mut p: Option<&mut [u8]>,
-    mut q: Option<&mut [u8]>,
+    p: Option<&mut [u8]>,
+    q: Option<&mut [u8]>,
 ) {
     for (i, d) in data.iter().enumerate() {
         assert!(
@@ -145,6 +144,36 @@ pub(super) fn syndrome<S: AsRef<[u8]>>(
         q.as_ref().is_none_or(|q| q.len() == len),
         "Q: length mismatch"
     );
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { syndrome_avx2(data, skip, len, p, q) };
+    }
+    syndrome_loops(data, skip, len, p, q)
+}
+
+/// `syndrome_loops` compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn syndrome_avx2<S: AsRef<[u8]>>(
+    data: &[S],
+    skip: impl Fn(usize) -> bool,
+    len: usize,
+    p: Option<&mut [u8]>,
+    q: Option<&mut [u8]>,
+) {
+    syndrome_loops(data, skip, len, p, q)
+}
+
+/// `syndrome` after its length checks.
+#[inline(always)]
+fn syndrome_loops<S: AsRef<[u8]>>(
+    data: &[S],
+    skip: impl Fn(usize) -> bool,
+    len: usize,
+    mut p: Option<&mut [u8]>,
+    mut q: Option<&mut [u8]>,
+) {
     let top = (0..data.len()).rev().find(|&i| !skip(i));
     for start in (0..len).step_by(CHUNK) {
         let end = (start + CHUNK).min(len);
@@ -169,7 +198,7 @@ pub(super) fn syndrome<S: AsRef<[u8]>>(
 
 /// `syndrome` for outputs that already hold a copy of the last data column (so they need no
 /// zeroing first: `super::new_parity`): folds the other columns in, from the top down.
-pub(super) fn fold_below_top(data: &[&[u8]], mut p: Option<&mut [u8]>, mut q: Option<&mut [u8]>) {
+pub(super) fn fold_below_top(data: &[&[u8]], p: Option<&mut [u8]>, q: Option<&mut [u8]>) {
     let len = data.last().map_or(0, |d| d.len());
     assert!(
         data.iter().all(|d| d.len() == len)
@@ -177,6 +206,30 @@ pub(super) fn fold_below_top(data: &[&[u8]], mut p: Option<&mut [u8]>, mut q: Op
             && q.as_ref().is_none_or(|q| q.len() == len),
         "length mismatch"
     );
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { fold_below_top_avx2(data, len, p, q) };
+    }
+    fold_below_top_loops(data, len, p, q)
+}
+
+/// `fold_below_top_loops` compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn fold_below_top_avx2(data: &[&[u8]], len: usize, p: Option<&mut [u8]>, q: Option<&mut [u8]>) {
+    fold_below_top_loops(data, len, p, q)
+}
+
+/// `fold_below_top` after its length checks; also what runs without AVX2 (tests compare
+/// the two builds).
+#[inline(always)]
+pub(super) fn fold_below_top_loops(
+    data: &[&[u8]],
+    len: usize,
+    mut p: Option<&mut [u8]>,
+    mut q: Option<&mut [u8]>,
+) {
     for start in (0..len).step_by(CHUNK) {
         let end = (start + CHUNK).min(len);
         let mut pc = p.as_deref_mut().map(|p| &mut p[start..end]);

@@ -50,8 +50,9 @@ pub fn gen_p(data: &[&[u8]], p: &mut [u8]) {
 }
 
 /// The parity columns of `data` as new buffers: P, and Q too when `nparity` is 2. Each
-/// starts as a copy of the last data column, which the syndrome begins with anyway, so no
-/// buffer is zeroed first (the background's stripes paid a 64 KiB memset per parity column).
+/// starts as the syndrome of the top two data columns, written as it is computed (no
+/// buffer is zeroed or copied first: the background's stripes paid a 64 KiB memset per
+/// parity column, then a copy), and takes the other columns in.
 pub fn new_parity(data: &[&[u8]], nparity: usize) -> Vec<Vec<u8>> {
     assert!(
         (1..=2).contains(&nparity) && !data.is_empty() && data.len() <= MAX_PQ_DATA,
@@ -59,21 +60,20 @@ pub fn new_parity(data: &[&[u8]], nparity: usize) -> Vec<Vec<u8>> {
         data.len()
     );
     let n = data.len();
-    if nparity == 1 && n >= 2 {
-        assert_eq!(data[n - 1].len(), data[n - 2].len(), "length mismatch");
-        // P alone starts as the XOR of the last two columns, written as it is computed
-        // (no copy of a column first), then takes the others in.
-        let mut p = kernels::xor_of(data[n - 1], data[n - 2]);
-        kernels::fold_below_top(&data[..n - 1], Some(&mut p), None);
-        return vec![p];
+    if n >= 2 {
+        let (top, next) = (data[n - 1], data[n - 2]);
+        assert_eq!(top.len(), next.len(), "length mismatch");
+        let mut p = kernels::xor_of(top, next);
+        if nparity == 1 {
+            kernels::fold_below_top(&data[..n - 1], Some(&mut p), None);
+            return vec![p];
+        }
+        let mut q = kernels::q_of_pair(top, next);
+        kernels::fold_below_top(&data[..n - 1], Some(&mut p), Some(&mut q));
+        return vec![p, q];
     }
-    let mut par = vec![data[n - 1].to_vec(); nparity];
-    match par.as_mut_slice() {
-        [p] => kernels::fold_below_top(data, Some(p), None),
-        [p, q] => kernels::fold_below_top(data, Some(p), Some(q)),
-        _ => unreachable!(),
-    }
-    par
+    // One data column: P and Q are copies of it (g^0 = 1).
+    vec![data[0].to_vec(); nparity]
 }
 
 /// P and Q of `data` (md's RAID6 syndrome). All slices must have the same length.

@@ -213,6 +213,21 @@ proptest! {
         prop_assert_eq!(plain, want);
     }
 
+    #[test]
+    fn pq_kernels_match_reference_past_a_page(ndata in 1usize..=6, len in 0usize..5000, seed: u8) {
+        // Both builds of the syndrome (the dispatched one, AVX2 where the CPU has it, and the
+        // baseline loops) over every vector-body and tail length up to more than a page.
+        let data: Vec<Vec<u8>> = (0..ndata)
+            .map(|c| (0..len).map(|i| (i as u8).wrapping_mul(seed | 1) ^ (c as u8 * 37)).collect())
+            .collect();
+        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+        let (rp, rq) = ref_pq(&data);
+        prop_assert_eq!(new_parity(&refs, 2), vec![rp.clone(), rq.clone()]);
+        let (mut p, mut q) = (data[ndata - 1].clone(), data[ndata - 1].clone());
+        super::kernels::fold_below_top_loops(&refs, len, Some(&mut p), Some(&mut q));
+        prop_assert_eq!((p, q), (rp, rq));
+    }
+
     /// Every single and every pair of lost columns (data, P, Q in any mix) comes back.
     #[test]
     fn any_loss_within_tolerance_is_rebuilt(data in stripe_strategy(), raid6: bool) {
