@@ -165,9 +165,10 @@ fn syndrome_avx2<S: AsRef<[u8]>>(
     syndrome_loops(data, skip, len, p, q)
 }
 
-/// `syndrome` after its length checks.
+/// `syndrome` after its length checks; also what runs without AVX2 (tests compare the two
+/// builds).
 #[inline(always)]
-fn syndrome_loops<S: AsRef<[u8]>>(
+pub(super) fn syndrome_loops<S: AsRef<[u8]>>(
     data: &[S],
     skip: impl Fn(usize) -> bool,
     len: usize,
