@@ -38,51 +38,39 @@ fn xor_bytes_avx2(dst: &mut [u8], src: &[u8]) {
     xor_bytes(dst, src)
 }
 
-/// `a ^ b` as a new buffer, written as it is computed (no copy of either first); vectors
-/// as wide as `xor_into`'s.
+/// `a ^ b` as a new buffer, written as it is computed (no copy of either first).
 pub(super) fn xor_of(a: &[u8], b: &[u8]) -> Vec<u8> {
-    assert_eq!(a.len(), b.len(), "xor_of: length mismatch");
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { xor_of_avx2(a, b) };
-    }
-    xor_of_bytes(a, b)
-}
-
-#[inline(always)]
-fn xor_of_bytes(a: &[u8], b: &[u8]) -> Vec<u8> {
-    a.iter().zip(b).map(|(x, y)| x ^ y).collect()
-}
-
-/// `xor_of_bytes` compiled for AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn xor_of_avx2(a: &[u8], b: &[u8]) -> Vec<u8> {
-    xor_of_bytes(a, b)
+    map_pair(a, b, |x, y| x ^ y)
 }
 
 /// `g*a ^ b` as a new buffer: Q of the top two columns of a stripe, `a` the higher.
 pub(super) fn q_of_pair(a: &[u8], b: &[u8]) -> Vec<u8> {
-    assert_eq!(a.len(), b.len(), "q_of_pair: length mismatch");
+    map_pair(a, b, |x, y| mul2(x) ^ y)
+}
+
+/// `f` of each pair of bytes of two columns, as a new buffer; vectors as wide as
+/// `xor_into`'s.
+#[inline(always)]
+fn map_pair(a: &[u8], b: &[u8], f: impl Fn(u8, u8) -> u8) -> Vec<u8> {
+    assert_eq!(a.len(), b.len(), "length mismatch");
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { q_of_pair_avx2(a, b) };
+        return unsafe { map_pair_avx2(a, b, f) };
     }
-    q_of_pair_bytes(a, b)
+    map_pair_bytes(a, b, f)
 }
 
 #[inline(always)]
-fn q_of_pair_bytes(a: &[u8], b: &[u8]) -> Vec<u8> {
-    a.iter().zip(b).map(|(x, y)| mul2(*x) ^ y).collect()
+fn map_pair_bytes(a: &[u8], b: &[u8], f: impl Fn(u8, u8) -> u8) -> Vec<u8> {
+    a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect()
 }
 
-/// `q_of_pair_bytes` compiled for AVX2.
+/// `map_pair_bytes` compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn q_of_pair_avx2(a: &[u8], b: &[u8]) -> Vec<u8> {
-    q_of_pair_bytes(a, b)
+fn map_pair_avx2(a: &[u8], b: &[u8], f: impl Fn(u8, u8) -> u8) -> Vec<u8> {
+    map_pair_bytes(a, b, f)
 }
 
 /// `xor_bytes` itself, whatever the CPU (tests compare the two).
