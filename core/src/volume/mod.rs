@@ -17,7 +17,7 @@ pub use sums::PageSums;
 pub fn patch_block(bmt: &mut Bmt, patches: &mut PatchTable, ub: u64, node: PatchNode) -> Vec<Loc> {
     let mut gone = patches.insert(ub, node);
     let e = bmt.get(ub);
-    let base = if patches.covers_block(ub) {
+    let base = if patches.last_covers() {
         gone.push(e.base);
         Loc::Unmapped
     } else {

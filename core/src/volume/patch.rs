@@ -141,6 +141,10 @@ impl List {
             .map(|n| n.count() as u32)
             .sum()
     }
+    /// Pages `nodes` cover, trimmed ones (at no location) included.
+    fn covered_pages(nodes: &[PatchNode]) -> u32 {
+        nodes.iter().map(|n| n.count() as u32).sum()
+    }
     /// Nodes held in an allocated array (none for an inline list).
     fn array_len(&self) -> u64 {
         match self {
@@ -154,6 +158,71 @@ impl List {
             1 => Some(List::One(v[0])),
             _ => Some(List::Many(v.into_boxed_slice())),
         }
+    }
+}
+
+/// What `settle` changed: the locations the old list had and the new one has not, the
+/// pages mapped before and after, and whether the new list covers its whole block.
+struct Settled {
+    gone: Vec<Loc>,
+    pages: (u32, u32),
+    covers: bool,
+}
+
+/// The last step of an insert: checks the new list `merged` (sorted, merged, `node` in it)
+/// and installs it in place of `list` in one pass over each, keeping `array_nodes`.
+fn settle(
+    list: &mut List,
+    node: PatchNode,
+    merged: &[PatchNode],
+    pages_per_block: u16,
+    array_nodes: &mut u64,
+) -> Settled {
+    assert!(
+        merged.len() <= pages_per_block as usize,
+        "patch list longer than a block has pages"
+    );
+    let (mut after, mut covered, mut prev_end) = (0u32, 0u32, 0u16);
+    for n in merged {
+        assert!(prev_end <= n.first(), "patch nodes overlap");
+        prev_end = n.end();
+        covered += n.count() as u32;
+        if !n.at_loc(UNMAPPED_BITS) {
+            after += n.count() as u32;
+        }
+    }
+    let old = list.as_slice();
+    // Only a node the new one covers whole can leave its location unreferenced: every
+    // other keeps a piece, under its location, in `merged`.
+    let mut gone: Vec<Loc> = Vec::new();
+    for o in old {
+        if o.first() < node.first() || o.end() > node.end() {
+            continue;
+        }
+        let (bits, loc) = (o.loc_bits(), o.loc());
+        if !merged.iter().any(|n| n.at_loc(bits)) && !gone.contains(&loc) {
+            gone.push(loc);
+        }
+    }
+    let before = List::pages_of(old);
+    match list {
+        // As many nodes as before (a page rewritten in a fragmented block, the cleaner's
+        // usual case): in place, without a new array.
+        List::Many(nodes) if nodes.len() == merged.len() => nodes.copy_from_slice(merged),
+        _ => {
+            let new = match merged {
+                [] => unreachable!("the new node is in the list"),
+                [one] => List::One(*one),
+                _ => List::Many(merged.into()),
+            };
+            *array_nodes = *array_nodes - list.array_len() + new.array_len();
+            *list = new;
+        }
+    }
+    Settled {
+        gone,
+        pages: (before, after),
+        covers: covered == pages_per_block as u32,
     }
 }
 
@@ -171,6 +240,8 @@ pub struct PatchTable {
     /// The pages the list that the last `insert` or `clear` changed mapped before and after
     /// (`last_pages`).
     last_pages: (u32, u32),
+    /// Whether the list the last `insert` changed covers its whole block (`last_covers`).
+    last_covers: bool,
 }
 
 impl PatchTable {
@@ -184,13 +255,15 @@ impl PatchTable {
             pages_per_block,
             array_nodes: 0,
             last_pages: (0, 0),
+            last_covers: false,
         }
     }
 
-    /// Install `list` as `ub`'s, keeping `array_nodes` and `last_pages`.
+    /// Install `list` as `ub`'s, keeping `array_nodes`, `last_pages` and `last_covers`.
     fn put(&mut self, ub: u64, list: List) {
         self.array_nodes += list.array_len();
         let after = list.mapped_pages();
+        self.last_covers = List::covered_pages(list.as_slice()) == self.pages_per_block as u32;
         let before = match self.lists.insert(ub, list) {
             Some(old) => {
                 self.array_nodes -= old.array_len();
@@ -204,6 +277,7 @@ impl PatchTable {
     /// Remove `ub`'s list, keeping `array_nodes` and `last_pages`.
     fn take(&mut self, ub: u64) -> Option<List> {
         self.last_pages = (0, 0);
+        self.last_covers = false;
         let old = self.lists.remove(&ub)?;
         self.array_nodes -= old.array_len();
         self.last_pages = (old.mapped_pages(), 0);
@@ -222,32 +296,31 @@ impl PatchTable {
 
     /// The pages of `node` now live where it says. Returns the locations that no node of
     /// this list references any more (the caller decides whether they are dead: the base may
-    /// still reference them).
+    /// still reference them). `last_pages` and `last_covers` then describe the change.
     pub fn insert(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
         assert!(
             node.end() <= self.pages_per_block && node.at() + node.count() <= self.pages_per_block,
             "{node:?} out of block"
         );
-        let list = self.get(ub);
-        if list.is_empty() {
+        match self.lists.get(&ub).map(|l| l.as_slice().len()) {
             // The first patch of a block (the common case): nothing to trim, merge or
             // give back, and no list to build.
-            self.put(ub, List::One(node));
-            return Vec::new();
+            None => {
+                self.put(ub, List::One(node));
+                Vec::new()
+            }
+            Some(n) if n <= SMALL_LIST => self.insert_small(ub, node),
+            Some(_) => self.insert_general(ub, node),
         }
-        if list.len() <= SMALL_LIST {
-            return self.insert_small(ub, node);
-        }
-        self.insert_general(ub, node)
     }
 
     /// `insert` for any list, on `Vec`s.
     fn insert_general(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
         let (first, end) = (node.first(), node.end());
-        let list = self.get(ub);
-        let before: Vec<PatchNode> = list.to_vec();
-        let mut out: Vec<PatchNode> = Vec::with_capacity(list.len() + 2);
-        for &n in list {
+        let list = self.lists.get_mut(&ub).expect("a list to insert into");
+        let old = list.as_slice();
+        let mut out: Vec<PatchNode> = Vec::with_capacity(old.len() + 2);
+        for &n in old {
             if n.end() <= first || n.first() >= end {
                 out.push(n);
                 continue;
@@ -270,10 +343,17 @@ impl PatchTable {
                 _ => merged.push(n),
             }
         }
-        self.store(ub, node, &before, &merged)
+        let settled = settle(
+            list,
+            node,
+            &merged,
+            self.pages_per_block,
+            &mut self.array_nodes,
+        );
+        self.note(settled)
     }
 
-    /// `insert` for a list of at most `SMALL_LIST` nodes, on stack arrays and without a
+    /// `insert` for a list of at most `SMALL_LIST` nodes, on a stack array and without a
     /// sort: the list is sorted and its nodes do not overlap, so the ones the new node
     /// overlaps are one run, found by two binary searches; the nodes before and after it
     /// stay as they are, and only the run's first and last node can leave a piece. The
@@ -281,11 +361,8 @@ impl PatchTable {
     /// and the cleaner's moves are all of them).
     fn insert_small(&mut self, ub: u64, node: PatchNode) -> Vec<Loc> {
         let (first, end) = (node.first(), node.end());
-        let mut before = [PatchNode(0); SMALL_LIST];
-        let list = self.get(ub);
-        let nb = list.len();
-        before[..nb].copy_from_slice(list);
-        let old = &before[..nb];
+        let list = self.lists.get_mut(&ub).expect("a list to insert into");
+        let old = list.as_slice();
         // Ends are sorted too, since the nodes do not overlap.
         let lo = old.partition_point(|n| n.end() <= first);
         let hi = old.partition_point(|n| n.first() < end);
@@ -314,60 +391,32 @@ impl PatchTable {
         for &n in &old[hi..] {
             push(&mut merged, n);
         }
-        self.store(ub, node, &before[..nb], &merged[..m])
+        let settled = settle(
+            list,
+            node,
+            &merged[..m],
+            self.pages_per_block,
+            &mut self.array_nodes,
+        );
+        self.note(settled)
+    }
+
+    /// Keep what `settle` found about the list it changed; returns the locations gone.
+    fn note(&mut self, settled: Settled) -> Vec<Loc> {
+        self.last_pages = settled.pages;
+        self.last_covers = settled.covers;
+        settled.gone
     }
 
     /// Do the nodes of `ub` cover every page of the block (its base serves nothing)?
     pub fn covers_block(&self, ub: u64) -> bool {
-        let pages: u32 = self.get(ub).iter().map(|n| n.count() as u32).sum();
-        pages == self.pages_per_block as u32
+        List::covered_pages(self.get(ub)) == self.pages_per_block as u32
     }
 
-    /// The last step of `insert`: checks the new list `merged` (sorted, merged), stores it as
-    /// `ub`'s, and returns the locations of the old list (`before`) it no longer references.
-    fn store(
-        &mut self,
-        ub: u64,
-        node: PatchNode,
-        before: &[PatchNode],
-        merged: &[PatchNode],
-    ) -> Vec<Loc> {
-        assert!(
-            merged.len() <= self.pages_per_block as usize,
-            "patch list longer than a block has pages"
-        );
-        for w in merged.windows(2) {
-            assert!(w[0].end() <= w[1].first(), "patch nodes overlap");
-        }
-        // Only a node the new one covers whole can leave its location unreferenced: every
-        // other keeps a piece, under its location, in `merged`.
-        let mut gone: Vec<Loc> = Vec::new();
-        for old in before {
-            if old.first() < node.first() || old.end() > node.end() {
-                continue;
-            }
-            let (bits, loc) = (old.loc_bits(), old.loc());
-            if !merged.iter().any(|n| n.at_loc(bits)) && !gone.contains(&loc) {
-                gone.push(loc);
-            }
-        }
-        if let Some(List::Many(nodes)) = self.lists.get_mut(&ub)
-            && nodes.len() == merged.len()
-        {
-            // As many nodes as before (a page rewritten in a fragmented block, the
-            // cleaner's usual case): in place, without a new array.
-            let before = List::pages_of(nodes);
-            nodes.copy_from_slice(merged);
-            self.last_pages = (before, List::pages_of(merged));
-            return gone;
-        }
-        let list = match merged {
-            [] => unreachable!("the new node is in the list"),
-            [one] => List::One(*one),
-            _ => List::Many(merged.into()),
-        };
-        self.put(ub, list);
-        gone
+    /// Whether the list the last `insert` changed covers every page of its block (what
+    /// `covers_block` would say of it, without looking it up again).
+    pub fn last_covers(&self) -> bool {
+        self.last_covers
     }
 
     /// Drop the whole list; returns the distinct locations it referenced.

@@ -143,6 +143,9 @@ fn small_insert_matches_the_general_one() {
             // The counts kept on the side (lists changed in place or replaced) match a
             // count from the lists themselves.
             assert_eq!(a.last_pages(), (pages_before, List::pages_of(a.get(ub))));
+            // So is whether the list covers its block, for both paths.
+            assert_eq!(a.last_covers(), a.covers_block(ub));
+            assert_eq!(b.last_covers(), b.covers_block(ub));
             let nodes: u64 = a
                 .iter()
                 .map(|(_, l)| l.len() as u64)
