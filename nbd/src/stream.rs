@@ -61,6 +61,28 @@ impl NbdStream {
         if r < 0 { 0 } else { n.max(0) as usize }
     }
 
+    /// Reads what the kernel holds now into `buf`, without waiting: `Ok(0)` at EOF,
+    /// `WouldBlock` when nothing has arrived.
+    pub fn recv_now(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = match self {
+            NbdStream::Tcp(s) => s.as_raw_fd(),
+            NbdStream::Unix(s) => s.as_raw_fd(),
+        };
+        loop {
+            // SAFETY: `fd` is an open socket owned by `self`; recv writes at most
+            // `buf.len()` bytes into `buf`, which is valid for them.
+            let n =
+                unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
     /// The spec asks both ends to disable Nagle: a reply header waiting for
     /// an ACK would add a round trip to every small request.
     pub fn set_nodelay(&self) -> io::Result<()> {

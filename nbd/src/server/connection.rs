@@ -8,7 +8,7 @@
 //! keeps going until every admitted request has been answered, and only then
 //! is the socket closed, as the spec asks for NBD_CMD_DISC.
 
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -24,6 +24,7 @@ use super::ServerConfig;
 use super::budget::ByteBudget;
 use super::handshake::{Negotiated, negotiate};
 use super::inflight::Inflight;
+use super::sock_reader::SockReader;
 use super::validate::{Action, Verdict, check};
 use super::writer;
 
@@ -92,7 +93,7 @@ fn transmission(
         .spawn(move || writer::run(&writer_sink, rx))?;
 
     let mut reader = Reader {
-        input: BufReader::with_capacity(READ_BUFFER, stream.try_clone()?),
+        input: SockReader::new(stream.try_clone()?, READ_BUFFER),
         tx,
         sink,
         inflight: &inflight,
@@ -112,7 +113,7 @@ fn transmission(
 }
 
 struct Reader<'a> {
-    input: BufReader<NbdStream>,
+    input: SockReader,
     tx: SyncSender<WriterMsg>,
     sink: Arc<ReplySink>,
     inflight: &'a Inflight,
@@ -253,20 +254,27 @@ impl Reader<'_> {
     /// (stripe gathering then sees a sequential burst whole, and their replies leave in one
     /// send) while the first of them is not held back for long.
     fn idle_unless_buffered(&mut self, need: usize) {
-        let buffered = self.input.buffer().len();
-        if buffered >= need {
+        if self.input.buffered() >= need {
             return;
         }
         let (reads, bytes) = self.burst;
-        if reads < BURST_READS
-            && bytes + need <= BURST_BYTES
-            && buffered + self.input.get_ref().ready_bytes() >= need
-        {
+        if reads < BURST_READS && bytes + need <= BURST_BYTES && self.ready(need) {
             self.burst = (reads + 1, bytes + need);
             return;
         }
         self.burst = (0, 0);
         self.backend.idle();
+    }
+
+    /// Has the client sent the next `need` bytes already? Up to a buffer's worth, the
+    /// buffer is topped up to find out (the read that would fetch them anyway); beyond, the
+    /// kernel is asked how much it holds.
+    fn ready(&mut self, need: usize) -> bool {
+        if need <= self.input.capacity() {
+            self.input.fill_ready() >= need
+        } else {
+            self.input.buffered() + self.input.stream().ready_bytes() >= need
+        }
     }
 
     fn read_payload(&mut self, len: u32) -> Result<Vec<u8>, NbdError> {

@@ -21,6 +21,7 @@ mod handshake;
 mod inflight;
 mod listener;
 pub(crate) mod sink;
+mod sock_reader;
 mod validate;
 mod writer;
 
