@@ -319,3 +319,45 @@ fn scrub_progress_is_a_share_of_both_passes_and_only_grows() {
     assert!(seen.iter().all(|&p| p < 100), "100% before done: {seen:?}");
     assert!(seen.len() > 3, "too few steps to tell: {seen:?}");
 }
+
+/// The cleaner reads the pages it moves straight from the RAID block its plan found them in,
+/// and checks them as any read does: a page that went bad there is rebuilt from parity and
+/// moved as it was written, not as the member now holds it.
+#[test]
+fn a_corrupt_page_the_cleaner_moves_is_rebuilt_not_copied() {
+    let mut d = driver_with(common::convert_when_idle);
+    // Two full stripes of six blocks each: two fresh RAID stripes, columns in order.
+    let a = write(&mut d, 1, 0, pattern(5, 6 * BS));
+    let b = write(&mut d, 2, 6 * BS, pattern(6, 6 * BS));
+    assert_eq!((a.len(), b.len()), (7, 7));
+    // Rewrite all but the first block of each: each stripe keeps one live column, and one
+    // target stripe can take both.
+    for (i, blk) in (1..6u64).chain(7..12).enumerate() {
+        write(&mut d, 10 + i as u64, blk * BS, pattern(50 + i as u8, BS));
+    }
+    // A page of block 0 goes bad on its member before the cleaner gets to it.
+    corrupt(&mut d, &a[0], 2 * 4096 + 3);
+    let before = d.engine.stats().clone();
+    d.run_until(Some(d.now + 500_000_000));
+    let st = d.engine.stats().clone();
+    assert!(
+        st.relocations >= before.relocations + 2,
+        "the cleaner did not move blocks 0 and 6"
+    );
+    assert_eq!(st.checksum_errors, 1, "the bad page is found once");
+    assert_eq!(st.unrecoverable_pages, 0);
+    d.engine.scheme().check_invariants();
+    assert_eq!(
+        read(&mut d, 100, 0, BS).unwrap(),
+        pattern(5, 6 * BS)[..BS as usize]
+    );
+    assert_eq!(
+        read(&mut d, 101, 6 * BS, BS).unwrap(),
+        pattern(6, 6 * BS)[..BS as usize]
+    );
+    assert_eq!(
+        d.engine.stats().checksum_errors,
+        1,
+        "the moved copy is good: no read meets a bad page again"
+    );
+}

@@ -377,7 +377,8 @@ pub struct ConvertJob {
 }
 
 /// A run of pages a relocation moves: pages `[first, first+count)` of user block `ub`, read
-/// (by their logical address) into the target stripe where the layout placed them.
+/// from where the plan found them (`from`) into the target stripe where the layout placed
+/// them.
 #[derive(Clone, Copy, Debug)]
 pub struct Segment {
     pub ub: u64,
@@ -386,6 +387,9 @@ pub struct Segment {
     /// Where they go: pages `[at, at + count)` of the target stripe's column `col`.
     pub col: usize,
     pub at: u16,
+    /// Where they are: pages `[from_at, from_at + count)` of RAID block `from`.
+    pub from: u64,
+    pub from_at: u16,
 }
 
 /// Relocation: gather up to one stripe's worth of live pages (cleaning), or of whole user

@@ -8,15 +8,22 @@ use super::jobs::{Job, JobId, ReadPurpose, RelocJob, Segment};
 use super::reloc_plan;
 use super::stripe_parity::push_parity;
 use super::write::write_columns;
+use crate::engine::api::DevOp;
 use crate::engine::api::{Data, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::fasthash::FastSet;
+use crate::policy::ReadRouting;
 use crate::policy::WritePlacement;
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
+use crate::volume::PageSums;
 use crate::volume::patch::{Seg, segments_at};
 use crate::volume::{Entry, Loc, PatchNode};
+
+/// Tag parts of a relocation's direct reads start here (`DIRECT_READ + read index`); those
+/// below are its column writes.
+const DIRECT_READ: u32 = 1 << 16;
 
 /// Why blocks move.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -240,16 +247,9 @@ impl FusionScheme {
             "a relocation with nothing to move would never finish"
         );
         let bs = v.zone.block_size();
-        let reads: Vec<(u64, u64)> = picked
-            .iter()
-            .map(|&ub| (ub * bs, bs))
-            .chain(segments.iter().map(|g| {
-                (
-                    g.ub * bs + g.first as u64 * PAGE_SIZE,
-                    g.count as u64 * PAGE_SIZE,
-                )
-            }))
-            .collect();
+        let whole = picked.len();
+        let reads: Vec<(u64, u64)> = picked.iter().map(|&ub| (ub * bs, bs)).collect();
+        let moved: Vec<Segment> = segments.clone();
         let h = self.jobs.insert(Job::Reloc(RelocJob {
             vol,
             stripe,
@@ -272,7 +272,75 @@ impl FusionScheme {
             let purpose = ReadPurpose::Reloc { job: h, index: i };
             self.start_read(ctx, vol, purpose, offset, len);
         }
+        for (k, g) in moved.iter().enumerate() {
+            self.read_moved(ctx, vol, h, whole + k, g);
+        }
         true
+    }
+
+    /// Reads moved pages `g` (read `index` of relocation `h`) from the RAID block the plan
+    /// found them in, with one device read, when the read path would read that block
+    /// itself; otherwise (its member failed or is gone around, its column is stale) through
+    /// the read path, which rebuilds them from the rest of their stripe. The read path's
+    /// planning (the mapping resolved again, a read job, pins per read) is what a clean
+    /// move costs most besides the copies, and the plan already resolved these pages; the
+    /// job's pins keep their stripe from being reused meanwhile.
+    fn read_moved(&mut self, ctx: &mut Ctx, vol: usize, h: JobId, index: usize, g: &Segment) {
+        let v = &self.vols[vol];
+        let (s, c) = v.zone.split(g.from);
+        let disk = v.zone.disk(s, c);
+        let direct = !v.column_lost(ctx, s, c)
+            && !self.policy.routing.reconstruct_around(&ctx.members(), disk);
+        if !direct {
+            return self.read_moved_via_path(ctx, vol, h, index, g);
+        }
+        let (dk, offset) = v.zone.device_offset(s, c, g.from_at as u64 * PAGE_SIZE);
+        let op = DevOp::Read {
+            offset,
+            len: g.count as u64 * PAGE_SIZE,
+        };
+        ctx.issue(dk, op, h.tag(DIRECT_READ + index as u32), true);
+    }
+
+    fn read_moved_via_path(
+        &mut self,
+        ctx: &mut Ctx,
+        vol: usize,
+        h: JobId,
+        index: usize,
+        g: &Segment,
+    ) {
+        let bs = self.vols[vol].zone.block_size();
+        let offset = g.ub * bs + g.first as u64 * PAGE_SIZE;
+        let purpose = ReadPurpose::Reloc { job: h, index };
+        self.start_read(ctx, vol, purpose, offset, g.count as u64 * PAGE_SIZE);
+    }
+
+    /// A direct read of moved pages is back (`read_moved`). Pages that match their
+    /// checksums go on to the move; a failed read or a mismatch sends them through the read
+    /// path, which retries, rebuilds around the bad copy and counts it, as for any read.
+    fn moved_read_done(&mut self, ctx: &mut Ctx, h: JobId, index: usize, result: IoResult) {
+        let Some(Job::Reloc(j)) = self.jobs.get(h) else {
+            unreachable!()
+        };
+        let vol = j.vol;
+        let g = j.segments[index - j.blocks.len()];
+        let bytes = match result {
+            Ok(Some(Data::Bytes(b))) => Some(b),
+            Ok(_) if ctx.size_only => Some(Vec::new()),
+            _ => None,
+        };
+        let good = bytes.filter(|b| {
+            ctx.size_only
+                || self.vols[vol]
+                    .sums
+                    .slice(g.ub, g.first, g.count)
+                    .is_none_or(|expect| PageSums::first_mismatch(expect, b).is_none())
+        });
+        match good {
+            Some(b) => self.reloc_block_read(ctx, h, index, Some(b), false),
+            None => self.read_moved_via_path(ctx, vol, h, index, &g),
+        }
     }
 
     /// The free stripe a move lands in. Moves land clear of the failed members where they
@@ -375,6 +443,9 @@ impl FusionScheme {
     }
 
     pub(super) fn reloc_io_done(&mut self, ctx: &mut Ctx, tag: IoTag, result: IoResult) {
+        if let Some(index) = tag.part.checked_sub(DIRECT_READ) {
+            return self.moved_read_done(ctx, JobId::of(tag), index as usize, result);
+        }
         let Some(Job::Reloc(j)) = self.jobs.get_mut(JobId::of(tag)) else {
             unreachable!()
         };
@@ -532,7 +603,7 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
     let mut leaving = Vec::with_capacity(items.len());
     let ppb = v.pages_per_block;
     let mut owners: Vec<Owner> = Vec::new();
-    let mut runs: Vec<(u64, Seg)> = Vec::new();
+    let mut runs: Vec<(u64, u64, Seg)> = Vec::new();
     let mut room = (v.zone.dcols() - whole) * ppb as usize;
     for it in items {
         let Some((mine, pages, head)) = item_runs(v, it, room) else {
@@ -542,7 +613,7 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
         if !head {
             leaving.push(it.from);
         }
-        runs.extend(mine.into_iter().map(|g| (it.ub, g)));
+        runs.extend(mine.into_iter().map(|g| (it.ub, it.from, g)));
         if !owners.iter().any(|o| o.0 == it.ub) {
             owners.push((it.ub, v.bmt.get(it.ub), v.patches.get(it.ub).to_vec()));
         }
@@ -550,18 +621,20 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
     let is_whole = |g: &Seg| g.first == 0 && g.count == ppb && g.at == 0;
     let mut out = Vec::with_capacity(runs.len() + 4);
     let mut col = whole;
-    for (ub, g) in runs.iter().filter(|r| is_whole(&r.1)) {
+    for (ub, from, g) in runs.iter().filter(|r| is_whole(&r.2)) {
         out.push(Segment {
             ub: *ub,
             first: g.first,
             count: g.count,
             col,
             at: 0,
+            from: *from,
+            from_at: g.at,
         });
         col += 1;
     }
     let mut at = 0u16;
-    for (ub, g) in runs.iter().filter(|r| !is_whole(&r.1)) {
+    for (ub, from, g) in runs.iter().filter(|r| !is_whole(&r.2)) {
         let (mut first, mut count) = (g.first, g.count);
         while count > 0 {
             let take = count.min(ppb - at);
@@ -571,6 +644,8 @@ fn lay_out(v: &super::vol::Vol, whole: usize, items: &[reloc_plan::Item]) -> Lay
                 count: take,
                 col,
                 at,
+                from: *from,
+                from_at: g.at + (first - g.first),
             });
             (first, count, at) = (first + take, count - take, at + take);
             if at == ppb {
