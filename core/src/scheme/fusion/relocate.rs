@@ -8,13 +8,11 @@ use super::jobs::{Job, JobId, ReadPurpose, RelocJob, Segment};
 use super::reloc_plan;
 use super::stripe_parity::push_parity;
 use super::write::write_columns;
-use crate::engine::api::DevOp;
-use crate::engine::api::{Data, IoResult};
+use crate::engine::api::{Data, DevOp, IoResult};
 use crate::engine::ctx::Ctx;
 use crate::engine::iotable::IoTag;
 use crate::fasthash::FastSet;
-use crate::policy::ReadRouting;
-use crate::policy::WritePlacement;
+use crate::policy::{ReadRouting, WritePlacement};
 use crate::space::StripeState;
 use crate::types::{Nanos, PAGE_SIZE};
 use crate::volume::PageSums;
@@ -249,7 +247,7 @@ impl FusionScheme {
         let bs = v.zone.block_size();
         let whole = picked.len();
         let reads: Vec<(u64, u64)> = picked.iter().map(|&ub| (ub * bs, bs)).collect();
-        let moved: Vec<Segment> = segments.clone();
+        let nmoved = segments.len();
         let h = self.jobs.insert(Job::Reloc(RelocJob {
             vol,
             stripe,
@@ -272,8 +270,12 @@ impl FusionScheme {
             let purpose = ReadPurpose::Reloc { job: h, index: i };
             self.start_read(ctx, vol, purpose, offset, len);
         }
-        for (k, g) in moved.iter().enumerate() {
-            self.read_moved(ctx, vol, h, whole + k, g);
+        for k in 0..nmoved {
+            let Some(Job::Reloc(j)) = self.jobs.get(h) else {
+                unreachable!()
+            };
+            let g = j.segments[k];
+            self.read_moved(ctx, vol, h, whole + k, &g);
         }
         true
     }
