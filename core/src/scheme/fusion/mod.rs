@@ -33,6 +33,7 @@ mod read;
 mod read_done;
 pub mod rebuild;
 mod reloc_batch;
+mod reloc_layout;
 mod reloc_plan;
 mod reloc_sweep;
 mod relocate;
