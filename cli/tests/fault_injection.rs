@@ -105,7 +105,7 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
     let mut data = pattern(11, DATA);
     write_all(&mut c, &data, 0);
     assert_eq!(verify(&mut c, &data), 0);
-    assert_eq!(member_state(&status(&s), 2), "healthy");
+    assert!(in_service(&member_state(&status(&s), 2)));
 
     // Member 2 starts failing while new data is being written over half the volume: the
     // writes in flight to it fail, the member is failed, and every write still succeeds
@@ -135,7 +135,7 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
         "{j:#}"
     );
     for i in [0, 1, 3, 4] {
-        assert_eq!(member_state(&j, i), "healthy", "member {i}: {j:#}");
+        assert!(in_service(&member_state(&j, i)), "member {i}: {j:#}");
     }
     assert!(s.status_text(false).contains("DEGRADED"));
 

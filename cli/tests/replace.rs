@@ -45,7 +45,7 @@ fn member_line(status: &str, name: &str) -> String {
 fn wait_for_hot_spare(s: &mut Serve, spare: &str, slot: usize) {
     let spare_in = |st: &str| {
         let l = member_line(st, spare);
-        l.contains("ONLINE") || l.contains("healthy")
+        l.contains("ONLINE") || in_service(&l)
     };
     let end = std::time::Instant::now() + Duration::from_secs(60);
     loop {
@@ -368,7 +368,7 @@ fn a_slot_replaced_twice_is_listed_with_its_last_device() {
     let s = Serve::start(&p, &[]);
     read_check(&s.uri("v"), &data, "after restart");
     let st = s.status_text(false);
-    assert!(member_line(&st, "b.img").contains("healthy"), "{st}");
+    assert!(in_service(&member_line(&st, "b.img")), "{st}");
     assert!(st.contains(" 0 checksum errors"), "{st}");
     s.stop();
 }
@@ -415,7 +415,7 @@ fn a_device_replaced_out_stays_out_when_a_pool_file_names_it_again() {
     s.stop();
     let s = Serve::start(&p, &[]);
     let st = s.status_text(false);
-    assert!(member_line(&st, "d1.img").contains("healthy"), "{st}");
+    assert!(in_service(&member_line(&st, "d1.img")), "{st}");
     read_check(&s.uri("v"), &data, "after d1.img was put back");
     assert!(s.status_text(false).contains(" 0 checksum errors"), "{st}");
     s.stop();

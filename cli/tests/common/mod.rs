@@ -176,6 +176,14 @@ pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Whether a member state (a `status --json` state, or a member's line of `status`) is a
+/// member serving as its slot's device. "spiking" counts: the spike detector saw a working
+/// member slow (file members on a busy machine are, now and then) and steers around it; it
+/// is not failed, stale or rebuilding.
+pub fn in_service(state: &str) -> bool {
+    state.contains("healthy") || state.contains("spiking")
+}
+
 /// A running `fusionraid serve`, stopped (cleanly, by SIGTERM) on drop.
 pub struct Serve {
     pub guard: Guard,
