@@ -27,6 +27,8 @@ pub const MAX_QUEUE_DEPTH: usize = 1 << 16;
 pub const MAX_CONCURRENT: usize = 1024;
 /// The widest stripe the engine supports; a threshold above it never fires.
 pub const MAX_WIDTH: usize = 32;
+/// `[offload] min_outstanding`: beyond a member's deepest queue it would turn offload off.
+pub const MAX_MIN_OUTSTANDING: f64 = 65_536.0;
 
 /// A name printed in status output and used in URIs: non-empty, bounded, no control
 /// characters (they would reach the operator's terminal).
@@ -72,6 +74,11 @@ pub fn check_policies(p: &PoolFile) -> anyhow::Result<()> {
     if let Some(h) = p.write_hedge_us {
         at_most("`write_hedge_us`", h, 0, MAX_HEDGE_US)?;
     }
+    fraction(
+        "`offload.min_outstanding`",
+        p.offload.min_outstanding,
+        MAX_MIN_OUTSTANDING,
+    )?;
     at_most("`gather_us`", p.gather_us, 0, MAX_GATHER_US)?;
     at_most("`row_us`", p.row_us, 0, MAX_GATHER_US)?;
     if let Some(g) = p.wear_gap {

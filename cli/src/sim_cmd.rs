@@ -176,6 +176,10 @@ pub struct Args {
     /// issue 21; on|off, default off). Needs HDD members (--hdds).
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     offload: Option<bool>,
+    /// With --offload on: an SSD counts as busy only with at least this many I/Os
+    /// outstanding on average over its last 10 ms (default 0.5; 0: SeRW's rule alone).
+    #[arg(long, value_name = "IOS", value_parser = parse_floor, requires = "offload")]
+    offload_floor: Option<f64>,
     /// Size of every volume (default: each workload's footprint; traces 64GiB).
     #[arg(long, value_parser = parse_bytes)]
     volume_size: Option<u64>,
@@ -247,6 +251,13 @@ fn parse_time_or_off(s: &str) -> Result<TimeOrOff, String> {
     }
 }
 
+fn parse_floor(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=65_536.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}': expected a number of I/Os from 0 to 65536")),
+    }
+}
+
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
@@ -285,6 +296,7 @@ impl Args {
             _ => None,
         };
         sc.scheme_options.offload = self.offload.unwrap_or(false);
+        sc.scheme_options.offload_floor = self.offload_floor;
         sc.pool.disks = self
             .disks
             .or_else(|| fusionraid_devices::fleet(self.device.trim()).map(<[_]>::len))

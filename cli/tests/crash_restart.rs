@@ -24,7 +24,7 @@ fn pool(dir: &Path, hybrid: bool) -> std::path::PathBuf {
         extra = "hdd_members = [5, 6]\n".into();
     }
     let policies = if hybrid {
-        "[offload]\nenabled = true\nqueue_threshold = 0\n[conversion]\nidle_ms = 0\n"
+        "[offload]\nenabled = true\nqueue_threshold = 0\nmin_outstanding = 0.0\n[conversion]\nidle_ms = 0\n"
     } else {
         ""
     };

@@ -144,7 +144,7 @@ fn ext4_kill_9(name: &str, hybrid: bool) {
     let mut hybrid_keys = String::new();
     if hybrid {
         members.extend((0..2).map(|i| format!("\"emu:hdd7200:file:h{i}.img\"")));
-        hybrid_keys = "hdd_members = [5, 6]\n[offload]\nenabled = true\nqueue_threshold = 0\n\
+        hybrid_keys = "hdd_members = [5, 6]\n[offload]\nenabled = true\nqueue_threshold = 0\nmin_outstanding = 0.0\n\
                        [conversion]\nidle_ms = 0\n"
             .into();
     }

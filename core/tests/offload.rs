@@ -37,6 +37,7 @@ fn driver_committing_every(
     convert_when_idle(&mut cfg);
     cfg.offload = Some(OffloadConfig {
         queue_threshold: 1,
+        min_outstanding: 0.0,
         // More offloaded pages than the logs hold need dead extents reused.
         log_bytes: Some(4 * 4096),
     });

@@ -178,6 +178,7 @@ impl PoolFile {
         if self.offload.enabled {
             f.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig {
                 queue_threshold: self.offload.queue_threshold,
+                min_outstanding: self.offload.min_outstanding,
                 log_bytes: self.offload.log_size.map(|s| s.0),
             });
         }

@@ -22,6 +22,7 @@
 //! [offload]                 # write offload to HDD logs (SeRW; needs hdd_members)
 //! enabled = true
 //! queue_threshold = 3       # L: an SSD above the median IOPS with a longer queue is busy
+//! min_outstanding = 0.5     # and only with this many I/Os outstanding on average (0: off)
 //! # log_size = "16G"        # per HDD (default: the whole member after data_offset)
 //!
 //! [metadata]                # durable mapping (FusionRAID schemes)
@@ -311,6 +312,10 @@ pub struct OffloadSection {
     /// than the median).
     #[serde(default = "default_queue_threshold")]
     pub queue_threshold: u32,
+    /// A busy SSD must also have had this many I/Os outstanding on average over its last
+    /// 10 ms, so a nearly idle pool never redirects (0: SeRW's relative rule alone).
+    #[serde(default = "default_min_outstanding")]
+    pub min_outstanding: f64,
     /// Bytes of each HDD's log (default: the whole member after the data offset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_size: Option<Size>,
@@ -320,11 +325,16 @@ fn default_queue_threshold() -> u32 {
     3
 }
 
+fn default_min_outstanding() -> f64 {
+    fusionraid_core::scheme::fusion::OffloadConfig::default().min_outstanding
+}
+
 impl Default for OffloadSection {
     fn default() -> Self {
         OffloadSection {
             enabled: false,
             queue_threshold: default_queue_threshold(),
+            min_outstanding: default_min_outstanding(),
             log_size: None,
         }
     }

@@ -332,11 +332,14 @@ fn offload_section_reaches_the_engine_and_needs_hdds() {
     };
     let p = file(
         "[5]",
-        "[offload]\nenabled = true\nqueue_threshold = 1\nlog_size = \"64M\"",
+        "[offload]\nenabled = true\nqueue_threshold = 1\nmin_outstanding = 2.5\nlog_size = \"64M\"",
     )
     .unwrap();
     let o = p.fusion_config(2 << 30, true, 0).unwrap().offload.unwrap();
-    assert_eq!((o.queue_threshold, o.log_bytes), (1, Some(64 << 20)));
+    assert_eq!(
+        (o.queue_threshold, o.min_outstanding, o.log_bytes),
+        (1, 2.5, Some(64 << 20))
+    );
     assert_eq!(
         PoolFile::parse(&p.to_toml()).unwrap(),
         p,
@@ -360,6 +363,11 @@ fn offload_section_reaches_the_engine_and_needs_hdds() {
             "[5]",
             "[offload]\nenabled = true\nthreshold = 3",
             "unknown field",
+        ),
+        (
+            "[5]",
+            "[offload]\nenabled = true\nmin_outstanding = -1.0",
+            "min_outstanding",
         ),
     ] {
         let e = format!("{:#}", file(hdds, offload).unwrap_err());

@@ -21,6 +21,7 @@ pub fn check(args: &Args, scheme: &str) -> anyhow::Result<()> {
         ("--gather", args.gather.is_some()),
         ("--wear GAP", matches!(args.wear, Some(WearArg::Gap(_)))),
         ("--offload", args.offload.is_some()),
+        ("--offload-floor", args.offload_floor.is_some()),
     ];
     if !fusion && let Some((name, _)) = fusion_only.iter().find(|(_, given)| *given) {
         anyhow::bail!(

@@ -16,6 +16,9 @@ pub struct Tally {
     pub writes: u32,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Sum of the completions' latencies: divided by the window's length, how many I/Os the
+    /// member had outstanding on average (Little's law).
+    pub latency_sum_ns: u64,
     buckets: [u32; BUCKETS],
 }
 
@@ -26,6 +29,7 @@ impl Default for Tally {
             writes: 0,
             read_bytes: 0,
             write_bytes: 0,
+            latency_sum_ns: 0,
             buckets: [0; BUCKETS],
         }
     }
@@ -62,6 +66,11 @@ impl Tally {
             self.read_bytes.div_ceil(PAGE_SIZE).max(self.reads as u64),
             self.write_bytes.div_ceil(PAGE_SIZE).max(self.writes as u64),
         )
+    }
+
+    /// I/Os outstanding on the member on average over the window.
+    pub fn mean_outstanding(&self) -> f64 {
+        self.latency_sum_ns as f64 / WINDOW_NS as f64
     }
 
     /// The latency below which `q` (0..1) of the window's completions finished, rounded up to
@@ -122,6 +131,7 @@ impl IoWindow {
             self.cur.reads += 1;
             self.cur.read_bytes += bytes;
         }
+        self.cur.latency_sum_ns += latency;
         self.cur.buckets[bucket(latency)] += 1;
     }
 

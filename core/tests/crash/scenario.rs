@@ -145,6 +145,7 @@ pub fn config(sc: &Scenario) -> FusionConfig {
         let mut o = Rng::new(sc.seed ^ 0x5E_2B);
         cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig {
             queue_threshold: o.below(2) as u32,
+            min_outstanding: 0.0,
             log_bytes: [None, Some(4 * PAGE_SIZE), Some(16 * PAGE_SIZE)][o.below(3) as usize],
         });
     }

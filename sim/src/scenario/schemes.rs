@@ -82,6 +82,9 @@ pub struct SchemeOptions {
     pub wear_gap: Option<f64>,
     /// FusionRAID: offload replica writes from busy SSDs to HDD logs (issue 21).
     pub offload: bool,
+    /// FusionRAID with offload: the busy floor (`OffloadConfig::min_outstanding`); None:
+    /// the engine's default.
+    pub offload_floor: Option<f64>,
 }
 
 impl Default for SchemeOptions {
@@ -99,6 +102,7 @@ impl Default for SchemeOptions {
             row_ns: None,
             wear_gap: None,
             offload: false,
+            offload_floor: None,
         }
     }
 }
@@ -177,7 +181,11 @@ fn fusion(
     cfg.gather_ns = p.options.gather_ns;
     cfg.row_ns = p.options.row_ns;
     if p.options.offload {
-        cfg.offload = Some(fusionraid_core::scheme::fusion::OffloadConfig::default());
+        let mut o = fusionraid_core::scheme::fusion::OffloadConfig::default();
+        if let Some(f) = p.options.offload_floor {
+            o.min_outstanding = f;
+        }
+        cfg.offload = Some(o);
     }
     // The combined system (`steer`) runs every policy the pool offers, discards included.
     if p.options.trim.unwrap_or(steer) {

@@ -299,6 +299,12 @@ impl TrimPolicy {
 pub struct OffloadConfig {
     /// L: an SSD with more I/Os than this in its queue is congested.
     pub queue_threshold: u32,
+    /// An SSD is busy only when it had at least this many I/Os outstanding on average over
+    /// its last steering window, whatever the median says. SeRW's "IOPS above the median"
+    /// is relative, so without a floor it redirects on a nearly idle pool, where an HDD
+    /// append spares no read anything. The default, 0.5, calls an SSD idle half the time
+    /// or more not busy (docs/EVALUATION.md, "The busy floor"). 0: the talk's rule alone.
+    pub min_outstanding: f64,
     /// Bytes of each HDD's log, from its data offset on; None: the whole member beyond it.
     pub log_bytes: Option<u64>,
 }
@@ -307,6 +313,7 @@ impl Default for OffloadConfig {
     fn default() -> Self {
         OffloadConfig {
             queue_threshold: 3,
+            min_outstanding: 0.5,
             log_bytes: None,
         }
     }

@@ -5,7 +5,8 @@
 //! The rule (SeRW's): redirect when the SSD's IOPS exceed the running median IOPS of the
 //! pool's SSDs, and either its queue is longer than `queue_threshold` (L = 3) or the write is
 //! larger than the running median write size, and some HDD has an empty queue and room in
-//! its log.
+//! its log. One addition: the SSD must also have had `min_outstanding` I/Os outstanding on
+//! average over its last window (default 0.5), so a nearly idle pool does not redirect.
 //!
 //! Only a copy that conversion would discard is offloaded: pair sets with offloaded copies
 //! keep copy 0 (the first stripe) when they convert, and copy 0 is never offloaded, so
@@ -118,9 +119,8 @@ impl Offload {
         }
         let median_size = self.size.median();
         self.size.add(len as f64);
-        let busy = self.iops.median().is_some_and(|med| iops > med);
         let big = median_size.is_some_and(|med| len as f64 > med);
-        if !busy || !(m.queue_depth(ssd) > self.cfg.queue_threshold || big) {
+        if !self.busy(m, ssd, iops) || !(m.queue_depth(ssd) > self.cfg.queue_threshold || big) {
             return None;
         }
         let n = self.hdds.len();
@@ -148,9 +148,16 @@ impl Offload {
     /// busy SSD is the one offload can not relieve.
     pub fn ssd_busy(&self, m: &Members, ssd: DiskId, len: u64) -> bool {
         let iops = m.recent(ssd).map_or(0, |t| t.completed()) as f64;
-        let busy = self.iops.median().is_some_and(|med| iops > med);
         let big = self.size.median().is_some_and(|med| len as f64 > med);
-        busy && (m.queue_depth(ssd) > self.cfg.queue_threshold || big)
+        self.busy(m, ssd, iops) && (m.queue_depth(ssd) > self.cfg.queue_threshold || big)
+    }
+
+    /// The rule's first half: `ssd` completed more than the median of the SSDs' windows
+    /// (`iops`: its last window's completions), and had at least `min_outstanding` I/Os
+    /// outstanding on average over that window.
+    fn busy(&self, m: &Members, ssd: DiskId, iops: f64) -> bool {
+        let outstanding = m.recent(ssd).map_or(0.0, |t| t.mean_outstanding());
+        self.iops.median().is_some_and(|med| iops > med) && outstanding >= self.cfg.min_outstanding
     }
 
     /// The extent at `pos` of `hdd`'s log holds nothing any more.
