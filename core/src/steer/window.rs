@@ -186,6 +186,8 @@ mod tests {
         assert_eq!(t.pages(), (180, 20));
         assert!(t.quantile_ns(0.9).unwrap() < 130_000);
         assert!(t.quantile_ns(0.99).unwrap() >= 5_000_000);
+        // 98 x 0.1 ms + 2 x 5 ms of latency over a 10 ms window: 1.98 I/Os outstanding.
+        assert!((t.mean_outstanding() - 1.98).abs() < 1e-9);
         // Two windows later with no I/O the member is idle.
         assert!(w.last(3 * WINDOW_NS).is_none());
     }
