@@ -325,6 +325,7 @@ pub fn serve_control(path: &Path, op: Arc<Operator>) -> anyhow::Result<SocketSer
 }
 
 #[derive(ClapArgs, Debug)]
+#[command(after_help = "Example: fusionraid fail --pool tank.toml 3")]
 pub struct FailArgs {
     /// Member index to fail.
     pub member: usize,
@@ -336,6 +337,7 @@ pub struct FailArgs {
 }
 
 #[derive(ClapArgs, Debug)]
+#[command(after_help = "Example: fusionraid replace --pool tank.toml 3 file:/srv/new3.img")]
 pub struct ReplaceArgs {
     /// Index of the failed member to replace.
     pub member: usize,
@@ -397,11 +399,17 @@ impl std::error::Error for Refused {}
 
 #[derive(ClapArgs, Debug)]
 pub struct ScrubArgs {
+    /// The pool file, as `status` takes it (the same as --pool).
+    #[arg(value_name = "POOL", conflicts_with = "pool")]
+    pub pool_arg: Option<PathBuf>,
     #[command(flatten)]
     pub target: Target,
 }
 
-pub fn scrub(args: ScrubArgs) -> anyhow::Result<()> {
+pub fn scrub(mut args: ScrubArgs) -> anyhow::Result<()> {
+    if args.target.pool.is_none() {
+        args.target.pool = args.pool_arg.take();
+    }
     send(&args.target, "scrub")
 }
 

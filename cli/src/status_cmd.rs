@@ -17,6 +17,9 @@ use crate::status_doc::StatusDoc;
 pub struct Args {
     /// The pool file whose serve.status socket to ask (default: the demo pool's).
     pub pool: Option<PathBuf>,
+    /// The same, as `fail`, `replace` and `scrub` take it.
+    #[arg(long = "pool", value_name = "POOL", conflicts_with = "pool")]
+    pub pool_flag: Option<PathBuf>,
     /// The status socket of a running `fusionraid serve`.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
@@ -38,7 +41,8 @@ pub fn socket_for(socket: Option<&PathBuf>, pool: Option<&PathBuf>) -> anyhow::R
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let socket = socket_for(args.socket.as_ref(), args.pool.as_ref())?;
+    let pool = args.pool.as_ref().or(args.pool_flag.as_ref());
+    let socket = socket_for(args.socket.as_ref(), pool)?;
     let mut c = UnixStream::connect(&socket).with_context(|| {
         format!(
             "connecting to {} (is `fusionraid serve` running?)",

@@ -90,8 +90,8 @@ fn scrub_repairs_silent_corruption_of_a_member() {
     assert!(bad > 50, "member 3 holds only {bad} data pages");
     assert_eq!(read_all(&s.uri("v"), data.len()).unwrap(), data, "reads");
 
-    let sock = s.status.to_str().unwrap().to_string();
-    run(BIN, &["scrub", "--socket", &sock], T).ok("fusionraid scrub");
+    // The pool file as a positional, as `status` takes it (`--socket`: top.rs).
+    run(BIN, &["scrub", p.to_str().unwrap()], T).ok("fusionraid scrub POOL");
     wait_for("the scrub", Duration::from_secs(120), || {
         s.status_text(false).contains("scrub: done")
     });
@@ -114,6 +114,7 @@ fn scrub_repairs_silent_corruption_of_a_member() {
     assert_eq!(counter(&st, "pages unrecoverable"), 0, "{st}");
 
     // Every copy on member 3 that mattered was moved: losing member 5 now loses nothing.
+    let sock = s.status.to_str().unwrap().to_string();
     run(BIN, &["fail", "5", "--socket", &sock], T).ok("fusionraid fail");
     assert_eq!(
         read_all(&s.uri("v"), data.len()).unwrap(),

@@ -84,6 +84,16 @@ fn status_tells_a_clean_shutdown_from_a_crash() {
     assert!(line.starts_with("clean shutdown (checkpoint seq"), "{line}");
     assert!(line.contains(" KiB") && !line.contains("bytes"), "{line}");
     assert!(clean, "{line}");
+    // The pool file finds the server as a positional or as --pool, the way `fail`,
+    // `replace` and `scrub` take it.
+    let pool = p.to_str().unwrap();
+    let by_arg = run(BIN, &["status", pool], T).ok("status POOL").stdout;
+    let by_flag = run(BIN, &["status", "--pool", pool], T)
+        .ok("status --pool")
+        .stdout;
+    for out in [&by_arg, &by_flag] {
+        assert!(out.contains(&format!("recovery: {line}")), "{out}");
+    }
     qemu_io(&s.uri("v"), &["read -P 0x5a 0 1M", "read -P 0x6b 5M 12k"]);
     qemu_io(&s.uri("v"), &["write -P 0x7c 2M 256k"]);
     let err = s.stop(); // SIGTERM

@@ -27,6 +27,9 @@ use model::{History, View};
 pub struct Args {
     /// The pool file whose serve.status socket to ask (default: the demo pool's).
     pub pool: Option<PathBuf>,
+    /// The same, as `fail`, `replace` and `scrub` take it.
+    #[arg(long = "pool", value_name = "POOL", conflicts_with = "pool")]
+    pub pool_flag: Option<PathBuf>,
     /// The status socket of a running `fusionraid serve`.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
@@ -59,7 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.interval.is_finite() && (0.05..=3600.0).contains(&args.interval),
         "--interval must be between 0.05 and 3600 seconds"
     );
-    let socket = crate::status_cmd::socket_for(args.socket.as_ref(), args.pool.as_ref())?;
+    let pool = args.pool.as_ref().or(args.pool_flag.as_ref());
+    let socket = crate::status_cmd::socket_for(args.socket.as_ref(), pool)?;
     let interval = Duration::from_secs_f64(args.interval);
     let mut history = History::default();
     let mut prev = Some(fetch(&socket)?);
