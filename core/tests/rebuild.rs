@@ -8,7 +8,9 @@ mod common;
 use common::Driver;
 use common::fusion_pool::{fusion_driver, pool_geometry, with_journal};
 use fusionraid_core::meta::JournalConfig;
-use fusionraid_core::scheme::fusion::{FusionConfig, LayoutKind, Level, VolumeConfig};
+use fusionraid_core::scheme::fusion::{
+    FusionConfig, FusionScheme, LayoutKind, Level, VolumeConfig,
+};
 use fusionraid_core::{Data, DiskId, EngineConfig, Op, Request};
 
 const BS: u64 = 16384;
@@ -486,5 +488,59 @@ fn writes_after_a_finished_rebuild_keep_raid6_tolerance_on_a_volume_one_narrower
             &want,
             &format!("seed {seed}, two failures after the rebuild"),
         );
+    }
+}
+
+/// A stalled rebuild leaves an idle pool idle: with no stripe that can be whole again on
+/// the survivors, the pool must not keep reserving donor stripes, giving them back and
+/// discarding them, every millisecond (an idle `serve` was seen burning a core and
+/// discarding each member's size over and over).
+#[test]
+fn a_stalled_rebuild_leaves_an_idle_pool_idle() {
+    for (seed, journal) in [(0u64, false), (1, true), (2, true)] {
+        let what = format!("seed {seed}, journal {journal}");
+        let mut cfg = config_of(seed, 7, Level::Raid6, 6, 0.3);
+        cfg.trim = fusionraid_core::scheme::fusion::TrimPolicy::on();
+        if journal {
+            let j = JournalConfig {
+                pool_id: 7,
+                journal_bytes: 256 << 10,
+                commit_interval_ns: 1_000_000,
+                ..Default::default()
+            };
+            with_journal(&mut cfg, j);
+        }
+        // Members exactly as large as the zones, so the first sweep of unused space is empty.
+        let blocks = FusionScheme::new(cfg.clone()).unwrap().blocks_per_disk();
+        cfg.pool.disk_bytes = cfg.pool.data_offset + blocks * BS;
+        let mut d = fusion_driver(cfg, EngineConfig::new(7), seed);
+        let (want, mut id) = filled(&mut d);
+        d.fail_member(2);
+        d.fail_member(5);
+        run_while(&mut d, &format!("{what}: rebuild never stalled"), |d| {
+            !d.rebuild_state().contains("stalled")
+        });
+        // Let whatever the failures started settle, then watch an idle second.
+        d.run_until(Some(d.now + 2_000_000_000));
+        let (ops, trimmed, wakeups) = (d.log.len(), d.bytes_trimmed, d.timeouts);
+        d.run_until(Some(d.now + 1_000_000_000));
+        let writes = d.log[ops..].iter().filter(|o| o.write).count();
+        let wakeups = d.timeouts - wakeups;
+        eprintln!(
+            "{what}: {}; idle second: {} device ops, {writes} writes, {} bytes discarded, \
+             {wakeups} wake-ups",
+            d.rebuild_state(),
+            d.log.len() - ops,
+            d.bytes_trimmed - trimmed
+        );
+        assert_eq!(d.bytes_trimmed, trimmed, "{what}: discards on an idle pool");
+        assert_eq!(writes, 0, "{what}: writes on an idle pool");
+        // The rebuild looks again now and then (it backs off to 100 ms), not every
+        // millisecond.
+        assert!(
+            wakeups <= 30,
+            "{what}: {wakeups} wake-ups in an idle second"
+        );
+        check(&mut d, &mut id, &want, &what);
     }
 }

@@ -78,6 +78,8 @@ pub struct Driver {
     pub poison_trims: bool,
     /// Bytes discarded so far.
     pub bytes_trimmed: u64,
+    /// Engine timers that fired so far (wake-ups with no I/O completing).
+    pub timeouts: u64,
 }
 
 /// What a discarded range reads as: neither zeros nor anything a write put there, so a read
@@ -114,6 +116,7 @@ impl Driver {
             trims: BTreeMap::new(),
             poison_trims: false,
             bytes_trimmed: 0,
+            timeouts: 0,
         }
     }
 
@@ -343,6 +346,7 @@ impl Driver {
                         .expect("known I/O");
                 }
                 Ev::Timeout => {
+                    self.timeouts += 1;
                     if self.timeout_at == Some(t) {
                         self.timeout_at = None;
                     }

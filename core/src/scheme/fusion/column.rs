@@ -160,8 +160,13 @@ fn reserve_donors(
     let mut moves: Vec<Moved> = Vec::with_capacity(lost.len());
     for &col in lost {
         let Some((donor, dcol)) = pick_donor(v, ctx, &mut forbidden, using) else {
+            // Nothing was written to the columns reserved: a donor that lends nothing else
+            // goes back to the spare list as it was taken, not freed (no hold for a commit,
+            // no discard of blocks that hold what they held).
             for m in moves {
-                unlend(v, m.donor, m.dcol);
+                if v.zone.remaps_mut().unlend(m.donor, m.dcol as usize) {
+                    v.stripes.give_back_unwritten(m.donor);
+                }
             }
             return None;
         };

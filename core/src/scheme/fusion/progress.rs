@@ -33,6 +33,10 @@ pub struct Rebuild {
     pub(super) stalled: bool,
     /// Why, as found when it stalled (`FusionScheme::rebuild_stall_reason`).
     pub(super) stall_reason: String,
+    /// How long the next look waits after one that started nothing (0 while looks start
+    /// work): doubled by each idle look up to a cap, so a rebuild that can not progress
+    /// does not sweep, reserve and give back donors every millisecond.
+    pub(super) backoff_ns: Nanos,
     /// Journal generation holding the rebuild's last records (journaled pools): the
     /// failed member may be replaced once it is durable, not before, or a crash could bring
     /// back a mapping into the replaced device.

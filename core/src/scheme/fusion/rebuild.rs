@@ -39,6 +39,12 @@ use crate::volume::Loc;
 /// most, whatever the configured rate.
 const PACE_SLACK_NS: Nanos = 2_000_000;
 
+/// The first and the longest wait after a rebuild look that started nothing. Something
+/// that lets it progress again (a stripe the cleaner frees, a member replaced, writes
+/// that move blocks) is noticed within the cap.
+const STALL_BACKOFF_MIN_NS: Nanos = 2_000_000;
+const STALL_BACKOFF_MAX_NS: Nanos = 100_000_000;
+
 /// When the next job may start after one of `bytes` at `rate` bytes per second.
 fn paced(next_at: Nanos, now: Nanos, bytes: u64, rate: f64) -> Nanos {
     next_at.max(now.saturating_sub(PACE_SLACK_NS)) + (bytes as f64 / rate * 1e9) as Nanos
@@ -396,6 +402,12 @@ impl FusionScheme {
             if let Some(why) = why {
                 r.stall_reason = why;
             }
+            r.backoff_ns = if started {
+                0
+            } else {
+                (r.backoff_ns * 2).clamp(STALL_BACKOFF_MIN_NS, STALL_BACKOFF_MAX_NS)
+            };
+            r.next_at = r.next_at.max(ctx.now + r.backoff_ns);
         }
     }
 
