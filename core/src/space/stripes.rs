@@ -185,24 +185,6 @@ impl StripeTable {
         }
     }
 
-    /// A stripe taken off the spare list and given back before anything was written to it
-    /// or journaled about it (a donor reservation that could not be completed): spare
-    /// again, first in the list as it was, with no hold for a commit and no discard (its
-    /// blocks hold what they held when it was taken).
-    pub fn give_back_unwritten(&mut self, s: u32) {
-        let old = self.state[s as usize];
-        assert!(old != StripeState::Free, "stripe {s} given back while free");
-        self.counts[old as usize] -= 1;
-        self.counts[StripeState::Free as usize] += 1;
-        self.state[s as usize] = StripeState::Free;
-        if self.pins[s as usize] > 0 {
-            self.pinned_free += 1;
-        }
-        self.valid[s as usize] = 0;
-        self.stale.on_freed(s);
-        self.spare.push_front(s);
-    }
-
     /// Start proactive discard: every stripe spare now is queued (a fresh or just recovered
     /// zone tells its members once that its free space holds nothing), the end of the
     /// spare list first (the stripes taken last), and every stripe that becomes spare from
@@ -359,10 +341,16 @@ impl StripeTable {
         None
     }
 
-    /// Give back a stripe taken by `take_*` but not used: it returns to the list's head.
+    /// Give back a stripe taken by `take_*` but not used (still busy, or a donor whose
+    /// reserved columns were never written or journaled): it returns to the list's head,
+    /// with no hold for a commit and no discard (its blocks hold what they held).
     pub fn untake(&mut self, s: u32) {
-        assert_eq!(self.state[s as usize], StripeState::Busy);
-        self.counts[StripeState::Busy as usize] -= 1;
+        let old = self.state[s as usize];
+        assert!(
+            matches!(old, StripeState::Busy | StripeState::Donor),
+            "stripe {s} given back from {old:?}"
+        );
+        self.counts[old as usize] -= 1;
         self.counts[StripeState::Free as usize] += 1;
         self.state[s as usize] = StripeState::Free;
         if self.pins[s as usize] > 0 {

@@ -165,7 +165,7 @@ fn reserve_donors(
             // no discard of blocks that hold what they held).
             for m in moves {
                 if v.zone.remaps_mut().unlend(m.donor, m.dcol as usize) {
-                    v.stripes.give_back_unwritten(m.donor);
+                    v.stripes.untake(m.donor);
                 }
             }
             return None;
