@@ -54,7 +54,8 @@ pub struct Args {
     // A trace's rate is its own (--speed): refused with --trace rather than ignored.
     #[arg(long, default_value_t = 1.0, conflicts_with = "trace")]
     load: f64,
-    /// Replay a trace file instead of generating workloads (into one volume).
+    /// Replay a trace file instead of generating workloads (into one volume); a gzipped file is
+    /// read as it is.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Trace format: disksim, msr, alibaba, tencent, blkparse, fio.

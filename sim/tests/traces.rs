@@ -102,6 +102,55 @@ fn missing_file_is_an_io_error_naming_it() {
     assert!(e.to_string().starts_with("/nonexistent/x.trace: "), "{e}");
 }
 
+/// A file of `bytes` in the temporary directory, removed when the guard drops.
+struct TempTrace(PathBuf);
+impl TempTrace {
+    fn new(name: &str, bytes: &[u8]) -> Self {
+        let p = std::env::temp_dir().join(format!("fr-trace-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        TempTrace(p)
+    }
+}
+impl Drop for TempTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn gzipped_traces_are_read_as_they_are_and_other_compressions_refused_with_the_command() {
+    use std::io::Write;
+    let plain = std::fs::read(fixture("msr.csv")).unwrap();
+    // Two gzip members, as `cat a.gz b.gz` makes: both are read.
+    let half = plain.len() / 2;
+    let cut = half + plain[half..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut gz = Vec::new();
+    for part in [&plain[..cut], &plain[cut..]] {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(part).unwrap();
+        gz.extend(e.finish().unwrap());
+    }
+    let f = TempTrace::new("msr.csv.gz", &gz);
+    let got: Vec<IoRecord> = open_trace(&f.0, TraceFormat::Msr)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        got,
+        read_all("msr.csv", TraceFormat::Msr, &TraceOptions::default())
+    );
+
+    let xz = TempTrace::new("t.xz", &[0xfd, b'7', b'z', b'X', b'Z', 0, 1, 2, 3]);
+    let Err(e) = open_trace(&xz.0, TraceFormat::Msr) else {
+        panic!("read an xz file as text");
+    };
+    assert!(matches!(e, TraceError::Io { .. }));
+    assert!(
+        e.to_string().contains("xz-compressed") && e.to_string().contains("xz -dk"),
+        "{e}"
+    );
+}
+
 #[test]
 fn msr_fixture() {
     let got = read_all("msr.csv", TraceFormat::Msr, &TraceOptions::default());

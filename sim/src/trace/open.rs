@@ -5,6 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::sync::Arc;
 
+use flate2::read::MultiGzDecoder;
+
 use super::IoRecord;
 use super::alibaba::AlibabaParser;
 use super::blkparse::BlkparseParser;
@@ -38,13 +40,71 @@ pub fn open_trace_with(
 ) -> Result<TraceIter, TraceError> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let file = File::open(path).map_err(|source| TraceError::Io {
+    let io = |source| TraceError::Io {
         file: name.clone(),
         source,
-    })?;
+    };
+    let file = File::open(path).map_err(io)?;
     // 256 KiB: large sequential reads; the whole trace is never held.
-    let reader = BufReader::with_capacity(256 * 1024, file);
-    Ok(read_trace(reader, &name, format, opts))
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    match Compression::sniff(reader.fill_buf().map_err(io)?) {
+        None => Ok(read_trace(reader, &name, format, opts)),
+        // Published traces often come gzipped (SNIA's MSR Cambridge files): read as they are.
+        Some(Compression::Gzip) => {
+            let plain = BufReader::with_capacity(256 * 1024, MultiGzDecoder::new(reader));
+            Ok(read_trace(plain, &name, format, opts))
+        }
+        Some(c) => Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the trace is {}-compressed; decompress it first (`{} {name}`), \
+                 gzip is read as it is",
+                c.name(),
+                c.command()
+            ),
+        ))),
+    }
+}
+
+/// Compressed trace files, told by their first bytes whatever their name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Compression {
+    Gzip,
+    Xz,
+    Zstd,
+    Bzip2,
+}
+
+impl Compression {
+    fn sniff(head: &[u8]) -> Option<Self> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Some(Compression::Gzip)
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            Some(Compression::Xz)
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(Compression::Zstd)
+        } else if head.starts_with(b"BZh") {
+            Some(Compression::Bzip2)
+        } else {
+            None
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Xz => "xz",
+            Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
+        }
+    }
+    fn command(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip -dk",
+            Compression::Xz => "xz -dk",
+            Compression::Zstd => "zstd -d",
+            Compression::Bzip2 => "bzip2 -dk",
+        }
+    }
 }
 
 /// Read a trace from any buffered reader; `name` is used in error messages.
