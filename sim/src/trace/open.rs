@@ -47,7 +47,14 @@ pub fn open_trace_with(
     let file = File::open(path).map_err(io)?;
     // 256 KiB: large sequential reads; the whole trace is never held.
     let mut reader = BufReader::with_capacity(256 * 1024, file);
-    match Compression::sniff(reader.fill_buf().map_err(io)?) {
+    // Opening a directory succeeds; reading it is where it fails, and says so.
+    let head = reader.fill_buf().map_err(|e| {
+        io(std::io::Error::new(
+            e.kind(),
+            format!("the trace could not be read: {e}"),
+        ))
+    })?;
+    match Compression::sniff(head) {
         None => Ok(read_trace(reader, &name, format, opts)),
         // Published traces often come gzipped (SNIA's MSR Cambridge files): read as they are.
         Some(Compression::Gzip) => {
