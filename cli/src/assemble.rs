@@ -49,6 +49,7 @@ impl Io {
             } else {
                 None
             },
+            file_space: pool.file_space,
             base_dir: Some(base.to_path_buf()),
             uring: self.uring.clone(),
         }
@@ -200,6 +201,37 @@ fn check_fit(cfg: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
 /// was written is put back ([`Undo`]) and the error names the member.
 pub fn create(cfg: &PoolFile, base: &Path, force: bool, io: &Io) -> anyhow::Result<Pool> {
     let specs = cfg.specs()?;
+    // Member files this create makes: a create that fails removes them again.
+    let mut made = MadeFiles(
+        specs
+            .iter()
+            .filter_map(|s| s.resolved(base).file_path().cloned())
+            .filter(|p| !p.exists() && !p.starts_with("/dev"))
+            .collect(),
+    );
+    let pool = create_members(cfg, base, force, io, &specs)?;
+    made.0.clear();
+    Ok(pool)
+}
+
+/// Files a `create` made for its members, removed when it fails (dropped while still held).
+struct MadeFiles(Vec<std::path::PathBuf>);
+
+impl Drop for MadeFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn create_members(
+    cfg: &PoolFile,
+    base: &Path,
+    force: bool,
+    io: &Io,
+    specs: &[MemberSpec],
+) -> anyhow::Result<Pool> {
     let mut members = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let m = fusionraid_io::open_member(s, &io.options(cfg, i, base, true))

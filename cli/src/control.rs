@@ -212,7 +212,7 @@ impl Operator {
             match self.replace(m.index, &spec) {
                 Ok(msg) => {
                     self.spares.lock().expect("spares").remove(0);
-                    eprintln!("fusionraid: hot spare: {msg}");
+                    crate::console::tell!("fusionraid: hot spare: {msg}");
                 }
                 Err(e) => {
                     tracing::warn!(member = m.index, spare = %spec, "hot spare not used: {e:#}")

@@ -58,7 +58,7 @@ pub fn prepare(dir: &Path) -> anyhow::Result<(PathBuf, bool)> {
     if !path.exists() {
         std::fs::write(&path, pool_toml())
             .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("fusionraid: wrote the demo pool file {}", path.display());
+        crate::console::tell!("fusionraid: wrote the demo pool file {}", path.display());
     }
     let file = crate::pool_config::PoolFile::load(&path)?;
     let base = crate::create_cmd::base_dir(&path)?;

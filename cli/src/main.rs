@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod assemble;
+mod console;
 mod control;
 mod create_cmd;
 mod create_undo;
@@ -116,6 +117,9 @@ fn run() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // An event that can not be written (stderr on a full disk, a closed pipe) is
+        // dropped; reporting that on stderr would panic, and a panic stops `serve`.
+        .log_internal_errors(false)
         .init();
     match cli.command {
         None => {

@@ -3,6 +3,7 @@
 //!
 //! Without a pool file it serves the demo pool (see `demo.rs`), creating it on first use.
 
+use crate::console::{say, tell};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -136,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &cfg.spare_warnings(disk_bytes),
     );
     let sig = term.wait();
-    eprintln!("fusionraid: signal {sig}, shutting down");
+    tell!("fusionraid: signal {sig}, shutting down");
     services.stop();
     exports.handle.shutdown();
     match Arc::try_unwrap(driver) {
@@ -202,7 +203,7 @@ fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Starte
         let (engine, report) = recover_engine(pool, redirect, io)?;
         // `status` shows the report on its own `recovery:` line; not again as a note. It
         // says whether the last run stopped cleanly or crashed.
-        eprintln!("fusionraid: recovery: {report}");
+        tell!("fusionraid: recovery: {report}");
         (engine, Some(report))
     } else {
         notes.extend(durability_note(scheme));
@@ -211,7 +212,7 @@ fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Starte
         (engine, None)
     };
     for (i, why) in &pool.missing {
-        eprintln!("fusionraid: member {i} is missing ({why}); serving degraded");
+        tell!("fusionraid: member {i} is missing ({why}); serving degraded");
         engine.fail_disk(DiskId(*i as u32), 0);
     }
     // Members the journal says failed (and were not replaced): they may read fine again,
@@ -224,14 +225,14 @@ fn start_engine(pool: &mut Pool, scheme: &str, io: &Io) -> anyhow::Result<Starte
                 "member {i} failed before this start and holds stale data: serving degraded \
                  until `fusionraid replace {i} SPEC` (the same device may be given again)"
             );
-            eprintln!("fusionraid: {why}");
+            tell!("fusionraid: {why}");
             notes.push(why);
             engine.fail_disk(DiskId(i as u32), 0);
         }
     }
     if let Some(r) = &recovery {
         for (i, why) in taken_out(pool, r, failed_earlier) {
-            eprintln!("fusionraid: {why}");
+            tell!("fusionraid: {why}");
             engine.fail_disk(DiskId(i as u32), 0);
             notes.push(why);
         }
@@ -367,7 +368,7 @@ fn start_nbd(
     if let Some(t) = &paths.tcp {
         // The demo's TCP listener is a convenience: a busy port must not stop the demo.
         if args.pool.is_none() && std::net::TcpListener::bind(t.as_str()).is_err() {
-            eprintln!("fusionraid: {t} is busy; serving on the Unix socket only");
+            tell!("fusionraid: {t} is busy; serving on the Unix socket only");
         } else {
             server = server
                 .bind_tcp(t.as_str())
@@ -494,14 +495,14 @@ fn print_banner(
     metrics: Option<std::net::SocketAddr>,
     warnings: &[String],
 ) {
-    println!(
+    say!(
         "fusionraid: serving pool '{}' ({}), scheme {scheme}, {} members",
         cfg.name,
         uuid_string(uuid),
         cfg.members.len()
     );
     for v in &cfg.volumes {
-        println!(
+        say!(
             "  volume {:<10} {} width {} size {} spare {}{}",
             v.name,
             v.level_label(),
@@ -516,37 +517,38 @@ fn print_banner(
         );
     }
     for w in warnings {
-        eprintln!("{w}");
+        tell!("{w}");
     }
-    println!("exports:");
+    say!("exports:");
     for u in uris {
-        println!("  {u}");
+        say!("  {u}");
     }
     if let Some(u) = uris.first() {
         let size = cfg.volumes[0].size.0;
-        println!("connect, for example:");
-        println!("  nbdinfo '{u}'");
-        println!("  qemu-io -f raw '{u}' -c 'write -P 0xab 0 1M' -c 'read -P 0xab 0 1M'");
-        println!(
+        say!("connect, for example:");
+        say!("  nbdinfo '{u}'");
+        say!("  qemu-io -f raw '{u}' -c 'write -P 0xab 0 1M' -c 'read -P 0xab 0 1M'");
+        say!(
             "  fio --name=t --ioengine=nbd --uri='{u}' --rw=randrw --bs=4k --iodepth=16 \
              --size={} --time_based --runtime=10",
             format_size(size)
         );
         if cfg.volumes[0].allow_unaligned {
-            println!(
+            say!(
                 "  mkdir -p /tmp/fr && nbdfuse /tmp/fr/{} '{u}' &   # then mkfs.ext4 /tmp/fr/{} \
                  and mount -o loop",
-                cfg.volumes[0].name, cfg.volumes[0].name
+                cfg.volumes[0].name,
+                cfg.volumes[0].name
             );
         }
     }
-    println!("status: fusionraid status --socket {}", status.display());
-    println!("top:    fusionraid top --socket {}", status.display());
+    say!("status: fusionraid status --socket {}", status.display());
+    say!("top:    fusionraid top --socket {}", status.display());
     if let Some(a) = metrics {
-        println!("metrics: http://{a}/metrics");
+        say!("metrics: http://{a}/metrics");
     }
-    println!("stop:   Ctrl-C");
-    println!("ready");
+    say!("stop:   Ctrl-C");
+    say!("ready");
     use std::io::Write;
     let _ = std::io::stdout().flush();
 }
@@ -560,9 +562,7 @@ pub fn stop_on_panic() {
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         report(info);
-        eprintln!(
-            "fusionraid: serve stops after a panic; start it again to recover from the journal"
-        );
+        tell!("fusionraid: serve stops after a panic; start it again to recover from the journal");
         std::process::abort();
     }));
 }

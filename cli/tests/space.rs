@@ -126,8 +126,9 @@ fn allocated(d: &Path) -> u64 {
 }
 
 /// Proactive discard reaches real members: a volume written in full and then trimmed
-/// gives its blocks back to the file system under `file:` members (punched holes), and
-/// `status` counts them per member.
+/// gives its blocks back to the file system under thin `file:` members (punched holes),
+/// and `status` counts them per member. (Reserved members, the default, keep their space:
+/// full_filesystem.rs.)
 #[test]
 fn freed_stripes_are_punched_out_of_file_members() {
     if !need("freed_stripes_are_punched_out_of_file_members", &["fio"]) {
@@ -139,7 +140,7 @@ fn freed_stripes_are_punched_out_of_file_members() {
     let p = pool_file(
         d,
         &format!(
-            "name = \"tank\"\nmembers = [{}]\nmember_size = \"64M\"\n\
+            "name = \"tank\"\nmembers = [{}]\nmember_size = \"64M\"\nfile_space = \"thin\"\n\
              [[volume]]\nname = \"db\"\nlevel = \"raid5\"\nwidth = 5\nsize = \"96M\"\n",
             members.join(", ")
         ),

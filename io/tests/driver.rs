@@ -69,6 +69,7 @@ fn start(specs: &[&str], max_requests: usize, queue_depth: usize, unaligned: boo
         clock,
         seed: 1,
         create_size: Some(DISK),
+        file_space: Default::default(),
         base_dir: Some(dir.path().to_path_buf()),
         uring: Default::default(),
     };

@@ -88,6 +88,12 @@ pub struct PoolFile {
     pub hdd_members: Vec<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member_size: Option<Size>,
+    /// `file:` members that are regular files: "reserved" (the default) allocates each in
+    /// full at `create` and keeps it so, trims zeroing ranges in place, so a file system
+    /// that fills up can never refuse the pool a write; "thin" leaves them sparse, takes
+    /// space as the pool writes and gives trimmed ranges back (punched holes).
+    #[serde(default, skip_serializing_if = "is_reserved")]
+    pub file_space: fusionraid_io::member::uring::FileSpace,
     #[serde(default = "default_block")]
     pub block_size: Size,
     /// None: as much as the metadata needs (`resolved_data_offset`); `create` stores the
@@ -184,6 +190,9 @@ fn default_scheme() -> String {
 /// (fio's NBD engine on a loaded 2-core machine) to send the rest of a 4-block stripe
 /// (docs/BENCHMARKS.md, "Sequential writes"); a shallow stream pays it once per back-off.
 pub const DEFAULT_GATHER_US: u64 = 1000;
+fn is_reserved(s: &fusionraid_io::member::uring::FileSpace) -> bool {
+    *s == fusionraid_io::member::uring::FileSpace::Reserved
+}
 fn default_gather_us() -> u64 {
     DEFAULT_GATHER_US
 }

@@ -374,3 +374,26 @@ fn offload_section_reaches_the_engine_and_needs_hdds() {
         assert!(e.contains(why), "{offload}: {e}");
     }
 }
+
+/// `file_space` names one of two ways; the default is left out of the stored text, so pools
+/// created before the key existed keep the same stored configuration.
+#[test]
+fn file_space_is_reserved_or_thin() {
+    use fusionraid_io::member::uring::FileSpace;
+    let with = |line: &str| PoolFile::parse(&format!("{line}\n{GOOD}"));
+    assert_eq!(
+        PoolFile::parse(GOOD).unwrap().file_space,
+        FileSpace::Reserved
+    );
+    let thin = with("file_space = \"thin\"").unwrap();
+    assert_eq!(thin.file_space, FileSpace::Thin);
+    assert!(thin.to_toml().contains("file_space = \"thin\""));
+    assert!(
+        !PoolFile::parse(GOOD)
+            .unwrap()
+            .to_toml()
+            .contains("file_space")
+    );
+    let e = format!("{:#}", with("file_space = \"thick\"").unwrap_err());
+    assert!(e.contains("file_space") || e.contains("thick"), "{e}");
+}

@@ -112,8 +112,10 @@ pub struct OpenOptions {
     pub clock: crate::Clock,
     /// Seed of emulated device models; each member should get its own.
     pub seed: u64,
-    /// Create a missing `file:` member as a sparse file of this size.
+    /// Create a missing `file:` member as a file of this size.
     pub create_size: Option<u64>,
+    /// Whether `file:` members that are regular files keep their space allocated.
+    pub file_space: uring::FileSpace,
     /// Resolve relative `file:` paths against this directory.
     pub base_dir: Option<PathBuf>,
     /// The io_uring every `file:` member opened with these options shares.
@@ -142,6 +144,7 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
                 &name,
                 path,
                 opts.create_size,
+                opts.file_space,
                 ring,
             )?))
         }

@@ -8,10 +8,14 @@
 //! queue, which the engine's in-flight limits bound.
 //!
 //! Mapping: read/write -> READ(_FIXED)/WRITE(_FIXED) (FUA -> RWF_DSYNC), flush ->
-//! FSYNC(DATASYNC), trim -> FALLOCATE(PUNCH_HOLE | KEEP_SIZE). A trim the file system or
-//! device does not support succeeds as a no-op: trims are advisory, and any error would
-//! make the engine fail the member.
+//! FSYNC(DATASYNC), trim -> FALLOCATE(PUNCH_HOLE | KEEP_SIZE) on a block device and
+//! FALLOCATE(ZERO_RANGE | KEEP_SIZE) on a regular file, whose space must stay allocated
+//! (reserve.rs; XFS passes the discard down, ext4 marks the range unwritten). A trim the
+//! file system or device does not support (tmpfs has no ZERO_RANGE) succeeds as a no-op:
+//! trims are advisory, and any error would make the engine fail the member.
 
+mod reserve;
+pub use reserve::FileSpace;
 pub mod ring;
 
 use std::collections::VecDeque;
@@ -44,6 +48,9 @@ pub struct FileMember {
     smart: Option<SmartMonitor>,
     /// The exclusive lock on the file (see `lock_exclusive`), held while this member lives.
     _lock: Arc<File>,
+    /// A regular file that keeps its space: a trim zeroes its range and keeps it allocated
+    /// (reserve.rs); otherwise a trim punches the range out.
+    regular: bool,
 }
 
 /// The member files this process holds locked, by (device, inode): a second `FileMember`
@@ -122,27 +129,34 @@ fn block_device_size(f: &File) -> io::Result<u64> {
     Ok(size)
 }
 
+/// Creates the missing member file `path`; a missing /dev node is a missing device, never
+/// a file to create.
+fn create_missing(name: &str, path: &Path, size: u64, space: FileSpace) -> Result<(), MemberError> {
+    if path.starts_with("/dev") {
+        return Err(MemberError::new(
+            name,
+            format!("{} does not exist (no such device)", path.display()),
+        ));
+    }
+    reserve::create(path, size, space)
+        .map_err(|e| MemberError::new(name, format!("{} {e}", path.display())))
+}
+
 impl FileMember {
     /// Opens (and with `create_size`, first creates as a sparse file) the member at `path`.
     pub fn open(
         name: &str,
         path: &Path,
         create_size: Option<u64>,
+        space: FileSpace,
         ring: SharedRing,
     ) -> Result<FileMember, MemberError> {
+        let reserved = space == FileSpace::Reserved;
         let err = |what: &str, e: io::Error| {
             MemberError::new(name, format!("{what} {}: {e}", path.display()))
         };
         if let (Some(size), false) = (create_size, path.exists()) {
-            // A missing /dev node is a missing device, never a file to create.
-            if path.starts_with("/dev") {
-                return Err(MemberError::new(
-                    name,
-                    format!("{} does not exist (no such device)", path.display()),
-                ));
-            }
-            let f = File::create_new(path).map_err(|e| err("creating", e))?;
-            f.set_len(size).map_err(|e| err("sizing", e))?;
+            create_missing(name, path, size, space)?;
         }
         let mut notes = Vec::new();
         let file = match open_file(path, true) {
@@ -187,6 +201,13 @@ impl FileMember {
                 ),
             ));
         };
+        let regular = meta.is_file() && reserved;
+        if regular
+            && let Some(note) = reserve::on_open(&file, size).map_err(|e| err("allocating", e))?
+        {
+            tracing::warn!(member = name, "{note}");
+            notes.push(note);
+        }
         let smart = if meta.file_type().is_block_device() {
             SmartMonitor::for_block_device(name, meta.rdev())
         } else {
@@ -205,6 +226,7 @@ impl FileMember {
             notes,
             smart,
             _lock: lock,
+            regular,
         })
     }
 
@@ -282,7 +304,7 @@ impl FileMember {
                 .build(),
             DevOp::Trim { .. } => opcode::Fallocate::new(fd, len)
                 .offset(offset)
-                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .mode(self.trim_mode())
                 .build(),
         };
         let op = Inflight {
@@ -298,6 +320,17 @@ impl FileMember {
         // completion is reaped.
         unsafe { st.push(entry, op) };
         self.in_kernel += 1;
+    }
+
+    /// A reserved regular file's range is zeroed in place (it keeps its space); anything
+    /// else's is punched out.
+    fn trim_mode(&self) -> i32 {
+        let how = if self.regular {
+            libc::FALLOC_FL_ZERO_RANGE
+        } else {
+            libc::FALLOC_FL_PUNCH_HOLE
+        };
+        how | libc::FALLOC_FL_KEEP_SIZE
     }
 
     fn finish(&self, st: &mut RingState, op: &Inflight, res: i32) -> IoResult {
@@ -460,7 +493,8 @@ mod tests {
         let path = dir.path().join("d0.img");
         let waker = Waker::new().unwrap();
         let ring = SharedRing::new(&waker).unwrap();
-        let mut m = FileMember::open("file:d0", &path, Some(256 << 20), ring).unwrap();
+        let mut m =
+            FileMember::open("file:d0", &path, Some(256 << 20), FileSpace::Reserved, ring).unwrap();
         assert_eq!(m.size_bytes(), 256 << 20);
         // More than DEPTH operations at once, of sizes above and below the fixed slot,
         // at disjoint offsets (concurrent writes have no order).
@@ -524,7 +558,9 @@ mod tests {
         let waker = Waker::new().unwrap();
         let ring = SharedRing::new(&waker).unwrap();
         let p = Path::new("/dev/fusionraid-test-no-such-device");
-        let e = FileMember::open("x", p, Some(1 << 20), ring).err().unwrap();
+        let e = FileMember::open("x", p, Some(1 << 20), FileSpace::Reserved, ring)
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("no such device"), "{e}");
         assert!(!p.exists());
     }
@@ -537,6 +573,7 @@ mod tests {
             "file:/nonexistent/x",
             Path::new("/nonexistent/x"),
             None,
+            FileSpace::Reserved,
             ring,
         )
         .err()
@@ -551,7 +588,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let waker = Waker::new().unwrap();
         let ring = SharedRing::new(&waker).unwrap();
-        let m = FileMember::open("f", &dir.path().join("f"), Some(1 << 20), ring).unwrap();
+        let m = FileMember::open(
+            "f",
+            &dir.path().join("f"),
+            Some(1 << 20),
+            FileSpace::Reserved,
+            ring,
+        )
+        .unwrap();
         assert!(m.smart.is_none());
         assert_eq!((m.wear(), m.device_written_bytes()), (None, None));
         assert!(
@@ -573,9 +617,22 @@ mod shared_tests {
         let dir = tempfile::tempdir().unwrap();
         let waker = Waker::new().unwrap();
         let ring = SharedRing::new(&waker).unwrap();
-        let mut a =
-            FileMember::open("a", &dir.path().join("a"), Some(1 << 20), ring.clone()).unwrap();
-        let mut b = FileMember::open("b", &dir.path().join("b"), Some(1 << 20), ring).unwrap();
+        let mut a = FileMember::open(
+            "a",
+            &dir.path().join("a"),
+            Some(1 << 20),
+            FileSpace::Reserved,
+            ring.clone(),
+        )
+        .unwrap();
+        let mut b = FileMember::open(
+            "b",
+            &dir.path().join("b"),
+            Some(1 << 20),
+            FileSpace::Reserved,
+            ring,
+        )
+        .unwrap();
         for i in 0..8u64 {
             let op = |v: u8| DevOp::Write {
                 offset: i * 4096,

@@ -1,0 +1,248 @@
+//! Full file systems and unread output. A pool of `file:` members on one file system used
+//! to take that file system's space only as it wrote: once other files filled it, every
+//! member's next write failed with ENOSPC, every member was failed at once and the pool
+//! stopped serving the data it had acknowledged. Member files now own their space from
+//! `create` on (and keep it through trims), `create` refuses a file system that can not
+//! hold them, and `serve` keeps serving when nobody can read what it prints.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+const T: Duration = Duration::from_secs(300);
+
+/// A tmpfs of its own, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// None where this process may not mount (not root, no mount namespace rights).
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let opt = format!("size={size}");
+        let out = run(
+            "mount",
+            &["-t", "tmpfs", "-o", &opt, "tmpfs", dir.to_str().unwrap()],
+            Duration::from_secs(30),
+        );
+        out.status.success().then(|| Tmpfs(dir.to_path_buf()))
+    }
+
+    fn resize(&self, size: &str) {
+        let opt = format!("remount,size={size}");
+        run(
+            "mount",
+            &["-o", &opt, self.0.to_str().unwrap()],
+            Duration::from_secs(30),
+        )
+        .ok("remount");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = run(
+            "umount",
+            &["-l", self.0.to_str().unwrap()],
+            Duration::from_secs(30),
+        );
+    }
+}
+
+fn fio(uri: &str, name: &str, extra: &[&str]) -> Output {
+    let uri_arg = format!("--uri={uri}");
+    let mut args = vec![
+        "--name",
+        name,
+        "--ioengine=nbd",
+        &uri_arg,
+        "--iodepth=16",
+        "--output-format=json",
+        "--verify_state_save=0",
+    ];
+    args.extend(extra);
+    run("fio", &args, T)
+}
+
+/// Fills the file system holding `dir` with one file until it refuses more.
+fn fill(dir: &Path) {
+    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+    let chunk = vec![0x5au8; 1 << 20];
+    loop {
+        match f.write_all(&chunk).and_then(|()| f.sync_data()) {
+            Ok(()) => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => panic!("filling {}: {e}", dir.display()),
+        }
+    }
+}
+
+#[test]
+fn members_on_a_file_system_that_fills_up_keep_their_space() {
+    if !need(
+        "members_on_a_file_system_that_fills_up_keep_their_space",
+        &["fio", "mount", "umount"],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs_dir = dir.path().join("fs");
+    let Some(fs) = Tmpfs::mount(&fs_dir, "200M") else {
+        skip(
+            "members_on_a_file_system_that_fills_up_keep_their_space",
+            "this process can not mount a tmpfs (not root?)",
+        );
+        return;
+    };
+    let members: Vec<String> = (0..5)
+        .map(|i| format!("\"file:{}/m{i}.img\"", fs_dir.display()))
+        .collect();
+    let pool = pool_file(
+        dir.path(),
+        &format!(
+            "name = \"full\"\nmembers = [{}]\nmember_size = \"64M\"\n{}",
+            members.join(", "),
+            volume("v", "raid5", 4, "128M", false)
+        ),
+    );
+    let create = || {
+        run(
+            BIN,
+            &["create", pool.to_str().unwrap()],
+            Duration::from_secs(60),
+        )
+    };
+    // Five members of 64 MiB do not fit in 200 MiB: refused, and no member file is left.
+    let out = create();
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(out.stderr.contains("does not fit"), "{}", out.stderr);
+    let left: Vec<_> = std::fs::read_dir(&fs_dir).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+    // Room for them: each member file is allocated in full.
+    fs.resize("400M");
+    create().ok("create");
+    for i in 0..5 {
+        let m = std::fs::metadata(fs_dir.join(format!("m{i}.img"))).unwrap();
+        assert!(m.blocks() * 512 >= 64 << 20, "member {i}: {m:?}");
+    }
+    let s = Serve::start(&pool, &[]);
+    // Someone else takes every byte left.
+    fill(&fs_dir);
+    let trimmed = |s: &Serve| -> u64 {
+        let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+        j["snapshot"]["members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .map(|m| m["bytes_trimmed"].as_u64().expect("bytes_trimmed"))
+            .sum()
+    };
+    let trimmed_before = trimmed(&s);
+    let uri = s.uri("v");
+    // The whole volume written and checked, half of it discarded (the members punch those
+    // ranges out and allocate them again), then written and checked again.
+    for (name, extra) in [
+        (
+            "write",
+            &["--rw=randwrite", "--bs=16k", "--verify=crc32c"][..],
+        ),
+        ("trim", &["--rw=trim", "--bs=1M", "--size=64M"][..]),
+        (
+            "rewrite",
+            &["--rw=randwrite", "--bs=4k", "--verify=crc32c"][..],
+        ),
+    ] {
+        let out = fio(&uri, name, extra).ok(name);
+        assert_eq!(fio_error(&out), 0, "{name}: {}", out.stdout);
+    }
+    let text = s.status_text(false);
+    assert!(text.contains("state: ONLINE"), "{text}");
+    let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+    let c = &j["snapshot"]["counters"];
+    assert_eq!(c["disk_failures"].as_u64(), Some(0), "{c}");
+    assert!(
+        trimmed(&s) > trimmed_before,
+        "no trim reached the members while their file system was full"
+    );
+    for i in 0..5 {
+        let m = std::fs::metadata(fs_dir.join(format!("m{i}.img"))).unwrap();
+        assert!(
+            m.blocks() * 512 >= 64 << 20,
+            "member {i} lost its space to trims: {m:?}"
+        );
+    }
+    s.stop();
+}
+
+/// `serve` whose stdout reader went away and whose stderr is a full device still serves,
+/// logs state changes (to nowhere) and stops cleanly: printing used to panic, and a panic
+/// stops `serve`.
+#[test]
+fn serve_keeps_serving_when_nobody_reads_its_output() {
+    if !need("serve_keeps_serving_when_nobody_reads_its_output", &["fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pool = mem_pool(
+        dir.path(),
+        5,
+        "128M",
+        &volume("v", "raid5", 4, "128M", false),
+    );
+    let sock = dir.path().join("nbd.sock");
+    let status = dir.path().join("status.sock");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .arg(&pool)
+        .args(["--unix", sock.to_str().unwrap()])
+        .args(["--status", status.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        );
+    let mut guard = Guard::spawn(cmd, "fusionraid serve");
+    let out = guard.child.stdout.take().expect("piped");
+    let mut lines = BufReader::new(out).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l == "ready")),
+        "serve ended before it was ready"
+    );
+    // The reader leaves.
+    drop(lines);
+    let uri = format!("nbd+unix:///v?socket={}", sock.display());
+    let sock_arg = status.to_str().unwrap();
+    // A member failure is logged and announced; the writes go on degraded.
+    run(
+        BIN,
+        &["fail", "--socket", sock_arg, "2"],
+        Duration::from_secs(30),
+    )
+    .ok("fail");
+    let out = fio(
+        &uri,
+        "write",
+        &["--rw=randwrite", "--bs=4k", "--size=32M", "--verify=crc32c"],
+    )
+    .ok("fio");
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
+    assert!(guard.is_running(), "serve stopped");
+    let text = run(
+        BIN,
+        &["status", "--socket", sock_arg],
+        Duration::from_secs(30),
+    )
+    .ok("status")
+    .stdout;
+    assert!(text.contains("DEGRADED"), "{text}");
+    let st = guard.stop(Duration::from_secs(30)).expect("serve stops");
+    assert!(st.success(), "{st:?}");
+}
