@@ -4,6 +4,7 @@
 //! Without a pool file it serves the demo pool (see `demo.rs`), creating it on first use.
 
 use crate::console::{say, tell};
+use fusionraid_core::meta::recover::human_bytes;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -151,11 +152,47 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// whose files are missing is new, so those are formatted now; any other is assembled from
 /// its members.
 fn open_pool(file: &PoolFile, base: &Path, demo_fresh: bool, io: &Io) -> anyhow::Result<Pool> {
+    if let Some(w) = memory_overcommit(file) {
+        tell!("warning: {w}");
+    }
     if file.is_ephemeral() || demo_fresh {
         create(file, base, demo_fresh, io)
     } else {
         assemble(file, base, io)
     }
+}
+
+/// `mem:` members take memory only as they are written (like `nbdkit memory`), so a pool
+/// larger than the machine's memory starts; writing more than fits ends with the process
+/// killed and every member lost. Said once at start.
+fn memory_overcommit(file: &PoolFile) -> Option<String> {
+    let mem: u64 = file
+        .specs()
+        .ok()?
+        .iter()
+        .map(|s| match s {
+            fusionraid_io::MemberSpec::Mem { size, .. } => *size,
+            _ => 0,
+        })
+        .sum();
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?
+        * 1024;
+    (mem > total).then(|| {
+        format!(
+            "the mem: members hold up to {} in all, more than this machine's {} of memory: \
+             writing more than fits ends with the process killed and every member lost",
+            human_bytes(mem),
+            human_bytes(total)
+        )
+    })
 }
 
 /// Starts the engine's loop on the members; a journaled pool serves only once its first

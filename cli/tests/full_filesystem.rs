@@ -246,3 +246,38 @@ fn serve_keeps_serving_when_nobody_reads_its_output() {
     let st = guard.stop(Duration::from_secs(30)).expect("serve stops");
     assert!(st.success(), "{st:?}");
 }
+
+/// In-memory members take memory as they are written: a pool larger than the machine's
+/// memory starts (as `nbdkit memory` does) but says that filling it would get the process
+/// killed.
+#[test]
+fn in_memory_members_larger_than_memory_are_warned_about() {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let kb = m.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+            kb.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
+        })
+        .expect("MemTotal in /proc/meminfo")
+        * 1024;
+    let member = (total / 4 / (1 << 30) + 1) << 30;
+    let dir = tempfile::tempdir().unwrap();
+    let big = mem_pool(
+        dir.path(),
+        5,
+        &member.to_string(),
+        &volume("v", "raid5", 4, "256M", false),
+    );
+    let err = Serve::start(&big, &[]).stop();
+    assert!(err.contains("more than this machine's"), "{err}");
+    // Members that fit say nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let small = mem_pool(
+        dir.path(),
+        5,
+        "128M",
+        &volume("v", "raid5", 4, "256M", false),
+    );
+    let err = Serve::start(&small, &[]).stop();
+    assert!(!err.contains("more than this machine's"), "{err}");
+}
