@@ -1,5 +1,5 @@
 //! The default pool `fusionraid serve` builds when given no pool file: seven emulated
-//! consumer SSDs (sparse files in ./fusionraid-demo/, each behind the `consumer` SSD model,
+//! consumer SSDs (sparse files, `file_space = "thin"`, in ./fusionraid-demo/, each behind the `consumer` SSD model,
 //! whose buffer-flush and GC stalls make latency spikes visible on any machine) holding a
 //! 4+1 RAID5 volume open to any client (byte-granular, so nbdfuse works) and a 4+2 RAID6.
 
@@ -20,6 +20,9 @@ fn pool_toml() -> String {
 name = "demo"
 members = [{}]
 member_size = "2G"
+# Sparse member files, so the demo runs on a machine with little free disk; a real pool
+# keeps the default "reserved": member files allocated in full, never refused a write.
+file_space = "thin"
 block_size = "64K"
 layout = "mols"
 scheme = "fusionraid"
