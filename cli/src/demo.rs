@@ -1,7 +1,8 @@
 //! The default pool `fusionraid serve` builds when given no pool file: seven emulated
-//! consumer SSDs (sparse files, `file_space = "thin"`, in ./fusionraid-demo/, each behind the `consumer` SSD model,
-//! whose buffer-flush and GC stalls make latency spikes visible on any machine) holding a
-//! 4+1 RAID5 volume open to any client (byte-granular, so nbdfuse works) and a 4+2 RAID6.
+//! consumer SSDs (sparse files, `file_space = "thin"`, in ./fusionraid-demo/, each behind
+//! the `consumer` SSD model, whose buffer-flush and GC stalls make latency spikes visible on
+//! any machine) holding a 4+1 RAID5 volume open to any client (byte-granular, so nbdfuse
+//! works) and a 4+2 RAID6.
 
 use std::path::{Path, PathBuf};
 
