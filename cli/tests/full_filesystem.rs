@@ -10,7 +10,6 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -194,21 +193,13 @@ fn serve_keeps_serving_when_nobody_reads_its_output() {
         "128M",
         &volume("v", "raid5", 4, "128M", false),
     );
-    let sock = dir.path().join("nbd.sock");
-    let status = dir.path().join("status.sock");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("serve")
-        .arg(&pool)
-        .args(["--unix", sock.to_str().unwrap()])
-        .args(["--status", status.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(
-            std::fs::File::options()
-                .write(true)
-                .open("/dev/full")
-                .unwrap(),
-        );
+    let (mut cmd, sock, status) = Serve::command(&pool, &[]);
+    cmd.stderr(
+        std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap(),
+    );
     let mut guard = Guard::spawn(cmd, "fusionraid serve");
     let out = guard.child.stdout.take().expect("piped");
     let mut lines = BufReader::new(out).lines();

@@ -195,7 +195,9 @@ pub struct Serve {
 
 impl Serve {
     /// Starts `fusionraid serve POOL [extra...]` and waits until it prints "ready".
-    pub fn start(pool: &Path, extra: &[&str]) -> Serve {
+    /// The `serve` command for `pool` (sockets next to the pool file, stdin closed, stdout
+    /// piped) and its NBD and status sockets.
+    pub fn command(pool: &Path, extra: &[&str]) -> (Command, PathBuf, PathBuf) {
         let dir = pool.parent().expect("pool file in a directory");
         let sock = dir.join("nbd.sock");
         let status = dir.join("status.sock");
@@ -206,8 +208,13 @@ impl Serve {
             .args(["--status", status.to_str().unwrap()])
             .args(extra)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stdout(Stdio::piped());
+        (cmd, sock, status)
+    }
+
+    pub fn start(pool: &Path, extra: &[&str]) -> Serve {
+        let (mut cmd, sock, status) = Serve::command(pool, extra);
+        cmd.stderr(Stdio::piped());
         let mut guard = Guard::spawn(cmd, "fusionraid serve");
         let (ready_tx, ready_rx) = mpsc::channel();
         let out = guard.child.stdout.take().expect("piped");
