@@ -9,7 +9,7 @@
 //!
 //! Mapping: read/write -> READ(_FIXED)/WRITE(_FIXED) (FUA -> RWF_DSYNC), flush ->
 //! FSYNC(DATASYNC), trim -> FALLOCATE(PUNCH_HOLE | KEEP_SIZE) on a block device and
-//! FALLOCATE(ZERO_RANGE | KEEP_SIZE) on a regular file, whose space must stay allocated
+//! FALLOCATE(ZERO_RANGE | KEEP_SIZE) on a reserved regular file, whose space must stay allocated
 //! (reserve.rs; XFS passes the discard down, ext4 marks the range unwritten). A trim the
 //! file system or device does not support (tmpfs has no ZERO_RANGE) succeeds as a no-op:
 //! trims are advisory, and any error would make the engine fail the member.
@@ -48,9 +48,9 @@ pub struct FileMember {
     smart: Option<SmartMonitor>,
     /// The exclusive lock on the file (see `lock_exclusive`), held while this member lives.
     _lock: Arc<File>,
-    /// A regular file that keeps its space: a trim zeroes its range and keeps it allocated
-    /// (reserve.rs); otherwise a trim punches the range out.
-    regular: bool,
+    /// A regular file that keeps its space (`FileSpace::Reserved`): a trim zeroes its range
+    /// and keeps it allocated (reserve.rs); otherwise a trim punches the range out.
+    keeps_space: bool,
 }
 
 /// The member files this process holds locked, by (device, inode): a second `FileMember`
@@ -143,7 +143,8 @@ fn create_missing(name: &str, path: &Path, size: u64, space: FileSpace) -> Resul
 }
 
 impl FileMember {
-    /// Opens (and with `create_size`, first creates as a sparse file) the member at `path`.
+    /// Opens (and with `create_size`, first creates, allocated as `space` says) the member
+    /// at `path`.
     pub fn open(
         name: &str,
         path: &Path,
@@ -201,8 +202,8 @@ impl FileMember {
                 ),
             ));
         };
-        let regular = meta.is_file() && reserved;
-        if regular
+        let keeps_space = meta.is_file() && reserved;
+        if keeps_space
             && let Some(note) = reserve::on_open(&file, size).map_err(|e| err("allocating", e))?
         {
             tracing::warn!(member = name, "{note}");
@@ -226,7 +227,7 @@ impl FileMember {
             notes,
             smart,
             _lock: lock,
-            regular,
+            keeps_space,
         })
     }
 
@@ -325,7 +326,7 @@ impl FileMember {
     /// A reserved regular file's range is zeroed in place (it keeps its space); anything
     /// else's is punched out.
     fn trim_mode(&self) -> i32 {
-        let how = if self.regular {
+        let how = if self.keeps_space {
             libc::FALLOC_FL_ZERO_RANGE
         } else {
             libc::FALLOC_FL_PUNCH_HOLE
