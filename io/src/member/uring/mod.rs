@@ -8,11 +8,11 @@
 //! queue, which the engine's in-flight limits bound.
 //!
 //! Mapping: read/write -> READ(_FIXED)/WRITE(_FIXED) (FUA -> RWF_DSYNC), flush ->
-//! FSYNC(DATASYNC), trim -> FALLOCATE(PUNCH_HOLE | KEEP_SIZE) on a block device and
-//! FALLOCATE(ZERO_RANGE | KEEP_SIZE) on a reserved regular file, whose space must stay allocated
-//! (reserve.rs; XFS passes the discard down, ext4 marks the range unwritten). A trim the
-//! file system or device does not support (tmpfs has no ZERO_RANGE) succeeds as a no-op:
-//! trims are advisory, and any error would make the engine fail the member.
+//! FSYNC(DATASYNC), trim -> FALLOCATE(ZERO_RANGE | KEEP_SIZE) on a reserved regular file,
+//! whose space must stay allocated (reserve.rs; XFS passes the discard down, ext4 marks the
+//! range unwritten), FALLOCATE(PUNCH_HOLE | KEEP_SIZE) on a thin file or a block device. A
+//! trim the file system or device does not support (tmpfs has no ZERO_RANGE) succeeds as a
+//! no-op: trims are advisory, and any error would make the engine fail the member.
 
 mod reserve;
 pub use reserve::FileSpace;
