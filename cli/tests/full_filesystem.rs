@@ -178,6 +178,50 @@ fn members_on_a_file_system_that_fills_up_keep_their_space() {
     s.stop();
 }
 
+/// The trade-off `file_space = "thin"` makes: sparse members on a file system that fills up
+/// are failed when it refuses their writes, and the log says why and what to do.
+#[test]
+fn thin_members_on_a_full_file_system_fail_and_say_why() {
+    let name = "thin_members_on_a_full_file_system_fail_and_say_why";
+    if !need(name, &["fio", "mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs_dir = dir.path().join("fs");
+    let Some(_fs) = Tmpfs::mount(&fs_dir, "200M") else {
+        skip(name, "this process can not mount a tmpfs (not root?)");
+        return;
+    };
+    let members: Vec<String> = (0..5)
+        .map(|i| format!("\"file:{}/m{i}.img\"", fs_dir.display()))
+        .collect();
+    let pool = pool_file(
+        dir.path(),
+        &format!(
+            "name = \"thin\"\nmembers = [{}]\nmember_size = \"64M\"\nfile_space = \"thin\"\n{}",
+            members.join(", "),
+            volume("v", "raid5", 4, "128M", false)
+        ),
+    );
+    // Thin members fit anywhere at first: 320 MiB of files on 200 MiB.
+    run(BIN, &["create", pool.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&pool, &[]);
+    fill(&fs_dir);
+    let out = fio(
+        &s.uri("v"),
+        "write",
+        &["--rw=write", "--bs=1M", "--size=128M"],
+    );
+    assert_ne!(fio_error(&out), 0, "every write was taken: {}", out.stdout);
+    let text = s.status_text(false);
+    assert!(text.contains("failed"), "{text}");
+    let err = s.stop();
+    assert!(
+        err.contains("its file system is full") && err.contains("fusionraid replace"),
+        "{err}"
+    );
+}
+
 /// `serve` whose stdout reader went away and whose stderr is a full device still serves,
 /// logs state changes (to nowhere) and stops cleanly: printing used to panic, and a panic
 /// stops `serve`.

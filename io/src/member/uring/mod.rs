@@ -129,6 +129,12 @@ fn block_device_size(f: &File) -> io::Result<u64> {
     Ok(size)
 }
 
+/// What a member whose file system refused a write needs: the member holds what it held,
+/// so once there is room it can go back in place.
+const FULL_HINT: &str = ": its file system is full; make room there, then put the member \
+                         back with `fusionraid replace N` and its own spec (member files kept \
+                         with file_space = \"reserved\", the default, are never refused)";
+
 /// Creates the missing member file `path`; a missing /dev node is a missing device, never
 /// a file to create.
 fn create_missing(name: &str, path: &Path, size: u64, space: FileSpace) -> Result<(), MemberError> {
@@ -349,7 +355,9 @@ impl FileMember {
                 } else {
                     "write"
                 };
-                if res < 0 {
+                if res < 0 && [libc::ENOSPC, libc::EDQUOT].contains(&-res) {
+                    Err(err(what, format!("{}{}", os(res), FULL_HINT)))
+                } else if res < 0 {
                     Err(err(what, os(res)))
                 } else if res as usize != op.len {
                     Err(err(what, short_transfer(op.kind, res as usize, op.len)))
