@@ -129,11 +129,10 @@ fn block_device_size(f: &File) -> io::Result<u64> {
     Ok(size)
 }
 
-/// What a member whose file system refused a write needs: the member holds what it held,
-/// so once there is room it can go back in place.
-const FULL_HINT: &str = ": its file system is full; make room there, then put the member \
-                         back with `fusionraid replace N` and its own spec (member files kept \
-                         with file_space = \"reserved\", the default, are never refused)";
+/// Why a member whose file system refused a write failed, and how to keep it from
+/// happening (a thin member, or a file system that can not preallocate).
+const FULL_HINT: &str = ": its file system is full (member files kept with file_space = \
+                         \"reserved\", the default, are allocated in full and never refused)";
 
 /// Creates the missing member file `path`; a missing /dev node is a missing device, never
 /// a file to create.
