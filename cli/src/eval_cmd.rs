@@ -269,17 +269,13 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string());
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-    });
+    let mem = crate::host::memory_bytes();
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     let mut m = format!("{cpu}, {cpus} logical CPUs");
-    if let Some(kib) = mem {
-        m.push_str(&format!(", {:.0} GiB", kib as f64 / 1048576.0));
+    if let Some(bytes) = mem {
+        m.push_str(&format!(", {:.0} GiB", bytes as f64 / (1u64 << 30) as f64));
     }
     if !kernel.is_empty() {
         m.push_str(&format!(", Linux {kernel}"));

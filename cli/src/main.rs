@@ -20,6 +20,7 @@ mod demo;
 mod eval_cmd;
 #[cfg(test)]
 mod fuzz_util;
+mod host;
 mod listen_check;
 mod metadata;
 mod metrics;

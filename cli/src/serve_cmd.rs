@@ -175,16 +175,7 @@ fn memory_overcommit(file: &PoolFile) -> Option<String> {
             _ => 0,
         })
         .sum();
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse::<u64>()
-        .ok()?
-        * 1024;
+    let total = crate::host::memory_bytes()?;
     (mem > total).then(|| {
         format!(
             "the mem: members hold up to {} in all, more than this machine's {} of memory: \

@@ -54,18 +54,7 @@ impl Drop for Tmpfs {
 }
 
 fn fio(uri: &str, name: &str, extra: &[&str]) -> Output {
-    let uri_arg = format!("--uri={uri}");
-    let mut args = vec![
-        "--name",
-        name,
-        "--ioengine=nbd",
-        &uri_arg,
-        "--iodepth=16",
-        "--output-format=json",
-        "--verify_state_save=0",
-    ];
-    args.extend(extra);
-    run("fio", &args, T)
+    fio_nbd(uri, name, extra, T)
 }
 
 /// Fills the file system holding `dir` with one file until it refuses more.
@@ -81,6 +70,29 @@ fn fill(dir: &Path) {
     }
 }
 
+/// A 200 MiB tmpfs under `dir` (`fs/`) and, next to it, the pool file of five `file:`
+/// members of 64 MiB on it (320 MiB in all), `top` lines, and one RAID5 volume of 128 MiB.
+/// None (the test skipped) where this process can not mount.
+fn pool_on_tmpfs(dir: &Path, test: &str, top: &str) -> Option<(Tmpfs, PathBuf, PathBuf)> {
+    let fs_dir = dir.join("fs");
+    let Some(fs) = Tmpfs::mount(&fs_dir, "200M") else {
+        skip(test, "this process can not mount a tmpfs (not root?)");
+        return None;
+    };
+    let members: Vec<String> = (0..5)
+        .map(|i| format!("\"file:{}/m{i}.img\"", fs_dir.display()))
+        .collect();
+    let pool = pool_file(
+        dir,
+        &format!(
+            "name = \"full\"\nmembers = [{}]\nmember_size = \"64M\"\n{top}{}",
+            members.join(", "),
+            volume("v", "raid5", 4, "128M", false)
+        ),
+    );
+    Some((fs, fs_dir, pool))
+}
+
 #[test]
 fn members_on_a_file_system_that_fills_up_keep_their_space() {
     if !need(
@@ -90,25 +102,13 @@ fn members_on_a_file_system_that_fills_up_keep_their_space() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let fs_dir = dir.path().join("fs");
-    let Some(fs) = Tmpfs::mount(&fs_dir, "200M") else {
-        skip(
-            "members_on_a_file_system_that_fills_up_keep_their_space",
-            "this process can not mount a tmpfs (not root?)",
-        );
+    let Some((fs, fs_dir, pool)) = pool_on_tmpfs(
+        dir.path(),
+        "members_on_a_file_system_that_fills_up_keep_their_space",
+        "",
+    ) else {
         return;
     };
-    let members: Vec<String> = (0..5)
-        .map(|i| format!("\"file:{}/m{i}.img\"", fs_dir.display()))
-        .collect();
-    let pool = pool_file(
-        dir.path(),
-        &format!(
-            "name = \"full\"\nmembers = [{}]\nmember_size = \"64M\"\n{}",
-            members.join(", "),
-            volume("v", "raid5", 4, "128M", false)
-        ),
-    );
     let create = || {
         run(
             BIN,
@@ -188,22 +188,10 @@ fn thin_members_on_a_full_file_system_fail_and_say_why() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let fs_dir = dir.path().join("fs");
-    let Some(_fs) = Tmpfs::mount(&fs_dir, "200M") else {
-        skip(name, "this process can not mount a tmpfs (not root?)");
+    let Some((_fs, fs_dir, pool)) = pool_on_tmpfs(dir.path(), name, "file_space = \"thin\"\n")
+    else {
         return;
     };
-    let members: Vec<String> = (0..5)
-        .map(|i| format!("\"file:{}/m{i}.img\"", fs_dir.display()))
-        .collect();
-    let pool = pool_file(
-        dir.path(),
-        &format!(
-            "name = \"thin\"\nmembers = [{}]\nmember_size = \"64M\"\nfile_space = \"thin\"\n{}",
-            members.join(", "),
-            volume("v", "raid5", 4, "128M", false)
-        ),
-    );
     // Thin members fit anywhere at first: 320 MiB of files on 200 MiB.
     run(BIN, &["create", pool.to_str().unwrap()], T).ok("create");
     let s = Serve::start(&pool, &[]);

@@ -64,23 +64,14 @@ fn nbdinfo_reports_size_and_flags() {
 }
 
 fn fio(uri: &str, name: &str, extra: &[&str]) -> Output {
-    let uri_arg = format!("--uri={uri}");
     let mut args = vec![
-        "--name",
-        name,
-        "--ioengine=nbd",
-        &uri_arg,
         "--size=48M",
         "--verify=crc32c",
         "--verify_fatal=1",
         "--do_verify=1",
-        "--iodepth=16",
-        "--output-format=json",
-        // fio would otherwise leave verify state files in the working directory.
-        "--verify_state_save=0",
     ];
     args.extend(extra);
-    run("fio", &args, T)
+    fio_nbd(uri, name, &args, T)
 }
 
 #[test]

@@ -340,6 +340,23 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// fio on an NBD export at queue depth 16, JSON output, no verify state files left in the
+/// working directory; `extra` says the rest of the job.
+pub fn fio_nbd(uri: &str, name: &str, extra: &[&str], timeout: Duration) -> Output {
+    let uri_arg = format!("--uri={uri}");
+    let mut args = vec![
+        "--name",
+        name,
+        "--ioengine=nbd",
+        &uri_arg,
+        "--iodepth=16",
+        "--output-format=json",
+        "--verify_state_save=0",
+    ];
+    args.extend(extra);
+    run("fio", &args, timeout)
+}
+
 /// The error code of fio's first job in its JSON output (0: every I/O succeeded; u64::MAX
 /// when it has none). The nbd engine prints a line of its own before the JSON document.
 pub fn fio_error(out: &Output) -> u64 {
