@@ -18,13 +18,19 @@ fn backpressure_bounds_requests_in_flight() {
     let f = Fixture::new(backend.clone(), config);
     let (mut tx, mut rx) = f.client("disk").split();
     let total = 300;
-    for i in 0..total {
-        tx.send(&CommandKind::Read {
-            offset: (i % 256) * 4096,
-            len: 4096,
-        })
-        .unwrap();
-    }
+    // From a thread: once the server stops reading, the socket's send buffer (charged per
+    // write, not per byte) can fill before all 300 requests are in it, and the sender
+    // blocks until replies free slots; sent from the test's own thread, that hung the test.
+    let sender = std::thread::spawn(move || {
+        for i in 0..total {
+            tx.send(&CommandKind::Read {
+                offset: (i % 256) * 4096,
+                len: 4096,
+            })
+            .unwrap();
+        }
+        tx
+    });
     assert_eq!(backend.wait_queued(16, TIMEOUT), 16);
     // Give the server every chance to (wrongly) admit more.
     std::thread::sleep(Duration::from_millis(300));
@@ -56,7 +62,7 @@ fn backpressure_bounds_requests_in_flight() {
     }
     receiver.join().unwrap();
     assert_eq!(backend.peak.load(std::sync::atomic::Ordering::SeqCst), 16);
-    tx.disconnect().unwrap();
+    sender.join().unwrap().disconnect().unwrap();
 }
 
 #[test]
