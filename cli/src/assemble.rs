@@ -50,6 +50,7 @@ impl Io {
                 None
             },
             file_space: pool.file_space,
+            no_space_wait: pool.no_space_wait_s * 1_000_000_000,
             base_dir: Some(base.to_path_buf()),
             uring: self.uring.clone(),
         }

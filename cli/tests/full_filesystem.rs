@@ -3,7 +3,8 @@
 //! member's next write failed with ENOSPC, every member was failed at once and the pool
 //! stopped serving the data it had acknowledged. Member files now own their space from
 //! `create` on (and keep it through trims), `create` refuses a file system that can not
-//! hold them, and `serve` keeps serving when nobody can read what it prints.
+//! hold them, thin members' refused writes wait for room (`no_space_wait_s`) instead of
+//! failing them, and `serve` keeps serving when nobody can read what it prints.
 
 mod common;
 
@@ -178,18 +179,18 @@ fn members_on_a_file_system_that_fills_up_keep_their_space() {
     s.stop();
 }
 
-/// The trade-off `file_space = "thin"` makes: sparse members on a file system that fills up
-/// are failed when it refuses their writes (all of them at once, here), and the log says
-/// why.
+/// The trade-off `file_space = "thin"` makes: sparse members on a file system that stays
+/// full are failed once their refused writes have waited out `no_space_wait_s` (all of
+/// them at once, here), and the log says why.
 #[test]
-fn thin_members_on_a_full_file_system_fail_and_say_why() {
-    let name = "thin_members_on_a_full_file_system_fail_and_say_why";
+fn thin_members_on_a_file_system_that_stays_full_fail_and_say_why() {
+    let name = "thin_members_on_a_file_system_that_stays_full_fail_and_say_why";
     if !need(name, &["fio", "mount", "umount"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some((_fs, fs_dir, pool)) = pool_on_tmpfs(dir.path(), name, "file_space = \"thin\"\n")
-    else {
+    let top = "file_space = \"thin\"\nno_space_wait_s = 1\n";
+    let Some((_fs, fs_dir, pool)) = pool_on_tmpfs(dir.path(), name, top) else {
         return;
     };
     // Thin members fit anywhere at first: 320 MiB of files on 200 MiB.
@@ -206,9 +207,75 @@ fn thin_members_on_a_full_file_system_fail_and_say_why() {
     assert!(text.contains("failed"), "{text}");
     let err = s.stop();
     assert!(
-        err.contains("its file system is full") && err.contains("file_space"),
+        err.contains("its file system stayed full for 1 s") && err.contains("file_space"),
         "{err}"
     );
+}
+
+/// Thin members on a file system that fills up: the writes it refuses are held, status
+/// says so, and once room is made they go through. Nothing fails, nothing is lost.
+#[test]
+fn thin_members_wait_for_room_on_a_full_file_system() {
+    let name = "thin_members_wait_for_room_on_a_full_file_system";
+    if !need(name, &["fio", "mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_fs, fs_dir, pool)) = pool_on_tmpfs(dir.path(), name, "file_space = \"thin\"\n")
+    else {
+        return;
+    };
+    run(BIN, &["create", pool.to_str().unwrap()], T).ok("create");
+    let s = Serve::start(&pool, &[]);
+    // Acknowledged before the file system fills: must read back at the end.
+    let before = ["--rw=write", "--bs=1M", "--size=32M", "--verify=crc32c"];
+    let out = fio(&s.uri("v"), "before", &before).ok("before");
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
+    fill(&fs_dir);
+    let uri = s.uri("v");
+    let writer = std::thread::spawn(move || {
+        let w = [
+            "--rw=write",
+            "--bs=1M",
+            "--offset=32M",
+            "--size=96M",
+            "--verify=crc32c",
+        ];
+        fio(&uri, "write", &w)
+    });
+    // The writes wait: status says why, and no member has failed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let text = s.status_text(false);
+        if text.contains("its file system is full") {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && !writer.is_finished(),
+            "no write was held: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(held.contains("state: ONLINE"), "{held}");
+    // Room is made: the held writes go through.
+    std::fs::remove_file(fs_dir.join("filler")).unwrap();
+    let out = writer.join().unwrap().ok("write");
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
+    let out = fio(
+        &s.uri("v"),
+        "before",
+        &[&before[..], &["--verify_only"]].concat(),
+    )
+    .ok("verify");
+    assert_eq!(fio_error(&out), 0, "{}", out.stdout);
+    let text = s.status_text(false);
+    assert!(text.contains("state: ONLINE"), "{text}");
+    assert!(!text.contains("its file system is full"), "{text}");
+    let j: serde_json::Value = serde_json::from_str(&s.status_text(true)).unwrap();
+    let c = &j["snapshot"]["counters"];
+    assert_eq!(c["disk_failures"].as_u64(), Some(0), "{c}");
+    let err = s.stop();
+    assert!(err.contains("has room again"), "{err}");
 }
 
 /// `serve` whose stdout reader went away and whose stderr is a full device still serves,

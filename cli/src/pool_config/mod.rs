@@ -94,6 +94,14 @@ pub struct PoolFile {
     /// space as the pool writes and gives trimmed ranges back (punched holes).
     #[serde(default, skip_serializing_if = "is_reserved")]
     pub file_space: fusionraid_io::member::uring::FileSpace,
+    /// Seconds a `file:` member's write that its file system refuses for space (a thin
+    /// file, a thin-provisioned device) is held and tried again before the member fails:
+    /// room made in that time loses nothing (0 fails the member at once).
+    #[serde(
+        default = "default_no_space_wait_s",
+        skip_serializing_if = "is_default_no_space_wait_s"
+    )]
+    pub no_space_wait_s: u64,
     #[serde(default = "default_block")]
     pub block_size: Size,
     /// None: as much as the metadata needs (`resolved_data_offset`); `create` stores the
@@ -192,6 +200,12 @@ fn default_scheme() -> String {
 pub const DEFAULT_GATHER_US: u64 = 1000;
 fn is_reserved(s: &fusionraid_io::member::uring::FileSpace) -> bool {
     *s == fusionraid_io::member::uring::FileSpace::Reserved
+}
+fn default_no_space_wait_s() -> u64 {
+    fusionraid_io::member::uring::DEFAULT_NO_SPACE_WAIT_NS / 1_000_000_000
+}
+fn is_default_no_space_wait_s(s: &u64) -> bool {
+    *s == default_no_space_wait_s()
 }
 fn default_gather_us() -> u64 {
     DEFAULT_GATHER_US
@@ -592,6 +606,13 @@ impl PoolFile {
         }
         if m.commit_interval_ms == 0 || m.commit_interval_ms > 60_000 {
             bail!("`metadata.commit_interval_ms` must be between 1 and 60000");
+        }
+        if self.no_space_wait_s > 86_400 {
+            bail!(
+                "`no_space_wait_s`: {} s is more than a day; a write held that long is a \
+                 client timing out, not a member waiting for room",
+                self.no_space_wait_s
+            );
         }
         let reserved = self.data_offset.map_or(min_off, |o| o.0);
         if let Some(m) = self.member_size

@@ -397,3 +397,18 @@ fn file_space_is_reserved_or_thin() {
     let e = format!("{:#}", with("file_space = \"thick\"").unwrap_err());
     assert!(e.contains("file_space") || e.contains("thick"), "{e}");
 }
+
+/// `no_space_wait_s`: 60 s unless set, left out of the stored text at its default, and
+/// bounded so a typo is not a write held for days.
+#[test]
+fn no_space_wait_defaults_to_a_minute_and_is_bounded() {
+    let with = |line: &str| PoolFile::parse(&format!("{line}\n{GOOD}"));
+    let default = PoolFile::parse(GOOD).unwrap();
+    assert_eq!(default.no_space_wait_s, 60);
+    assert!(!default.to_toml().contains("no_space_wait_s"));
+    let zero = with("no_space_wait_s = 0").unwrap();
+    assert_eq!(zero.no_space_wait_s, 0);
+    assert!(zero.to_toml().contains("no_space_wait_s = 0"));
+    let e = format!("{:#}", with("no_space_wait_s = 100000").unwrap_err());
+    assert!(e.contains("no_space_wait_s"), "{e}");
+}

@@ -116,6 +116,9 @@ pub struct OpenOptions {
     pub create_size: Option<u64>,
     /// Whether `file:` members that are regular files keep their space allocated.
     pub file_space: uring::FileSpace,
+    /// How long a `file:` member's write its file system refuses for space (a thin file,
+    /// a thin-provisioned device) is tried again before the member fails.
+    pub no_space_wait: Nanos,
     /// Resolve relative `file:` paths against this directory.
     pub base_dir: Option<PathBuf>,
     /// The io_uring every `file:` member opened with these options shares.
@@ -140,13 +143,10 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
                     format!("io_uring setup failed (is io_uring enabled?): {e}"),
                 )
             })?;
-            Ok(Box::new(uring::FileMember::open(
-                &name,
-                path,
-                opts.create_size,
-                opts.file_space,
-                ring,
-            )?))
+            let mut m =
+                uring::FileMember::open(&name, path, opts.create_size, opts.file_space, ring)?;
+            m.set_no_space_wait(opts.no_space_wait);
+            Ok(Box::new(m))
         }
         MemberSpec::Emu {
             preset,

@@ -12,9 +12,12 @@
 //! whose space must stay allocated (reserve.rs; XFS passes the discard down, ext4 marks the
 //! range unwritten), FALLOCATE(PUNCH_HOLE | KEEP_SIZE) on a thin file or a block device. A
 //! trim the file system or device does not support (tmpfs has no ZERO_RANGE) succeeds as a
-//! no-op: trims are advisory, and any error would make the engine fail the member.
+//! no-op: trims are advisory, and any error would make the engine fail the member. A write
+//! the file system refuses for space is held and tried again (full.rs).
 
+mod full;
 mod reserve;
+pub use full::DEFAULT_PATIENCE_NS as DEFAULT_NO_SPACE_WAIT_NS;
 pub use reserve::FileSpace;
 pub mod ring;
 
@@ -41,7 +44,9 @@ pub struct FileMember {
     ring: SharedRing,
     id: u32,
     in_kernel: usize,
-    waiting: VecDeque<(u64, DevOp)>,
+    waiting: VecDeque<Queued>,
+    /// Writes the file system refused for space, waiting to be tried again.
+    no_space: full::NoSpace,
     ready: Vec<Completion>,
     notes: Vec<String>,
     /// SMART / Health reads of the NVMe controller under a block device, when there is one.
@@ -51,6 +56,14 @@ pub struct FileMember {
     /// A regular file that keeps its space (`FileSpace::Reserved`): a trim zeroes its range
     /// and keeps it allocated (reserve.rs); otherwise a trim punches the range out.
     keeps_space: bool,
+}
+
+/// An operation waiting for room in the ring.
+struct Queued {
+    tag: u64,
+    op: DevOp,
+    /// A write the file system refused for space before: when it first did.
+    refused: Option<Nanos>,
 }
 
 /// The member files this process holds locked, by (device, inode): a second `FileMember`
@@ -129,10 +142,23 @@ fn block_device_size(f: &File) -> io::Result<u64> {
     Ok(size)
 }
 
-/// Why a member whose file system refused a write failed, and how to keep it from
-/// happening (a thin member, or a file system that can not preallocate).
-const FULL_HINT: &str = ": its file system is full (member files kept with file_space = \
-                         \"reserved\", the default, are allocated in full and never refused)";
+/// Why a member whose file system refused a write for longer than the patience failed,
+/// and how to keep it from happening (a thin member, or a file system that can not
+/// preallocate).
+fn full_hint(patience: Nanos) -> String {
+    format!(
+        ": its file system stayed full for {} s (member files kept with file_space = \
+         \"reserved\", the default, are allocated in full and never refused)",
+        patience / 1_000_000_000
+    )
+}
+
+/// Whether a write's result is the file system refusing it for space: ENOSPC, EDQUOT, or a
+/// write ended early (the kernel stops a write at the point its file system filled up;
+/// the range was checked against the member's size before it went).
+fn refused_for_space(res: i32, len: usize) -> bool {
+    [-libc::ENOSPC, -libc::EDQUOT].contains(&res) || (res >= 0 && (res as usize) < len)
+}
 
 /// Creates the missing member file `path`; a missing /dev node is a missing device, never
 /// a file to create.
@@ -228,12 +254,19 @@ impl FileMember {
             id,
             in_kernel: 0,
             waiting: VecDeque::new(),
+            no_space: full::NoSpace::new(full::DEFAULT_PATIENCE_NS),
             ready: Vec::new(),
             notes,
             smart,
             _lock: lock,
             keeps_space,
         })
+    }
+
+    /// How long a write its file system refuses for space is tried again before the
+    /// member fails (0: fail at once).
+    pub fn set_no_space_wait(&mut self, patience: Nanos) {
+        self.no_space = full::NoSpace::new(patience);
     }
 
     fn fail(&mut self, tag: u64, msg: String) {
@@ -244,14 +277,10 @@ impl FileMember {
     }
 
     /// Starts `op` in the ring, which has a free slot.
-    fn start(&mut self, st: &mut RingState, tag: u64, op: DevOp) {
+    fn start(&mut self, st: &mut RingState, q: Queued) {
+        let Queued { tag, op, refused } = q;
         let fd = types::Fd(self.file.as_raw_fd());
-        let (kind, offset, len) = match &op {
-            DevOp::Read { offset, len } => (Kind::Read, *offset, *len),
-            DevOp::Write { offset, data, .. } => (Kind::Write, *offset, data.len()),
-            DevOp::Flush => (Kind::Flush, 0, 0),
-            DevOp::Trim { offset, len } => (Kind::Trim, *offset, *len),
-        };
+        let (kind, offset, len, fua) = shape(&op);
         if kind != Kind::Flush && offset.checked_add(len).is_none_or(|end| end > self.size) {
             let m = format!(
                 "range {offset}+{len} beyond the member's {} bytes",
@@ -320,6 +349,8 @@ impl FileMember {
             offset,
             len: n,
             buf,
+            fua,
+            refused,
         };
         // SAFETY: the entry's buffer is `op.buf` (a heap buffer that moves with `op` but
         // whose allocation does not move) or a fixed slot; the ring keeps both until the
@@ -355,23 +386,14 @@ impl FileMember {
                     "write"
                 };
                 if res < 0 && [libc::ENOSPC, libc::EDQUOT].contains(&-res) {
-                    Err(err(what, format!("{}{}", os(res), FULL_HINT)))
+                    let hint = full_hint(self.no_space.patience());
+                    Err(err(what, format!("{}{hint}", os(res))))
                 } else if res < 0 {
                     Err(err(what, os(res)))
                 } else if res as usize != op.len {
                     Err(err(what, short_transfer(op.kind, res as usize, op.len)))
                 } else if op.kind == Kind::Read {
-                    let data = match &op.buf {
-                        Buf::Fixed(i) => st
-                            .pool
-                            .as_mut()
-                            .expect("fixed slot without pool")
-                            .slice_mut(*i, op.len)
-                            .to_vec(),
-                        Buf::Heap(b) => b.as_slice().to_vec(),
-                        Buf::None => unreachable!("reads always have a buffer"),
-                    };
-                    Ok(Some(Data::Bytes(data)))
+                    Ok(Some(Data::Bytes(staged(st, op).to_vec())))
                 } else {
                     Ok(None)
                 }
@@ -379,7 +401,16 @@ impl FileMember {
             Kind::Flush if res < 0 => Err(err("flush", os(res))),
             Kind::Flush => Ok(None),
             Kind::Trim => {
-                let unsupported = [libc::EOPNOTSUPP, libc::EINVAL, libc::ENOTTY, libc::ENODEV];
+                // A file system too full to split an extent for ZERO_RANGE refuses a trim
+                // for space: the range stays as it was, which a trim allows.
+                let unsupported = [
+                    libc::EOPNOTSUPP,
+                    libc::EINVAL,
+                    libc::ENOTTY,
+                    libc::ENODEV,
+                    libc::ENOSPC,
+                    libc::EDQUOT,
+                ];
                 if res < 0 && !unsupported.contains(&-res) {
                     Err(err("trim", os(res)))
                 } else {
@@ -402,10 +433,15 @@ impl Member for FileMember {
         let ring = self.ring.clone();
         let mut st = ring.lock();
         // Keep submission order: once something waits, everything after it waits too.
+        let q = Queued {
+            tag,
+            op,
+            refused: None,
+        };
         if self.waiting.is_empty() && st.has_free_slot() {
-            self.start(&mut st, tag, op);
+            self.start(&mut st, q);
         } else {
-            self.waiting.push_back((tag, op));
+            self.waiting.push_back(q);
         }
     }
 
@@ -417,35 +453,64 @@ impl Member for FileMember {
         self.ring.lock().unsubmitted()
     }
 
-    fn reap(&mut self, _now: Nanos, out: &mut Vec<Completion>) {
+    fn reap(&mut self, now: Nanos, out: &mut Vec<Completion>) {
         out.append(&mut self.ready);
         let ring = self.ring.clone();
         let mut st = ring.lock();
         for (op, res) in st.take_done(self.id) {
-            let result = self.finish(&mut st, &op, res);
-            st.release(&op.buf);
             self.in_kernel -= 1;
+            if op.kind == Kind::Write && refused_for_space(res, op.len) {
+                let since = op.refused.unwrap_or(now);
+                if self.no_space.may_hold(since, now) {
+                    let write = DevOp::Write {
+                        offset: op.offset,
+                        data: Data::Bytes(staged(&mut st, &op).to_vec()),
+                        fua: op.fua,
+                    };
+                    st.release(&op.buf);
+                    self.no_space.hold(&self.name, op.tag, write, since, now);
+                    continue;
+                }
+            }
+            let result = self.finish(&mut st, &op, res);
+            if op.refused.is_some() && result.is_ok() {
+                self.no_space.written(&self.name, now);
+            }
+            st.release(&op.buf);
             out.push(Completion {
                 tag: op.tag,
                 result,
             });
         }
+        // Writes due for another try go before anything that waits: they are older.
+        for h in self.no_space.due(now).into_iter().rev() {
+            self.waiting.push_front(Queued {
+                tag: h.tag,
+                op: h.op,
+                refused: Some(h.since),
+            });
+        }
         while st.has_free_slot() {
-            let Some((tag, op)) = self.waiting.pop_front() else {
+            let Some(q) = self.waiting.pop_front() else {
                 break;
             };
-            self.start(&mut st, tag, op);
+            self.start(&mut st, q);
         }
         drop(st);
         out.append(&mut self.ready);
     }
 
+    fn next_deadline(&self) -> Option<Nanos> {
+        self.no_space.next_retry()
+    }
+
     fn inflight(&self) -> usize {
-        self.in_kernel + self.waiting.len() + self.ready.len()
+        self.in_kernel + self.waiting.len() + self.ready.len() + self.no_space.len()
     }
 
     fn notes(&self) -> Vec<String> {
         let mut n = self.notes.clone();
+        n.extend(self.no_space.note());
         n.extend(self.smart.as_ref().and_then(|s| s.note()));
         n
     }
@@ -456,6 +521,31 @@ impl Member for FileMember {
 
     fn device_written_bytes(&self) -> Option<u64> {
         self.smart.as_ref()?.health().map(|h| h.bytes_written())
+    }
+}
+
+/// An operation's kind, range and FUA flag.
+fn shape(op: &DevOp) -> (Kind, u64, u64, bool) {
+    match op {
+        DevOp::Read { offset, len } => (Kind::Read, *offset, *len, false),
+        DevOp::Write {
+            offset, data, fua, ..
+        } => (Kind::Write, *offset, data.len(), *fua),
+        DevOp::Flush => (Kind::Flush, 0, 0, false),
+        DevOp::Trim { offset, len } => (Kind::Trim, *offset, *len, false),
+    }
+}
+
+/// The bytes of a read or write's staging buffer.
+fn staged<'a>(st: &'a mut RingState, op: &'a Inflight) -> &'a [u8] {
+    match &op.buf {
+        Buf::Fixed(i) => st
+            .pool
+            .as_mut()
+            .expect("fixed slot without pool")
+            .slice_mut(*i, op.len),
+        Buf::Heap(b) => b.as_slice(),
+        Buf::None => unreachable!("reads and writes always have a buffer"),
     }
 }
 

@@ -46,6 +46,10 @@ pub struct Inflight {
     pub offset: u64,
     pub len: usize,
     pub buf: Buf,
+    /// A write's RWF_DSYNC (FUA), kept so a write refused for space goes again as it came.
+    pub fua: bool,
+    /// When the file system first refused this write for space (see full.rs).
+    pub refused: Option<fusionraid_core::Nanos>,
 }
 
 pub struct RingState {
