@@ -4,6 +4,8 @@
 //!   must be marked failed, and the RAID5 volume must keep returning exactly what was
 //!   written, for old and new data. A second failing member is beyond RAID5's tolerance:
 //!   reads may then fail, but never return wrong data.
+//! * `error` with ENOSPC on writes: the storage under every member fills up. The refused
+//!   writes wait for room instead of failing the members.
 //! * `delay`: one member answers reads (or writes) 150 ms late. FusionRAID's detector must
 //!   mark it unresponsive and steer reads (writes) around it, so far fewer requests wait
 //!   for it than with the same pool served by Fusion-ND (no redirection), the control.
@@ -173,6 +175,78 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
             .unwrap_or_else(|| panic!("no failure line for member {i}:\n{log}"));
         assert!(line.contains("NBD_EIO"), "{line}");
     }
+}
+
+/// Remote members on thin storage that fills up: every export refuses writes with
+/// NBD_ENOSPC while its trigger file exists. The refused writes are held and sent again,
+/// status says so, no member fails, and once there is room everything written reads back.
+#[test]
+fn remote_members_out_of_space_wait_for_room() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    if !need_filters("remote members out of space", &["error"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let full = |i: usize| d.join(format!("full{i}"));
+    let exports: Vec<Export> = (0..MEMBERS)
+        .map(|i| {
+            let file = format!("error-pwrite-file={}", full(i).display());
+            Export::start(
+                d,
+                &format!("m{i}"),
+                "128M",
+                &["error"],
+                &["error-pwrite=ENOSPC", "error-pwrite-rate=100%", &file],
+            )
+        })
+        .collect();
+    let p = pool(d, &exports, "");
+    let s = Serve::start(&p, &[]);
+    let mut c = Client::connect(&s.uri("v")).unwrap();
+    let mut data = pattern(21, DATA);
+    write_all(&mut c, &data, 0);
+    // The storage under every member fills up while new data is written.
+    for i in 0..MEMBERS {
+        std::fs::write(full(i), b"").unwrap();
+    }
+    let fresh = pattern(22, DATA / 2);
+    let writer = {
+        let (uri, fresh) = (s.uri("v"), fresh.clone());
+        std::thread::spawn(move || {
+            let mut w = Client::connect(&uri).unwrap();
+            write_all(&mut w, &fresh, DATA / 4);
+            w.disconnect().unwrap();
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let text = s.status_text(false);
+        if text.contains("out of space") {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline && !writer.is_finished(),
+            "no write was held: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(held.contains("state: ONLINE"), "{held}");
+    // Room is made: the held writes go through and nothing was lost.
+    for i in 0..MEMBERS {
+        std::fs::remove_file(full(i)).unwrap();
+    }
+    writer.join().expect("the held writes must go through");
+    data[DATA / 4..DATA / 4 + DATA / 2].copy_from_slice(&fresh);
+    assert_eq!(verify(&mut c, &data), 0);
+    let j = status(&s);
+    for i in 0..MEMBERS {
+        assert!(in_service(&member_state(&j, i)), "member {i}: {j:#}");
+    }
+    assert_eq!(j["snapshot"]["failed_requests"].as_u64(), Some(0), "{j:#}");
+    c.disconnect().unwrap();
+    let log = s.stop();
+    assert!(log.contains("room again"), "{log}");
 }
 
 /// Random 4 KiB reads (or writes of `data`'s own bytes, so the contents stay the same) by

@@ -70,7 +70,7 @@ fn start(specs: &[&str], max_requests: usize, queue_depth: usize, unaligned: boo
         seed: 1,
         create_size: Some(DISK),
         file_space: Default::default(),
-        no_space_wait: fusionraid_io::member::uring::DEFAULT_NO_SPACE_WAIT_NS,
+        no_space_wait: fusionraid_io::member::DEFAULT_NO_SPACE_WAIT_NS,
         base_dir: Some(dir.path().to_path_buf()),
         uring: Default::default(),
     };

@@ -94,9 +94,9 @@ pub struct PoolFile {
     /// space as the pool writes and gives trimmed ranges back (punched holes).
     #[serde(default, skip_serializing_if = "is_reserved")]
     pub file_space: fusionraid_io::member::uring::FileSpace,
-    /// Seconds a `file:` member's write that its file system refuses for space (a thin
-    /// file, a thin-provisioned device) is held and tried again before the member fails:
-    /// room made in that time loses nothing (0 fails the member at once).
+    /// Seconds a member write refused for lack of space (a thin `file:`, a thin-provisioned
+    /// device, an `nbd://` export on thin storage) is held and tried again before the
+    /// member fails: room made in that time loses nothing (0 fails the member at once).
     #[serde(
         default = "default_no_space_wait_s",
         skip_serializing_if = "is_default_no_space_wait_s"
@@ -202,7 +202,7 @@ fn is_reserved(s: &fusionraid_io::member::uring::FileSpace) -> bool {
     *s == fusionraid_io::member::uring::FileSpace::Reserved
 }
 fn default_no_space_wait_s() -> u64 {
-    fusionraid_io::member::uring::DEFAULT_NO_SPACE_WAIT_NS / 1_000_000_000
+    fusionraid_io::member::DEFAULT_NO_SPACE_WAIT_NS / 1_000_000_000
 }
 fn is_default_no_space_wait_s(s: &u64) -> bool {
     *s == default_no_space_wait_s()

@@ -14,6 +14,7 @@ mod bufpool;
 pub mod emu;
 pub mod mem;
 pub mod nbd;
+mod no_space;
 pub mod smart;
 mod sync;
 pub mod uring;
@@ -26,6 +27,7 @@ use fusionraid_core::{DevOp, IoResult, Nanos};
 use crate::spec::MemberSpec;
 use crate::waker::Waker;
 
+pub use no_space::DEFAULT_NO_SPACE_WAIT_NS;
 pub use sync::{SyncIoError, run_sync};
 
 /// A finished device operation and the tag it was submitted with.
@@ -116,8 +118,8 @@ pub struct OpenOptions {
     pub create_size: Option<u64>,
     /// Whether `file:` members that are regular files keep their space allocated.
     pub file_space: uring::FileSpace,
-    /// How long a `file:` member's write its file system refuses for space (a thin file,
-    /// a thin-provisioned device) is tried again before the member fails.
+    /// How long a write refused for space (a thin file, a thin-provisioned device, a remote
+    /// export on thin storage) is tried again before its member fails.
     pub no_space_wait: Nanos,
     /// Resolve relative `file:` paths against this directory.
     pub base_dir: Option<PathBuf>,
@@ -165,11 +167,10 @@ pub fn open_member(spec: &MemberSpec, opts: &OpenOptions) -> Result<Box<dyn Memb
             }
             Ok(Box::new(emu::EmuMember::new(&name, inner, model)))
         }
-        MemberSpec::Nbd { uri } => Ok(Box::new(nbd::NbdMember::connect(
-            &name,
-            uri,
-            opts.waker.clone(),
-            opts.clock,
-        )?)),
+        MemberSpec::Nbd { uri } => {
+            let mut m = nbd::NbdMember::connect(&name, uri, opts.waker.clone(), opts.clock)?;
+            m.set_no_space_wait(opts.no_space_wait);
+            Ok(Box::new(m))
+        }
     }
 }

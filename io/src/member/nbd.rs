@@ -9,7 +9,8 @@
 //! its socket. A server that hangs (stopped, a network partition, its storage stuck) must not
 //! hang the pool: sends time out after `REPLY_TIMEOUT`, and a request unanswered for that
 //! long gives the connection up (every operation fails; the engine fails the member and
-//! serves degraded).
+//! serves degraded). A write the server refuses with NBD_ENOSPC (an export on thin
+//! storage that filled up) is held and sent again until there is room (`no_space.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -17,8 +18,11 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::time::Duration;
 
 use fusionraid_core::{Data, DevError, DevOp, Nanos};
-use fusionraid_nbd::{Client, ClientSender, CommandKind, CommandResult, ExportInfo, NbdError};
+use fusionraid_nbd::{
+    Client, ClientSender, CommandKind, CommandResult, ErrorCode, ExportInfo, NbdError,
+};
 
+use super::no_space::{DEFAULT_NO_SPACE_WAIT_NS, NoSpace};
 use super::{Completion, Member, MemberError};
 use crate::waker::Waker;
 
@@ -42,7 +46,16 @@ struct Sent {
     /// A write asked for FUA on an export that offers FLUSH but not FUA: it completes only
     /// after a FLUSH that follows it, so "durable" means what the engine asked.
     flush_after: bool,
+    /// A write's bytes and the FUA the engine asked for, kept until its reply so a write
+    /// refused for space can go again as it came.
+    write: Option<(Vec<u8>, bool)>,
+    /// When the server first refused this write for space.
+    refused: Option<Nanos>,
 }
+
+/// An operation waiting for room on the wire; a write refused for space before carries
+/// when it first was.
+type Queued = (u64, DevOp, Option<Nanos>);
 
 pub struct NbdMember {
     name: String,
@@ -51,7 +64,9 @@ pub struct NbdMember {
     replies: Receiver<Reply>,
     /// What is on the wire, by NBD handle.
     pending: HashMap<u64, Sent>,
-    waiting: VecDeque<(u64, DevOp)>,
+    waiting: VecDeque<Queued>,
+    /// Writes the server refused for space, waiting to be sent again.
+    no_space: NoSpace,
     ready: Vec<Completion>,
     /// Set once the connection is gone: everything fails from then on.
     broken: Option<String>,
@@ -102,11 +117,18 @@ impl NbdMember {
             replies,
             pending: HashMap::new(),
             waiting: VecDeque::new(),
+            no_space: NoSpace::new(DEFAULT_NO_SPACE_WAIT_NS),
             ready: Vec::new(),
             broken: None,
             reply_timeout: REPLY_TIMEOUT.as_nanos() as Nanos,
             clock,
         })
+    }
+
+    /// How long a write the server refuses for space is sent again before the member
+    /// fails (0: fail at once).
+    pub fn set_no_space_wait(&mut self, patience: Nanos) {
+        self.no_space = NoSpace::new(patience);
     }
 
     fn fail(&mut self, tag: u64, msg: String) {
@@ -116,13 +138,14 @@ impl NbdMember {
         });
     }
 
-    fn start(&mut self, tag: u64, op: DevOp) {
+    fn start(&mut self, (tag, op, refused): Queued) {
         if let Some(b) = &self.broken {
             let m = b.clone();
             return self.fail(tag, m);
         }
         let info = &self.info;
         let mut flush_after = false;
+        let mut fua_asked = false;
         let (cmd, what, offset) = match op {
             DevOp::Read { offset, len } => {
                 let Ok(len) = u32::try_from(len) else {
@@ -135,6 +158,7 @@ impl NbdMember {
                     return self.fail(tag, "size-only write to a real member".into());
                 };
                 flush_after = fua && !info.fua && info.flush;
+                fua_asked = fua;
                 (
                     CommandKind::Write {
                         offset,
@@ -185,18 +209,23 @@ impl NbdMember {
             offset,
             at: self.clock.now(),
             flush_after,
+            write: None,
+            refused,
         };
-        self.send(&cmd, sent);
+        self.send(cmd, sent, fua_asked);
     }
 
-    fn send(&mut self, cmd: &CommandKind, sent: Sent) {
+    fn send(&mut self, cmd: CommandKind, mut sent: Sent, fua_asked: bool) {
         let sender = self
             .sender
             .as_mut()
             .expect("sender present while not broken");
         let (tag, what, offset) = (sent.tag, sent.what, sent.offset);
-        match sender.send(cmd) {
+        match sender.send(&cmd) {
             Ok(handle) => {
+                if let CommandKind::Write { data, .. } = cmd {
+                    sent.write = Some((data, fua_asked));
+                }
                 self.pending.insert(handle, sent);
             }
             Err(NbdError::InvalidRequest(m)) => self.fail(tag, format!("{what} at {offset}: {m}")),
@@ -216,7 +245,7 @@ impl NbdMember {
         for (_, p) in std::mem::take(&mut self.pending) {
             self.fail(p.tag, format!("{} at {}: {why}", p.what, p.offset));
         }
-        for (tag, _) in std::mem::take(&mut self.waiting) {
+        for (tag, _, _) in std::mem::take(&mut self.waiting) {
             self.fail(tag, why.clone());
         }
         self.broken = Some(why);
@@ -234,14 +263,32 @@ impl NbdMember {
                     return;
                 };
                 let (tag, what, offset) = (p.tag, p.what, p.offset);
+                let now = self.clock.now();
+                if matches!(result, Err(NbdError::Server(ErrorCode::NoSpc)))
+                    && let Some((data, fua)) = p.write
+                {
+                    let since = p.refused.unwrap_or(now);
+                    if self.no_space.may_hold(since, now) {
+                        let write = DevOp::Write {
+                            offset,
+                            data: Data::Bytes(data),
+                            fua,
+                        };
+                        return self.no_space.hold(&self.name, tag, write, since, now);
+                    }
+                }
+                if p.refused.is_some() && result.is_ok() {
+                    self.no_space.written(&self.name, now);
+                }
                 if p.flush_after && result.is_ok() && self.broken.is_none() {
                     let flush = Sent {
                         what: "flush after a write asking for FUA",
-                        at: self.clock.now(),
+                        at: now,
                         flush_after: false,
+                        write: None,
                         ..p
                     };
-                    return self.send(&CommandKind::Flush, flush);
+                    return self.send(CommandKind::Flush, flush, false);
                 }
                 let result = result
                     .map(|d| d.map(Data::Bytes))
@@ -281,13 +328,13 @@ impl Member for NbdMember {
 
     fn submit(&mut self, tag: u64, op: DevOp, _now: Nanos) {
         if self.pending.len() < MAX_INFLIGHT && self.waiting.is_empty() {
-            self.start(tag, op);
+            self.start((tag, op, None));
         } else {
-            self.waiting.push_back((tag, op));
+            self.waiting.push_back((tag, op, None));
         }
     }
 
-    fn reap(&mut self, _now: Nanos, out: &mut Vec<Completion>) {
+    fn reap(&mut self, now: Nanos, out: &mut Vec<Completion>) {
         loop {
             match self.replies.try_recv() {
                 Ok(r) => self.on_reply(r),
@@ -308,23 +355,33 @@ impl Member for NbdMember {
             let secs = self.reply_timeout as f64 / 1e9;
             self.give_up(format!("the server has not answered for {secs} s"));
         }
+        // Writes due for another try go before anything that waits: they are older.
+        for h in self.no_space.due(now).into_iter().rev() {
+            self.waiting.push_front((h.tag, h.op, Some(h.since)));
+        }
         while self.pending.len() < MAX_INFLIGHT {
-            let Some((tag, op)) = self.waiting.pop_front() else {
+            let Some(q) = self.waiting.pop_front() else {
                 break;
             };
-            self.start(tag, op);
+            self.start(q);
         }
         out.append(&mut self.ready);
     }
 
     fn next_deadline(&self) -> Option<Nanos> {
         // Wake to give the server up even if nothing else happens meanwhile.
-        self.oldest_sent()
-            .map(|t| t.saturating_add(self.reply_timeout))
+        let timeout = self
+            .oldest_sent()
+            .map(|t| t.saturating_add(self.reply_timeout));
+        timeout.into_iter().chain(self.no_space.next_retry()).min()
     }
 
     fn inflight(&self) -> usize {
-        self.pending.len() + self.waiting.len() + self.ready.len()
+        self.pending.len() + self.waiting.len() + self.ready.len() + self.no_space.len()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.no_space.note().into_iter().collect()
     }
 
     fn failed(&mut self) {

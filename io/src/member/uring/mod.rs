@@ -13,11 +13,9 @@
 //! range unwritten), FALLOCATE(PUNCH_HOLE | KEEP_SIZE) on a thin file or a block device. A
 //! trim the file system or device does not support (tmpfs has no ZERO_RANGE) succeeds as a
 //! no-op: trims are advisory, and any error would make the engine fail the member. A write
-//! the file system refuses for space is held and tried again (full.rs).
+//! the file system refuses for space is held and tried again (`no_space.rs`).
 
-mod full;
 mod reserve;
-pub use full::DEFAULT_PATIENCE_NS as DEFAULT_NO_SPACE_WAIT_NS;
 pub use reserve::FileSpace;
 pub mod ring;
 
@@ -33,6 +31,7 @@ use fusionraid_core::{Data, DevError, DevOp, IoResult, Nanos};
 use io_uring::{opcode, types};
 
 use super::aligned::AlignedBuf;
+use super::no_space::{DEFAULT_NO_SPACE_WAIT_NS, NoSpace};
 use super::smart::SmartMonitor;
 use super::{Completion, Member, MemberError};
 use ring::{Buf, Inflight, Kind, RingState, SharedRing};
@@ -46,7 +45,7 @@ pub struct FileMember {
     in_kernel: usize,
     waiting: VecDeque<Queued>,
     /// Writes the file system refused for space, waiting to be tried again.
-    no_space: full::NoSpace,
+    no_space: NoSpace,
     ready: Vec<Completion>,
     notes: Vec<String>,
     /// SMART / Health reads of the NVMe controller under a block device, when there is one.
@@ -254,7 +253,7 @@ impl FileMember {
             id,
             in_kernel: 0,
             waiting: VecDeque::new(),
-            no_space: full::NoSpace::new(full::DEFAULT_PATIENCE_NS),
+            no_space: NoSpace::new(DEFAULT_NO_SPACE_WAIT_NS),
             ready: Vec::new(),
             notes,
             smart,
@@ -266,7 +265,7 @@ impl FileMember {
     /// How long a write its file system refuses for space is tried again before the
     /// member fails (0: fail at once).
     pub fn set_no_space_wait(&mut self, patience: Nanos) {
-        self.no_space = full::NoSpace::new(patience);
+        self.no_space = NoSpace::new(patience);
     }
 
     fn fail(&mut self, tag: u64, msg: String) {

@@ -1,21 +1,22 @@
-//! Writes a full file system refused, held and tried again until it has room.
+//! Writes refused for lack of space, held and tried again until there is room.
 //!
-//! A thin member file (`FileSpace::Thin`), a file system that can not preallocate, or a
-//! thin-provisioned block device refuses a write with ENOSPC (or EDQUOT, or a short write)
-//! when the space under it runs out. The member itself is intact: everything it held it
-//! still holds. Failing it would fail every member on that file system at once, and a pool
-//! that lost more members than its parity covers can not read what it acknowledged. So a
-//! refused write is held and tried again, backing off, for up to a patience (60 s by
-//! default, like dm-thin's `no_space_timeout`); the operator who makes room in that time
-//! loses nothing, and the engine sees a slow member in the meantime (its spike detector
-//! steers new writes away). Only a write still refused after the patience fails the member.
+//! A thin member file (`FileSpace::Thin`), a file system that can not preallocate, a
+//! thin-provisioned block device or a remote export on thin storage refuses a write with
+//! ENOSPC (EDQUOT, a short write, NBD_ENOSPC) when the space under it runs out. The member
+//! itself is intact: everything it held it still holds. Failing it would fail every member
+//! on that storage at once, and a pool that lost more members than its parity covers can
+//! not read what it acknowledged. So a refused write is held and tried again, backing off,
+//! for up to a patience (60 s by default, like dm-thin's `no_space_timeout`); the operator
+//! who makes room in that time loses nothing, and the engine sees a slow member in the
+//! meantime (its spike detector steers new writes away). Only a write still refused after
+//! the patience fails the member.
 //!
-//! The held writes are bounded by the engine's in-flight limits, like the member's queue.
+//! The held writes are bounded by the engine's in-flight limits, like a member's queue.
 
 use fusionraid_core::{DevOp, Nanos};
 
 /// How long a refused write is tried again before the member fails.
-pub const DEFAULT_PATIENCE_NS: Nanos = 60_000_000_000;
+pub const DEFAULT_NO_SPACE_WAIT_NS: Nanos = 60_000_000_000;
 /// The first retry waits this long; each later one waits a quarter of the time the write
 /// has been held, up to `MAX_BACKOFF_NS`.
 const MIN_BACKOFF_NS: Nanos = 5_000_000;
@@ -66,8 +67,8 @@ impl NoSpace {
             tracing::warn!(
                 member,
                 patience_s = self.patience / 1_000_000_000,
-                "its file system is full: writes are held and tried again until there is \
-                 room; make room there, or the member fails when the patience runs out"
+                "out of space: refused writes are held and tried again until there is room; \
+                 make room on its storage, or the member fails when the patience runs out"
             );
             Episode {
                 began: now,
@@ -94,7 +95,7 @@ impl NoSpace {
                 member,
                 held_ms = now.saturating_sub(e.began) / 1_000_000,
                 refusals = e.refusals,
-                "its file system has room again: the held writes went through"
+                "room again: the held writes went through"
             );
         }
     }
@@ -121,8 +122,8 @@ impl NoSpace {
     pub fn note(&self) -> Option<String> {
         let e = self.episode.as_ref()?;
         Some(format!(
-            "its file system is full: {} write(s) held and tried again ({} refusals so far); \
-             the member fails if there is no room {} s after a write's first refusal",
+            "out of space: {} write(s) held and tried again ({} refusals so far); the \
+             member fails if there is no room {} s after a write's first refusal",
             self.held.len(),
             e.refusals,
             self.patience / 1_000_000_000
