@@ -13,7 +13,7 @@ mod reconstruct;
 mod tests;
 
 pub use kernels::xor_into;
-pub use reconstruct::reconstruct;
+pub use reconstruct::{reconstruct, reconstruct_data};
 
 /// Why a parity operation could not run. All of these are caller bugs or corrupt requests;
 /// none is a data-integrity verdict.

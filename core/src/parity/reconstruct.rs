@@ -18,6 +18,25 @@ pub fn reconstruct(
     nparity: usize,
     missing: &[usize],
 ) -> Result<(), ParityError> {
+    rebuild(cols, nparity, missing, true)
+}
+
+/// [`reconstruct`] for a reader that wants data columns only: the parity columns listed in
+/// `missing` are erasures (columns not read) and are left as they were, not recomputed.
+pub fn reconstruct_data(
+    cols: &mut [&mut [u8]],
+    nparity: usize,
+    missing: &[usize],
+) -> Result<(), ParityError> {
+    rebuild(cols, nparity, missing, false)
+}
+
+fn rebuild(
+    cols: &mut [&mut [u8]],
+    nparity: usize,
+    missing: &[usize],
+    parity_too: bool,
+) -> Result<(), ParityError> {
     let len = validate(cols, nparity, missing)?;
     let ndata = cols.len() - nparity;
     let p_idx = ndata;
@@ -75,7 +94,7 @@ pub fn reconstruct(
     }
 
     // Data is complete now, so lost parity is simply recomputed.
-    if p_lost || q_lost {
+    if parity_too && (p_lost || q_lost) {
         let mut p = p_lost.then(|| std::mem::take(&mut cols[p_idx]));
         let mut q = match q_idx {
             Some(qi) if q_lost => Some(std::mem::take(&mut cols[qi])),

@@ -58,9 +58,21 @@ fn rebuild_and_compare(full: &[Vec<u8>], nparity: usize, missing: &[usize]) {
             .iter_mut()
             .for_each(|b| *b = b.wrapping_mul(31).wrapping_add(7));
     }
+    let garbled = cols.clone();
     let mut views: Vec<&mut [u8]> = cols.iter_mut().map(|c| c.as_mut_slice()).collect();
     reconstruct(&mut views, nparity, missing).unwrap();
     assert_eq!(cols, full, "nparity {nparity}, missing {missing:?}");
+    // Data only: the data columns come back, missing parity stays as it was.
+    let mut cols = garbled.clone();
+    let mut views: Vec<&mut [u8]> = cols.iter_mut().map(|c| c.as_mut_slice()).collect();
+    super::reconstruct_data(&mut views, nparity, missing).unwrap();
+    let ndata = full.len() - nparity;
+    assert_eq!(cols[..ndata], full[..ndata], "data, missing {missing:?}");
+    assert_eq!(
+        cols[ndata..],
+        garbled[ndata..],
+        "parity, missing {missing:?}"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@
 
 use super::FusionScheme;
 use super::jobs::{Job, JobId, PartMode, ReadPart, ReadPurpose};
-use super::read::{PartAt, missing_columns, rebuild_reads};
+use super::read::{PartAt, missing_columns, rebuild_reads, skip_unneeded};
 use crate::engine::ctx::Ctx;
 use crate::policy::ReadRouting;
 use crate::types::{Nanos, PAGE_SIZE};
@@ -87,11 +87,14 @@ impl FusionScheme {
         if members.stragglers(d) == 0 && !members.unresponsive(d) {
             return;
         }
-        let missing = missing_columns(ctx, v, s, c);
+        let mut missing = missing_columns(ctx, v, s, c);
         if missing.len() > v.zone.nparity() {
             return;
         }
         let routing = &self.policy.routing;
+        skip_unneeded(&v.zone, s, &mut missing, |d| {
+            !routing.may_hedge_to(&members, d)
+        });
         if !(0..v.zone.width())
             .filter(|x| !missing.contains(x))
             .all(|x| routing.may_hedge_to(&members, v.zone.disk(s, x)))

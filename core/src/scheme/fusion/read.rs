@@ -65,6 +65,39 @@ pub(super) fn missing_columns(ctx: &Ctx, v: &Vol, s: u32, c: usize) -> Vec<usize
     missing
 }
 
+/// Adds to `missing` (the columns a rebuild of data column `target` of stripe `s` can not
+/// read, `target` among them) the ones it need not read: a stripe with more parity than
+/// erasures is rebuilt from as many columns as it has data columns (a RAID6 stripe short
+/// of one column reads four of its five others, not all five). Columns on members `shun`
+/// marks (slow, in write mode) go first, then Q, then P: with P read, one lost data column
+/// is an XOR.
+pub(super) fn skip_unneeded(
+    zone: &crate::space::zone::Zone,
+    s: u32,
+    missing: &mut Vec<usize>,
+    shun: impl Fn(DiskId) -> bool,
+) {
+    let (width, nparity) = (zone.width(), zone.nparity());
+    let ndata = width - nparity;
+    let spare = |missing: &[usize]| nparity.saturating_sub(missing.len());
+    for x in 0..width {
+        if spare(missing) == 0 {
+            return;
+        }
+        if !missing.contains(&x) && shun(zone.disk(s, x)) {
+            missing.push(x);
+        }
+    }
+    for x in (ndata..width).rev() {
+        if spare(missing) == 0 {
+            return;
+        }
+        if !missing.contains(&x) {
+            missing.push(x);
+        }
+    }
+}
+
 /// Reads every column of stripe `s` but the `missing` ones, to rebuild column `target`
 /// (one of them) of part `at` from them.
 pub(super) fn rebuild_reads(
@@ -355,19 +388,29 @@ impl FusionScheme {
         let (s, c) = v.zone.split(f);
         let width = v.zone.width();
         let disk = v.zone.disk(s, c);
+        let lost = v.column_lost(ctx, s, c);
+        let forced = lost || at.bad & BAD_RAID != 0;
+        let around = !forced
+            && at.bad & BAD_REBUILD == 0
+            && routing.reconstruct_around(&ctx.members(), disk);
         // The other columns are looked at only when the target's state asks for it: most
         // reads go straight to a healthy member.
-        let others_fine = || {
-            (0..width)
-                .filter(|&x| x != c)
-                .all(|x| !ctx.avoid(v.zone.disk(s, x)))
+        let missing = (forced || around).then(|| {
+            let mut missing = missing_columns(ctx, v, s, c);
+            let members = ctx.members();
+            let shun = |d| ctx.avoid(d) || routing.reconstruct_around(&members, d);
+            skip_unneeded(&v.zone, s, &mut missing, shun);
+            missing
+        });
+        // Going around a slow member is worth it only when the parity covers what is not
+        // read and the columns read are fine.
+        let others_fine = |missing: &[usize]| {
+            missing.len() <= v.zone.nparity()
+                && (0..width)
+                    .filter(|x| !missing.contains(x))
+                    .all(|x| !ctx.avoid(v.zone.disk(s, x)))
         };
-        let lost = v.column_lost(ctx, s, c);
-        let rebuild = lost
-            || at.bad & BAD_RAID != 0
-            || (routing.reconstruct_around(&ctx.members(), disk)
-                && at.bad & BAD_REBUILD == 0
-                && others_fine());
+        let rebuild = forced || missing.as_deref().is_some_and(others_fine);
         if !rebuild {
             let (dk, off) = v.zone.device_offset(s, c, at.page_off);
             v.stripes.pin(s);
@@ -382,7 +425,7 @@ impl FusionScheme {
                 reads: 1,
             });
         }
-        let missing = missing_columns(ctx, v, s, c);
+        let missing = missing.expect("planned for every rebuild");
         if missing.len() > v.zone.nparity() {
             let why = "more members of a stripe failed than its parity covers";
             self.part_failed(ctx, at.job, at.part, why);

@@ -151,7 +151,8 @@ impl FusionScheme {
                     .map(|c| c.take().unwrap_or_else(|| vec![0u8; plen]))
                     .collect();
                 let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
-                parity::reconstruct(&mut refs, nparity, missing)
+                // The target is a data column: parity not read stays unread.
+                parity::reconstruct_data(&mut refs, nparity, missing)
                     .expect("reconstruction within parity");
                 Arrival::Bytes(Some(std::mem::take(&mut bufs[*target])))
             }
