@@ -76,6 +76,34 @@ fn write_all(c: &mut Client, data: &[u8], at: usize) {
     c.flush().unwrap();
 }
 
+/// `MEMBERS` nbdkit exports behind the error filter, member i's errors switched on while
+/// the file `trigger(i)` exists (`file_key`: the filter's file parameter) and shaped by
+/// `params`.
+fn error_exports(
+    d: &Path,
+    file_key: &str,
+    trigger: &dyn Fn(usize) -> std::path::PathBuf,
+    params: &[&str],
+) -> Vec<Export> {
+    (0..MEMBERS)
+        .map(|i| {
+            let file = format!("{file_key}={}", trigger(i).display());
+            let params: Vec<&str> = params.iter().copied().chain([file.as_str()]).collect();
+            Export::start(d, &format!("m{i}"), "128M", &["error"], &params)
+        })
+        .collect()
+}
+
+/// Writes `data` at `at` over a connection of its own, in the background.
+fn write_behind(s: &Serve, data: &[u8], at: usize) -> std::thread::JoinHandle<()> {
+    let (uri, data) = (s.uri("v"), data.to_vec());
+    std::thread::spawn(move || {
+        let mut w = Client::connect(&uri).unwrap();
+        write_all(&mut w, &data, at);
+        w.disconnect().unwrap();
+    })
+}
+
 /// Taken by every test of this file, so the latency measurements run alone.
 static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -89,18 +117,7 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
     let d = dir.path();
     let inject = |i: usize| d.join(format!("inject{i}"));
     // Every member can be made to fail: EIO on every request once its file exists.
-    let exports: Vec<Export> = (0..MEMBERS)
-        .map(|i| {
-            let file = format!("error-file={}", inject(i).display());
-            Export::start(
-                d,
-                &format!("m{i}"),
-                "128M",
-                &["error"],
-                &["error-rate=100%", &file],
-            )
-        })
-        .collect();
+    let exports = error_exports(d, "error-file", &inject, &["error-rate=100%"]);
     let p = pool(d, &exports, "");
     let s = Serve::start(&p, &[]);
     let mut c = Client::connect(&s.uri("v")).unwrap();
@@ -113,14 +130,7 @@ fn member_returning_errors_is_failed_and_data_stays_correct() {
     // writes in flight to it fail, the member is failed, and every write still succeeds
     // (RAID5 tolerates one member).
     let fresh = pattern(12, DATA / 2);
-    let writer = {
-        let (uri, fresh) = (s.uri("v"), fresh.clone());
-        std::thread::spawn(move || {
-            let mut w = Client::connect(&uri).unwrap();
-            write_all(&mut w, &fresh, DATA / 4);
-            w.disconnect().unwrap();
-        })
-    };
+    let writer = write_behind(&s, &fresh, DATA / 4);
     std::thread::sleep(Duration::from_millis(20));
     std::fs::write(inject(2), b"").unwrap();
     writer.join().expect("writes within tolerance must succeed");
@@ -189,18 +199,8 @@ fn remote_members_out_of_space_wait_for_room() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let full = |i: usize| d.join(format!("full{i}"));
-    let exports: Vec<Export> = (0..MEMBERS)
-        .map(|i| {
-            let file = format!("error-pwrite-file={}", full(i).display());
-            Export::start(
-                d,
-                &format!("m{i}"),
-                "128M",
-                &["error"],
-                &["error-pwrite=ENOSPC", "error-pwrite-rate=100%", &file],
-            )
-        })
-        .collect();
+    let refuse = ["error-pwrite=ENOSPC", "error-pwrite-rate=100%"];
+    let exports = error_exports(d, "error-pwrite-file", &full, &refuse);
     let p = pool(d, &exports, "");
     let s = Serve::start(&p, &[]);
     let mut c = Client::connect(&s.uri("v")).unwrap();
@@ -211,14 +211,7 @@ fn remote_members_out_of_space_wait_for_room() {
         std::fs::write(full(i), b"").unwrap();
     }
     let fresh = pattern(22, DATA / 2);
-    let writer = {
-        let (uri, fresh) = (s.uri("v"), fresh.clone());
-        std::thread::spawn(move || {
-            let mut w = Client::connect(&uri).unwrap();
-            write_all(&mut w, &fresh, DATA / 4);
-            w.disconnect().unwrap();
-        })
-    };
+    let writer = write_behind(&s, &fresh, DATA / 4);
     let deadline = Instant::now() + Duration::from_secs(30);
     let held = loop {
         let text = s.status_text(false);
