@@ -189,7 +189,16 @@ fn check_fit(cfg: &PoolFile, disk_bytes: u64) -> anyhow::Result<()> {
         )
     });
     Err(if geometry {
-        e.context("the pool's layout refuses its geometry")
+        let hint = if cfg.layout == "permutation" {
+            ""
+        } else {
+            " (leave `layout` out to have it chosen, or set layout = \"permutation\", which \
+             takes any member count and stripes as wide as the pool)"
+        };
+        e.context(format!(
+            "the pool's layout ({}) refuses its geometry{hint}",
+            cfg.resolved_layout()
+        ))
     } else {
         let size = fusionraid_io::format_size(disk_bytes);
         e.context(format!("the pool does not fit on members of {size} each"))
@@ -258,7 +267,8 @@ fn create_members(
     // computed can never move the data of an existing pool.
     let mut cfg = cfg.clone();
     cfg.data_offset = Some(crate::pool_config::Size(cfg.resolved_data_offset()?));
-    // Likewise the spare shares `auto` resolves to.
+    // Likewise the layout and the spare shares `auto` resolves to.
+    cfg.layout = cfg.resolved_layout();
     let cfg = &cfg.with_spare_resolved(disk_bytes)?;
     let uuid = new_uuid()?;
     // Every member's superblock area is read before the first one is written: a member
@@ -511,8 +521,11 @@ fn check_one_pool(found: &[Found], reference: &Superblock, listed: usize) -> any
 fn as_stored(file: &PoolFile, reference: &Superblock) -> anyhow::Result<PoolFile> {
     let stored = PoolFile::parse(&reference.config)
         .context("the pool configuration stored in the superblocks")?;
-    // An `auto` spare share in the file is whatever `create` resolved it to.
+    // An `auto` spare share or layout in the file is whatever `create` resolved it to.
     let mut file = file.clone();
+    if file.layout == crate::pool_config::AUTO_LAYOUT {
+        file.layout = stored.layout.clone();
+    }
     for (v, s) in file.volumes.iter_mut().zip(&stored.volumes) {
         if v.spare_fraction == Spare::Auto && v.name == s.name {
             v.spare_fraction = s.spare_fraction;

@@ -96,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let doc = StatusDoc {
         pool: cfg.name.clone(),
         uuid: uuid_string(&uuid),
-        layout: cfg.layout.clone(),
+        layout: cfg.resolved_layout(),
         block_size: cfg.block_size.0,
         exports: exports.uris.clone(),
         volume_names: names,

@@ -393,3 +393,40 @@ fn fusionraid_serves_with_steering_enabled() {
     );
     s.stop();
 }
+
+/// A pool file that names no layout works on any member count: three drives take a RAID5
+/// 2+1 volume and a three-way mirror (stripes as wide as the pool), six drives a 4+1
+/// volume. `create` stores the layout it chose, and the pool serves, restarts and reads
+/// back what it was given.
+#[test]
+fn pools_without_a_layout_fit_any_member_count() {
+    for (members, volumes, layout) in [
+        (
+            3,
+            volume("r", "raid5", 3, "16M", false)
+                + "[[volume]]\nname = \"m\"\nlevel = \"mirror\"\ncopies = 3\nsize = \"8M\"\n",
+            "permutation",
+        ),
+        (6, volume("r", "raid5", 5, "16M", false), "permutation"),
+        (5, volume("r", "raid5", 4, "16M", false), "mols"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let list: Vec<String> = (0..members).map(|i| format!("\"file:d{i}.img\"")).collect();
+        let p = pool_file(
+            dir.path(),
+            &format!(
+                "name = \"any\"\nmembers = [{}]\nmember_size = \"128M\"\n{volumes}",
+                list.join(", ")
+            ),
+        );
+        create(&p, &[]).ok("create");
+        let s = Serve::start(&p, &[]);
+        let text = s.status_text(false);
+        assert!(text.contains(&format!("layout {layout}")), "{text}");
+        write_read(&s.uri("r"), members as u64);
+        s.stop();
+        let s = Serve::start(&p, &[]);
+        read_expect(&s.uri("r"), members as u64);
+        s.stop();
+    }
+}

@@ -10,7 +10,7 @@ use fusionraid_core::scheme::fusion::{
 };
 use fusionraid_io::{MemberSpec, format_size};
 
-use super::{PoolFile, Spare};
+use super::{AUTO_LAYOUT, PoolFile, Spare};
 
 impl PoolFile {
     pub fn specs(&self) -> anyhow::Result<Vec<MemberSpec>> {
@@ -27,9 +27,25 @@ impl PoolFile {
             .unwrap_or(false)
     }
 
+    /// The layout `auto` stands for on this pool: MOLS where it lays out every volume (a
+    /// prime-power number of SSD members, every stripe narrower than the pool), the
+    /// permutation layout otherwise (any member count, stripes as wide as the pool), so
+    /// three drives take a RAID5 2+1 volume and six drives any width without a setting.
+    pub fn resolved_layout(&self) -> String {
+        if self.layout != AUTO_LAYOUT {
+            return self.layout.clone();
+        }
+        let ssds = self.members.len().saturating_sub(self.hdd_members.len());
+        let mols = self
+            .volumes
+            .iter()
+            .all(|v| fusionraid_core::layout::MolsLayout::new(ssds, v.stripe_width()).is_ok());
+        if mols { "mols" } else { "permutation" }.into()
+    }
+
     pub fn layout_kind(&self) -> anyhow::Result<LayoutKind> {
         let mut k: LayoutKind = self
-            .layout
+            .resolved_layout()
             .parse()
             .map_err(|e: String| anyhow::anyhow!("`layout`: {e}"))?;
         if let LayoutKind::Permutation { seed } = &mut k {

@@ -10,7 +10,7 @@
 //! block_size = "64K"        # stripe unit
 //! # data_offset = "8M"      # reserved at the start of every member (superblock, journal,
 //!                           # checkpoints); default: what the metadata needs, fixed by create
-//! layout = "mols"           # mols | groups | permutation
+//! layout = "auto"           # auto (mols where it fits, else permutation) | mols | groups | permutation
 //! scheme = "fusionraid"     # fusionraid | fusion-nd | raid50 | 4-raid5 | lograid | ...
 //!
 //! [detector]                # spike detector: preset dc | consumer, and overrides
@@ -188,8 +188,11 @@ fn default_name() -> String {
 fn default_block() -> Size {
     Size(64 << 10)
 }
+/// The layout a pool file that names none gets: chosen by `create` from the geometry
+/// (`PoolFile::resolved_layout`) and stored resolved.
+pub const AUTO_LAYOUT: &str = "auto";
 fn default_layout() -> String {
-    "mols".into()
+    AUTO_LAYOUT.into()
 }
 fn default_scheme() -> String {
     "fusionraid".into()

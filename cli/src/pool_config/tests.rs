@@ -412,3 +412,45 @@ fn no_space_wait_defaults_to_a_minute_and_is_bounded() {
     let e = format!("{:#}", with("no_space_wait_s = 100000").unwrap_err());
     assert!(e.contains("no_space_wait_s"), "{e}");
 }
+
+/// A pool file that names no layout gets MOLS where MOLS lays out every volume and the
+/// permutation layout otherwise (three drives with a 2+1 stripe, six drives, a stripe as
+/// wide as the pool); a named layout is kept as it is.
+#[test]
+fn the_default_layout_fits_the_geometry() {
+    let pool = |members: usize, vols: &str, top: &str| {
+        let list = vec!["\"mem:64M\""; members].join(", ");
+        PoolFile::parse(&format!("{top}members = [{list}]\n{vols}")).unwrap()
+    };
+    let vol = |level: &str, width: usize| {
+        format!(
+            "[[volume]]\nname = \"v{width}\"\nlevel = \"{level}\"\nwidth = {width}\nsize = \"8M\"\n"
+        )
+    };
+    assert_eq!(PoolFile::parse(GOOD).unwrap().layout, "auto");
+    for (members, vols, want) in [
+        (5, vol("raid5", 4), "mols"),
+        (7, vol("raid5", 5) + &vol("raid6", 6), "mols"),
+        (5, vol("raid5", 5), "permutation"),
+        (3, vol("raid5", 3), "permutation"),
+        (6, vol("raid5", 5), "permutation"),
+        (7, vol("raid5", 4) + &vol("raid6", 7), "permutation"),
+    ] {
+        let p = pool(members, &vols, "");
+        assert_eq!(p.resolved_layout(), want, "{members} members, {vols}");
+        assert!(p.layout_kind().is_ok(), "{members} members, {vols}");
+    }
+    // A three-way mirror on three drives.
+    let m3 = "[[volume]]\nname = \"m\"\nlevel = \"mirror\"\ncopies = 3\nsize = \"8M\"\n";
+    assert_eq!(pool(3, m3, "").resolved_layout(), "permutation");
+    // Named layouts stay what they are, refusals included.
+    assert_eq!(
+        pool(5, &vol("raid5", 4), "layout = \"groups\"\n").resolved_layout(),
+        "groups"
+    );
+    let p = pool(6, &vol("raid5", 5), "layout = \"mols\"\n");
+    assert!(
+        p.layout_kind().is_ok(),
+        "the layout refuses later, at create"
+    );
+}
