@@ -440,6 +440,16 @@ fn the_default_layout_fits_the_geometry() {
         assert_eq!(p.resolved_layout(), want, "{members} members, {vols}");
         assert!(p.layout_kind().is_ok(), "{members} members, {vols}");
     }
+    // HDD members hold no stripes: the SSDs alone decide.
+    let hybrid = |members: usize, hdds: &str| {
+        pool(
+            members,
+            &vol("raid5", 4),
+            &format!("hdd_members = {hdds}\n"),
+        )
+    };
+    assert_eq!(hybrid(7, "[5, 6]").resolved_layout(), "mols");
+    assert_eq!(hybrid(8, "[6, 7]").resolved_layout(), "permutation");
     // A three-way mirror on three drives.
     let m3 = "[[volume]]\nname = \"m\"\nlevel = \"mirror\"\ncopies = 3\nsize = \"8M\"\n";
     assert_eq!(pool(3, m3, "").resolved_layout(), "permutation");
