@@ -22,7 +22,7 @@ use fusionraid_nbd::{
     Client, ClientSender, CommandKind, CommandResult, ErrorCode, ExportInfo, NbdError,
 };
 
-use super::no_space::{DEFAULT_NO_SPACE_WAIT_NS, NoSpace};
+use super::no_space::{DEFAULT_NO_SPACE_WAIT_NS, NoSpace, Queued};
 use super::{Completion, Member, MemberError};
 use crate::waker::Waker;
 
@@ -52,10 +52,6 @@ struct Sent {
     /// When the server first refused this write for space.
     refused: Option<Nanos>,
 }
-
-/// An operation waiting for room on the wire; a write refused for space before carries
-/// when it first was.
-type Queued = (u64, DevOp, Option<Nanos>);
 
 pub struct NbdMember {
     name: String,
@@ -138,7 +134,8 @@ impl NbdMember {
         });
     }
 
-    fn start(&mut self, (tag, op, refused): Queued) {
+    fn start(&mut self, q: Queued) {
+        let Queued { tag, op, refused } = q;
         if let Some(b) = &self.broken {
             let m = b.clone();
             return self.fail(tag, m);
@@ -245,8 +242,8 @@ impl NbdMember {
         for (_, p) in std::mem::take(&mut self.pending) {
             self.fail(p.tag, format!("{} at {}: {why}", p.what, p.offset));
         }
-        for (tag, _, _) in std::mem::take(&mut self.waiting) {
-            self.fail(tag, why.clone());
+        for q in std::mem::take(&mut self.waiting) {
+            self.fail(q.tag, why.clone());
         }
         self.broken = Some(why);
     }
@@ -328,9 +325,9 @@ impl Member for NbdMember {
 
     fn submit(&mut self, tag: u64, op: DevOp, _now: Nanos) {
         if self.pending.len() < MAX_INFLIGHT && self.waiting.is_empty() {
-            self.start((tag, op, None));
+            self.start(Queued::new(tag, op));
         } else {
-            self.waiting.push_back((tag, op, None));
+            self.waiting.push_back(Queued::new(tag, op));
         }
     }
 
@@ -355,10 +352,7 @@ impl Member for NbdMember {
             let secs = self.reply_timeout as f64 / 1e9;
             self.give_up(format!("the server has not answered for {secs} s"));
         }
-        // Writes due for another try go before anything that waits: they are older.
-        for h in self.no_space.due(now).into_iter().rev() {
-            self.waiting.push_front((h.tag, h.op, Some(h.since)));
-        }
+        self.no_space.requeue_due(now, &mut self.waiting);
         while self.pending.len() < MAX_INFLIGHT {
             let Some(q) = self.waiting.pop_front() else {
                 break;

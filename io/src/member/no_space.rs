@@ -13,6 +13,8 @@
 //!
 //! The held writes are bounded by the engine's in-flight limits, like a member's queue.
 
+use std::collections::VecDeque;
+
 use fusionraid_core::{DevOp, Nanos};
 
 /// How long a refused write is tried again before the member fails.
@@ -21,6 +23,25 @@ pub const DEFAULT_NO_SPACE_WAIT_NS: Nanos = 60_000_000_000;
 /// has been held, up to `MAX_BACKOFF_NS`.
 const MIN_BACKOFF_NS: Nanos = 5_000_000;
 const MAX_BACKOFF_NS: Nanos = 1_000_000_000;
+
+/// An operation waiting for room in its member's queue.
+pub struct Queued {
+    pub tag: u64,
+    pub op: DevOp,
+    /// A write refused for space before: when it first was.
+    pub refused: Option<Nanos>,
+}
+
+impl Queued {
+    /// An operation as the engine submitted it.
+    pub fn new(tag: u64, op: DevOp) -> Self {
+        Queued {
+            tag,
+            op,
+            refused: None,
+        }
+    }
+}
 
 /// A write waiting for room: the operation as submitted, when it was first refused.
 pub struct Held {
@@ -100,8 +121,20 @@ impl NoSpace {
         }
     }
 
+    /// Puts the held writes due for another try at `now` at the head of `queue`, oldest
+    /// first: they are older than anything waiting there.
+    pub fn requeue_due(&mut self, now: Nanos, queue: &mut VecDeque<Queued>) {
+        for h in self.due(now).into_iter().rev() {
+            queue.push_front(Queued {
+                tag: h.tag,
+                op: h.op,
+                refused: Some(h.since),
+            });
+        }
+    }
+
     /// Takes the held writes due for another try at `now`, oldest first.
-    pub fn due(&mut self, now: Nanos) -> Vec<Held> {
+    fn due(&mut self, now: Nanos) -> Vec<Held> {
         let (mut due, held): (Vec<Held>, Vec<Held>) =
             self.held.drain(..).partition(|h| h.retry_at <= now);
         self.held = held;

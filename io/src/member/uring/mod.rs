@@ -31,7 +31,7 @@ use fusionraid_core::{Data, DevError, DevOp, IoResult, Nanos};
 use io_uring::{opcode, types};
 
 use super::aligned::AlignedBuf;
-use super::no_space::{DEFAULT_NO_SPACE_WAIT_NS, NoSpace};
+use super::no_space::{DEFAULT_NO_SPACE_WAIT_NS, NoSpace, Queued};
 use super::smart::SmartMonitor;
 use super::{Completion, Member, MemberError};
 use ring::{Buf, Inflight, Kind, RingState, SharedRing};
@@ -55,14 +55,6 @@ pub struct FileMember {
     /// A regular file that keeps its space (`FileSpace::Reserved`): a trim zeroes its range
     /// and keeps it allocated (reserve.rs); otherwise a trim punches the range out.
     keeps_space: bool,
-}
-
-/// An operation waiting for room in the ring.
-struct Queued {
-    tag: u64,
-    op: DevOp,
-    /// A write the file system refused for space before: when it first did.
-    refused: Option<Nanos>,
 }
 
 /// The member files this process holds locked, by (device, inode): a second `FileMember`
@@ -432,11 +424,7 @@ impl Member for FileMember {
         let ring = self.ring.clone();
         let mut st = ring.lock();
         // Keep submission order: once something waits, everything after it waits too.
-        let q = Queued {
-            tag,
-            op,
-            refused: None,
-        };
+        let q = Queued::new(tag, op);
         if self.waiting.is_empty() && st.has_free_slot() {
             self.start(&mut st, q);
         } else {
@@ -481,14 +469,7 @@ impl Member for FileMember {
                 result,
             });
         }
-        // Writes due for another try go before anything that waits: they are older.
-        for h in self.no_space.due(now).into_iter().rev() {
-            self.waiting.push_front(Queued {
-                tag: h.tag,
-                op: h.op,
-                refused: Some(h.since),
-            });
-        }
+        self.no_space.requeue_due(now, &mut self.waiting);
         while st.has_free_slot() {
             let Some(q) = self.waiting.pop_front() else {
                 break;
